@@ -1,0 +1,303 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Version is the path prefix of every API call.
+const Version = "/v1"
+
+// InstanceState is the lifecycle state of an instance.
+type InstanceState string
+
+// Instance states. A terminated instance is kept for the record but no
+// longer counts against quotas and no longer holds its addresses.
+const (
+	InstanceRunning    InstanceState = "running"
+	InstanceStopped    InstanceState = "stopped"
+	InstanceTerminated InstanceState = "terminated"
+)
+
+// Addresses are the network identities of an instance.
+type Addresses struct {
+	Internal string `json:"internal"`
+	External string `json:"external,omitempty"`
+	Hostname string `json:"hostname"`
+}
+
+// Instance is one virtual machine.
+type Instance struct {
+	ID        string            `json:"id"`
+	Name      string            `json:"name"`
+	Zone      string            `json:"zone"`
+	Region    string            `json:"region"`
+	Type      string            `json:"type"`
+	State     InstanceState     `json:"state"`
+	Addresses Addresses         `json:"addresses"`
+	Tags      map[string]string `json:"tags,omitempty"`
+	CreatedAt time.Time         `json:"createdAt"`
+}
+
+// CreateInstanceRequest is the body of POST /v1/instances.
+type CreateInstanceRequest struct {
+	Name   string            `json:"name"`
+	Zone   string            `json:"zone"`
+	Region string            `json:"region"`
+	Type   string            `json:"type"`
+	Tags   map[string]string `json:"tags,omitempty"`
+	// External asks for an address from the external pool as well.
+	External bool `json:"external,omitempty"`
+}
+
+// BatchCreateInstancesRequest is the body of POST /v1/instances:batchCreate.
+// The batch is all-or-nothing: one invalid item rejects the whole batch.
+type BatchCreateInstancesRequest struct {
+	Instances []CreateInstanceRequest `json:"instances"`
+}
+
+// InstanceList is one page of instances.
+type InstanceList struct {
+	Items         []Instance `json:"items"`
+	NextPageToken string     `json:"nextPageToken,omitempty"`
+}
+
+// Protocol of a load balancer listener.
+type Protocol string
+
+// Supported listener protocols.
+const (
+	ProtocolTCP Protocol = "TCP"
+	ProtocolUDP Protocol = "UDP"
+)
+
+// LBStatus is the lifecycle state of a load balancer.
+type LBStatus string
+
+// Load balancer states: provisioning until the configured provisioning
+// time has passed, then active (the data plane forwards), deleting until
+// the record is removed.
+const (
+	LBProvisioning LBStatus = "provisioning"
+	LBActive       LBStatus = "active"
+	LBDeleting     LBStatus = "deleting"
+)
+
+// Conventional load balancer tag keys; the provider writes them so that a
+// cluster can find the load balancers it owns.
+const (
+	TagServiceNamespace = "service-namespace"
+	TagServiceName      = "service-name"
+	TagServiceUID       = "service-uid"
+)
+
+// Listener maps a VIP port to the node port every backend serves.
+type Listener struct {
+	Protocol Protocol `json:"protocol"`
+	Port     int      `json:"port"`
+	NodePort int      `json:"nodePort"`
+}
+
+// HealthCheck configures the active TCP health check of the backends.
+// Zero values mean the defaults documented in DefaultHealthCheck.
+type HealthCheck struct {
+	// Port is the node port probed; 0 probes the first TCP listener's
+	// node port, and a load balancer without TCP listeners is not probed.
+	Port               int `json:"port,omitempty"`
+	IntervalMs         int `json:"intervalMs,omitempty"`
+	TimeoutMs          int `json:"timeoutMs,omitempty"`
+	HealthyThreshold   int `json:"healthyThreshold,omitempty"`
+	UnhealthyThreshold int `json:"unhealthyThreshold,omitempty"`
+}
+
+// DefaultHealthCheck returns the values used for unset health check fields.
+func DefaultHealthCheck() HealthCheck {
+	return HealthCheck{IntervalMs: 5000, TimeoutMs: 2000, HealthyThreshold: 2, UnhealthyThreshold: 2}
+}
+
+// WithDefaults fills unset fields from DefaultHealthCheck.
+func (h HealthCheck) WithDefaults() HealthCheck {
+	d := DefaultHealthCheck()
+	if h.IntervalMs == 0 {
+		h.IntervalMs = d.IntervalMs
+	}
+	if h.TimeoutMs == 0 {
+		h.TimeoutMs = d.TimeoutMs
+	}
+	if h.HealthyThreshold == 0 {
+		h.HealthyThreshold = d.HealthyThreshold
+	}
+	if h.UnhealthyThreshold == 0 {
+		h.UnhealthyThreshold = d.UnhealthyThreshold
+	}
+	return h
+}
+
+// LoadBalancerSpec is the part of a load balancer a caller sets; create
+// takes it whole and update replaces it whole.
+type LoadBalancerSpec struct {
+	Listeners   []Listener  `json:"listeners"`
+	Backends    []string    `json:"backends"`
+	HealthCheck HealthCheck `json:"healthCheck"`
+	// SourceRanges restricts clients; empty allows every source.
+	SourceRanges []string `json:"sourceRanges,omitempty"`
+	// UDPIdleTimeoutMs ends a UDP client flow after this much silence;
+	// 0 means 30 seconds.
+	UDPIdleTimeoutMs int `json:"udpIdleTimeoutMs,omitempty"`
+}
+
+// LoadBalancer is one L4 load balancer.
+type LoadBalancer struct {
+	ID      string            `json:"id"`
+	Name    string            `json:"name"`
+	Cluster string            `json:"cluster"`
+	Tags    map[string]string `json:"tags,omitempty"`
+	LoadBalancerSpec
+	Status LBStatus `json:"status"`
+	VIP    string   `json:"vip"`
+	// ReadyAt is when a provisioning load balancer becomes active, or
+	// when a deleting one disappears.
+	ReadyAt   time.Time `json:"readyAt,omitzero"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// CreateLoadBalancerRequest is the body of POST /v1/loadbalancers.
+type CreateLoadBalancerRequest struct {
+	Name    string            `json:"name"`
+	Cluster string            `json:"cluster"`
+	Tags    map[string]string `json:"tags,omitempty"`
+	LoadBalancerSpec
+}
+
+// UpdateLoadBalancerRequest is the body of PUT /v1/loadbalancers/{id}.
+type UpdateLoadBalancerRequest struct {
+	LoadBalancerSpec
+}
+
+// LoadBalancerList is one page of load balancers.
+type LoadBalancerList struct {
+	Items         []LoadBalancer `json:"items"`
+	NextPageToken string         `json:"nextPageToken,omitempty"`
+}
+
+// RouteState tells whether a route's target still exists.
+type RouteState string
+
+// Route states; a blackhole route points at a terminated instance.
+const (
+	RouteActive    RouteState = "active"
+	RouteBlackhole RouteState = "blackhole"
+)
+
+// Route sends a destination CIDR to an instance, inside a cluster's table.
+type Route struct {
+	Name            string `json:"name"`
+	Cluster         string `json:"cluster"`
+	DestinationCIDR string `json:"destinationCIDR"`
+	InstanceID      string `json:"instanceId"`
+	// InstanceName is filled from the instance record on every read, so
+	// that a caller maps a route to its node without another call.
+	InstanceName string     `json:"instanceName,omitempty"`
+	State        RouteState `json:"state"`
+	CreatedAt    time.Time  `json:"createdAt"`
+}
+
+// CreateRouteRequest is the body of POST /v1/routetables/{cluster}/routes.
+type CreateRouteRequest struct {
+	Name            string `json:"name"`
+	DestinationCIDR string `json:"destinationCIDR"`
+	InstanceID      string `json:"instanceId"`
+}
+
+// RouteList is the content of a cluster's route table.
+type RouteList struct {
+	Items []Route `json:"items"`
+}
+
+// Duration is a time.Duration that travels as a Go duration string
+// ("150ms") so that the admin API is readable by people.
+type Duration time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"150ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Quotas bound the number of resources.
+type Quotas struct {
+	Instances        int `json:"instances"`
+	LoadBalancers    int `json:"loadBalancers"`
+	RoutesPerCluster int `json:"routesPerCluster"`
+}
+
+// Knobs are the realism settings, changeable at runtime.
+type Knobs struct {
+	Latency            Duration `json:"latency"`
+	LBProvisioningTime Duration `json:"lbProvisioningTime"`
+	LBDeletionTime     Duration `json:"lbDeletionTime"`
+	RateLimit          float64  `json:"rateLimit"`
+	RateBurst          int      `json:"rateBurst"`
+	ErrorRate          float64  `json:"errorRate"`
+	Quotas             Quotas   `json:"quotas"`
+}
+
+// DefaultKnobs are the settings of a server started without flags.
+func DefaultKnobs() Knobs {
+	return Knobs{
+		LBProvisioningTime: Duration(2 * time.Second),
+		LBDeletionTime:     Duration(time.Second),
+		RateBurst:          10,
+		Quotas:             Quotas{Instances: 10000, LoadBalancers: 200, RoutesPerCluster: 50},
+	}
+}
+
+// KnobsPatch is the body of PUT /v1/admin/config: fields left out keep
+// their current value.
+type KnobsPatch struct {
+	Latency            *Duration    `json:"latency,omitempty"`
+	LBProvisioningTime *Duration    `json:"lbProvisioningTime,omitempty"`
+	LBDeletionTime     *Duration    `json:"lbDeletionTime,omitempty"`
+	RateLimit          *float64     `json:"rateLimit,omitempty"`
+	RateBurst          *int         `json:"rateBurst,omitempty"`
+	ErrorRate          *float64     `json:"errorRate,omitempty"`
+	Quotas             *QuotasPatch `json:"quotas,omitempty"`
+}
+
+// QuotasPatch is the quota part of KnobsPatch.
+type QuotasPatch struct {
+	Instances        *int `json:"instances,omitempty"`
+	LoadBalancers    *int `json:"loadBalancers,omitempty"`
+	RoutesPerCluster *int `json:"routesPerCluster,omitempty"`
+}
+
+// OperationStats counts the requests of one operation by HTTP status.
+type OperationStats struct {
+	Total  int64            `json:"total"`
+	ByCode map[string]int64 `json:"byCode"`
+}
+
+// Stats is the body of GET /v1/admin/stats.
+type Stats struct {
+	Since      time.Time                 `json:"since"`
+	Total      int64                     `json:"total"`
+	Operations map[string]OperationStats `json:"operations"`
+}
+
+// Count returns the number of requests of op, all status codes together.
+func (s Stats) Count(op string) int64 { return s.Operations[op].Total }

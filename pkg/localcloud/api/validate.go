@@ -1,0 +1,293 @@
+package api
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+)
+
+// Limits on caller-chosen values. They are generous but finite so that a
+// typo cannot make the server store megabytes.
+const (
+	MaxNameLength  = 253
+	MaxTags        = 50
+	MaxTagLength   = 255
+	MaxListeners   = 50
+	MaxBackends    = 5000
+	MaxBatchCreate = 1000
+	MaxPageSize    = 1000
+	DefaultPage    = 100
+)
+
+var (
+	nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+	// A cloud label such as a zone or instance type: no spaces, no slashes.
+	labelRE = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$`)
+	idRE    = regexp.MustCompile(`^(i|lb)-[0-9a-f]{16}$`)
+)
+
+// ValidName checks a DNS-1123-like resource name.
+func ValidName(field, v string) error {
+	if v == "" {
+		return Invalid(field, "must not be empty")
+	}
+	if len(v) > MaxNameLength || !nameRE.MatchString(v) {
+		return Invalid(field, fmt.Sprintf("%q must be lower-case letters, digits, '-' or '.', "+
+			"start and end with a letter or digit, at most %d characters", v, MaxNameLength))
+	}
+	return nil
+}
+
+// ValidID checks the syntax of an instance ("i-…") or load balancer ("lb-…") id.
+func ValidID(field, prefix, v string) error {
+	if !idRE.MatchString(v) || !strings.HasPrefix(v, prefix+"-") {
+		return Invalid(field, fmt.Sprintf("%q is not a valid id (want %s- and 16 hex digits)", v, prefix))
+	}
+	return nil
+}
+
+func validLabel(field, v string, required bool) error {
+	if v == "" {
+		if required {
+			return Invalid(field, "must not be empty")
+		}
+		return nil
+	}
+	if len(v) > 63 || !labelRE.MatchString(v) {
+		return Invalid(field, fmt.Sprintf("%q must be letters, digits, '-', '.' or '_', at most 63 characters", v))
+	}
+	return nil
+}
+
+func validTags(field string, tags map[string]string) error {
+	if len(tags) > MaxTags {
+		return Invalid(field, fmt.Sprintf("at most %d tags, got %d", MaxTags, len(tags)))
+	}
+	for k, v := range tags {
+		if k == "" || len(k) > MaxTagLength || strings.ContainsAny(k, "=,") {
+			return Invalid(field, fmt.Sprintf("tag key %q must be 1-%d characters without '=' or ','", k, MaxTagLength))
+		}
+		if len(v) > MaxTagLength {
+			return Invalid(field+"."+k, fmt.Sprintf("tag value longer than %d characters", MaxTagLength))
+		}
+	}
+	return nil
+}
+
+// Validate checks a create-instance request.
+func (r *CreateInstanceRequest) Validate(field string) error {
+	if err := ValidName(field+"name", r.Name); err != nil {
+		return err
+	}
+	if err := validLabel(field+"zone", r.Zone, true); err != nil {
+		return err
+	}
+	if err := validLabel(field+"region", r.Region, true); err != nil {
+		return err
+	}
+	if err := validLabel(field+"type", r.Type, true); err != nil {
+		return err
+	}
+	return validTags(field+"tags", r.Tags)
+}
+
+// Validate checks a batch create request, naming the offending item.
+func (r *BatchCreateInstancesRequest) Validate() error {
+	if len(r.Instances) == 0 {
+		return Invalid("instances", "must not be empty")
+	}
+	if len(r.Instances) > MaxBatchCreate {
+		return Invalid("instances", fmt.Sprintf("at most %d per batch, got %d", MaxBatchCreate, len(r.Instances)))
+	}
+	seen := make(map[string]int, len(r.Instances))
+	for i := range r.Instances {
+		f := fmt.Sprintf("instances[%d].", i)
+		if err := r.Instances[i].Validate(f); err != nil {
+			return err
+		}
+		if j, dup := seen[r.Instances[i].Name]; dup {
+			return Conflict(f+"name", fmt.Sprintf("name %q repeats instances[%d]", r.Instances[i].Name, j))
+		}
+		seen[r.Instances[i].Name] = i
+	}
+	return nil
+}
+
+// ValidPort checks a TCP/UDP port number.
+func ValidPort(field string, p int) error {
+	if p < 1 || p > 65535 {
+		return Invalid(field, fmt.Sprintf("%d is not a port (1-65535)", p))
+	}
+	return nil
+}
+
+// ParseCIDR parses a CIDR in canonical form (no host bits set), so that two
+// spellings of one network cannot both land in a table.
+func ParseCIDR(field, v string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(v)
+	if err != nil {
+		return netip.Prefix{}, Invalid(field, fmt.Sprintf("%q is not a CIDR: %v", v, err))
+	}
+	if p.Masked() != p {
+		return netip.Prefix{}, Invalid(field, fmt.Sprintf("%q has host bits set (network is %s)", v, p.Masked()))
+	}
+	return p, nil
+}
+
+// Validate checks a load balancer spec. Backend existence is the server's
+// business; here only syntax is checked.
+func (s *LoadBalancerSpec) Validate() error {
+	if len(s.Listeners) == 0 {
+		return Invalid("listeners", "at least one listener is required")
+	}
+	if len(s.Listeners) > MaxListeners {
+		return Invalid("listeners", fmt.Sprintf("at most %d listeners", MaxListeners))
+	}
+	type key struct {
+		p    Protocol
+		port int
+	}
+	seen := map[key]bool{}
+	for i, l := range s.Listeners {
+		f := fmt.Sprintf("listeners[%d]", i)
+		if l.Protocol != ProtocolTCP && l.Protocol != ProtocolUDP {
+			return Invalid(f+".protocol", fmt.Sprintf("%q is not supported (TCP or UDP)", l.Protocol))
+		}
+		if err := ValidPort(f+".port", l.Port); err != nil {
+			return err
+		}
+		if err := ValidPort(f+".nodePort", l.NodePort); err != nil {
+			return err
+		}
+		if seen[key{l.Protocol, l.Port}] {
+			return Invalid(f+".port", fmt.Sprintf("%s port %d is listed twice", l.Protocol, l.Port))
+		}
+		seen[key{l.Protocol, l.Port}] = true
+	}
+	if len(s.Backends) > MaxBackends {
+		return Invalid("backends", fmt.Sprintf("at most %d backends", MaxBackends))
+	}
+	for i, b := range s.Backends {
+		if err := ValidID(fmt.Sprintf("backends[%d]", i), "i", b); err != nil {
+			return err
+		}
+	}
+	for i, r := range s.SourceRanges {
+		if _, err := ParseCIDR(fmt.Sprintf("sourceRanges[%d]", i), r); err != nil {
+			return err
+		}
+	}
+	if s.UDPIdleTimeoutMs < 0 {
+		return Invalid("udpIdleTimeoutMs", fmt.Sprintf("%d must not be negative", s.UDPIdleTimeoutMs))
+	}
+	return s.HealthCheck.validate()
+}
+
+func (h HealthCheck) validate() error {
+	if h.Port != 0 {
+		if err := ValidPort("healthCheck.port", h.Port); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+		max  int
+	}{
+		{"healthCheck.intervalMs", h.IntervalMs, 3600_000},
+		{"healthCheck.timeoutMs", h.TimeoutMs, 3600_000},
+		{"healthCheck.healthyThreshold", h.HealthyThreshold, 100},
+		{"healthCheck.unhealthyThreshold", h.UnhealthyThreshold, 100},
+	} {
+		if f.v < 0 || f.v > f.max {
+			return Invalid(f.name, fmt.Sprintf("%d is out of range (0-%d, 0 means default)", f.v, f.max))
+		}
+	}
+	return nil
+}
+
+// Validate checks a create-load-balancer request.
+func (r *CreateLoadBalancerRequest) Validate() error {
+	if err := ValidName("name", r.Name); err != nil {
+		return err
+	}
+	if err := ValidName("cluster", r.Cluster); err != nil {
+		return err
+	}
+	if err := validTags("tags", r.Tags); err != nil {
+		return err
+	}
+	return r.LoadBalancerSpec.Validate()
+}
+
+// Validate checks a create-route request.
+func (r *CreateRouteRequest) Validate() error {
+	if err := ValidName("name", r.Name); err != nil {
+		return err
+	}
+	if _, err := ParseCIDR("destinationCIDR", r.DestinationCIDR); err != nil {
+		return err
+	}
+	return ValidID("instanceId", "i", r.InstanceID)
+}
+
+// Validate checks knobs; negative values are rejected naming the knob.
+func (k Knobs) Validate() error {
+	checks := []struct {
+		name string
+		bad  bool
+	}{
+		{"latency", k.Latency < 0},
+		{"lbProvisioningTime", k.LBProvisioningTime < 0},
+		{"lbDeletionTime", k.LBDeletionTime < 0},
+		{"rateLimit", k.RateLimit < 0},
+		{"rateBurst", k.RateBurst < 0},
+		{"errorRate", k.ErrorRate < 0 || k.ErrorRate > 1},
+		{"quotas.instances", k.Quotas.Instances < 0},
+		{"quotas.loadBalancers", k.Quotas.LoadBalancers < 0},
+		{"quotas.routesPerCluster", k.Quotas.RoutesPerCluster < 0},
+	}
+	for _, c := range checks {
+		if c.bad {
+			return Invalid(c.name, "must not be negative (errorRate: between 0 and 1)")
+		}
+	}
+	if k.RateLimit > 0 && k.RateBurst == 0 {
+		return Invalid("rateBurst", "must be at least 1 when rateLimit is set")
+	}
+	return nil
+}
+
+// Apply returns k with the patch's fields applied.
+func (k Knobs) Apply(p KnobsPatch) Knobs {
+	set := func(dst *Duration, src *Duration) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&k.Latency, p.Latency)
+	set(&k.LBProvisioningTime, p.LBProvisioningTime)
+	set(&k.LBDeletionTime, p.LBDeletionTime)
+	if p.RateLimit != nil {
+		k.RateLimit = *p.RateLimit
+	}
+	if p.RateBurst != nil {
+		k.RateBurst = *p.RateBurst
+	}
+	if p.ErrorRate != nil {
+		k.ErrorRate = *p.ErrorRate
+	}
+	if q := p.Quotas; q != nil {
+		if q.Instances != nil {
+			k.Quotas.Instances = *q.Instances
+		}
+		if q.LoadBalancers != nil {
+			k.Quotas.LoadBalancers = *q.LoadBalancers
+		}
+		if q.RoutesPerCluster != nil {
+			k.Quotas.RoutesPerCluster = *q.RoutesPerCluster
+		}
+	}
+	return k
+}

@@ -1,0 +1,175 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+)
+
+// Defaults for the retry of rate-limited calls.
+const (
+	DefaultMaxRetries   = 3
+	DefaultMaxRetryWait = 10 * time.Second
+	DefaultTimeout      = 30 * time.Second
+)
+
+// Client talks to one localcloud.
+type Client struct {
+	base         *url.URL
+	token        string
+	http         *http.Client
+	maxRetries   int
+	maxRetryWait time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient replaces the HTTP client (default: 30s timeout).
+func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
+
+// WithMaxRetries bounds how often a 429 answer is retried; 0 disables retries.
+func WithMaxRetries(n int) Option { return func(c *Client) { c.maxRetries = max(0, n) } }
+
+// WithMaxRetryWait caps the wait before one retry, whatever Retry-After says.
+func WithMaxRetryWait(d time.Duration) Option { return func(c *Client) { c.maxRetryWait = d } }
+
+// New returns a client for the API at baseURL (e.g. http://127.0.0.1:8787)
+// authenticating with token.
+func New(baseURL, token string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("localcloud client: URL %q must be http(s)://host:port", baseURL)
+	}
+	if token == "" {
+		return nil, errors.New("localcloud client: token is empty")
+	}
+	c := &Client{
+		base: u, token: token, http: &http.Client{Timeout: DefaultTimeout},
+		maxRetries: DefaultMaxRetries, maxRetryWait: DefaultMaxRetryWait,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// do sends one API call, retrying 429 answers, and decodes the answer into
+// out (when non-nil).
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	var body []byte
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		body = b
+	}
+	u := *c.base
+	u.Path += api.Version + path
+	u.RawQuery = query.Encode()
+	for attempt := 0; ; attempt++ {
+		err := c.once(ctx, method, u.String(), body, out)
+		wait, limited := RetryAfter(err)
+		if !limited || attempt >= c.maxRetries {
+			return err
+		}
+		wait = min(max(wait, 10*time.Millisecond), c.maxRetryWait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (gave up waiting to retry: %w)", err, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) once(ctx context.Context, method, u string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		return decodeError(resp, data)
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	return nil
+}
+
+func decodeError(resp *http.Response, data []byte) error {
+	e := &APIError{StatusCode: resp.StatusCode}
+	var body api.ErrorResponse
+	if err := json.Unmarshal(data, &body); err == nil && body.Error.Code != "" {
+		e.Code, e.Field, e.Message = body.Error.Code, body.Error.Field, body.Error.Message
+	} else {
+		e.Code = codeForStatus(resp.StatusCode)
+		e.Message = strings.TrimSpace(string(data))
+	}
+	if e.Code == api.CodeRateLimited {
+		e.RetryAfter = retryAfter(resp.Header)
+	}
+	return e
+}
+
+func codeForStatus(code int) api.ErrorCode {
+	switch code {
+	case http.StatusNotFound:
+		return api.CodeNotFound
+	case http.StatusBadRequest, http.StatusMethodNotAllowed:
+		return api.CodeInvalidArgument
+	case http.StatusConflict:
+		return api.CodeConflict
+	case http.StatusUnauthorized:
+		return api.CodeUnauthorized
+	case http.StatusTooManyRequests:
+		return api.CodeRateLimited
+	case http.StatusForbidden:
+		return api.CodeQuotaExceeded
+	}
+	return api.CodeInternal
+}
+
+// retryAfter prefers the millisecond header localcloud adds, then the
+// standard Retry-After in seconds, then one second.
+func retryAfter(h http.Header) time.Duration {
+	if ms, err := strconv.Atoi(h.Get("X-Retry-After-Ms")); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	return time.Second
+}

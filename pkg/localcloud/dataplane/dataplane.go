@@ -1,0 +1,258 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+)
+
+// DefaultUDPIdleTimeout ends a UDP flow that has carried nothing for this long.
+const DefaultUDPIdleTimeout = 30 * time.Second
+
+// Backend is one target of a load balancer.
+type Backend struct {
+	ID string
+	// Address is the instance's internal address.
+	Address netip.Addr
+	// Up is false for a stopped instance: never probed, never used.
+	Up bool
+}
+
+// Spec is everything the data plane needs to run one load balancer.
+type Spec struct {
+	ID             string
+	VIP            netip.Addr
+	Listeners      []api.Listener
+	Backends       []Backend
+	HealthCheck    api.HealthCheck
+	SourceRanges   []netip.Prefix
+	UDPIdleTimeout time.Duration
+}
+
+// Manager runs the load balancers of one localcloud.
+type Manager struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu  sync.Mutex
+	lbs map[string]*loadBalancer
+}
+
+// NewManager returns a Manager whose goroutines stop when ctx ends or Close is called.
+func NewManager(ctx context.Context) *Manager {
+	ctx, cancel := context.WithCancel(ctx)
+	return &Manager{ctx: ctx, cancel: cancel, lbs: map[string]*loadBalancer{}}
+}
+
+// Apply starts a load balancer or brings a running one to spec. Listeners
+// that fail to bind are reported in the error; the others keep running.
+func (m *Manager) Apply(spec Spec) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ctx.Err() != nil {
+		return fmt.Errorf("dataplane: apply %s: manager closed", spec.ID)
+	}
+	lb, ok := m.lbs[spec.ID]
+	if !ok {
+		lb = newLoadBalancer(m.ctx, spec.ID)
+		m.lbs[spec.ID] = lb
+	}
+	return lb.apply(spec)
+}
+
+// Remove stops a load balancer: its listeners and connections are closed.
+func (m *Manager) Remove(id string) {
+	m.mu.Lock()
+	lb, ok := m.lbs[id]
+	delete(m.lbs, id)
+	m.mu.Unlock()
+	if ok {
+		lb.close()
+	}
+}
+
+// Close stops every load balancer and waits for their goroutines.
+func (m *Manager) Close() {
+	m.cancel()
+	m.mu.Lock()
+	lbs := m.lbs
+	m.lbs = map[string]*loadBalancer{}
+	m.mu.Unlock()
+	for _, lb := range lbs {
+		lb.close()
+	}
+}
+
+// Health reports the health of each backend of a load balancer, for
+// inspection and tests.
+func (m *Manager) Health(id string) map[string]bool {
+	m.mu.Lock()
+	lb, ok := m.lbs[id]
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return lb.health()
+}
+
+// target is a backend a new connection may be sent to.
+type target struct {
+	id   string
+	addr netip.Addr
+}
+
+// snapshot is the immutable routing state new connections read.
+type snapshot struct {
+	healthy      []target
+	sourceRanges []netip.Prefix
+	udpIdle      time.Duration
+}
+
+func (s *snapshot) allowed(src netip.Addr) bool {
+	if len(s.sourceRanges) == 0 {
+		return true
+	}
+	src = src.Unmap()
+	for _, p := range s.sourceRanges {
+		if p.Contains(src) {
+			return true
+		}
+	}
+	return false
+}
+
+type listenerKey struct {
+	proto api.Protocol
+	port  int
+}
+
+// listener is a bound VIP:port of either protocol.
+type listener interface {
+	setNodePort(int)
+	close()
+}
+
+type loadBalancer struct {
+	ctx context.Context
+	id  string
+	log klog.Logger
+
+	snap atomic.Pointer[snapshot]
+	rr   atomic.Uint64
+
+	mu        sync.Mutex
+	spec      Spec
+	listeners map[listenerKey]listener
+	hstate    map[string]*healthState
+	stopCheck context.CancelFunc
+	checkDone chan struct{}
+}
+
+func newLoadBalancer(ctx context.Context, id string) *loadBalancer {
+	lb := &loadBalancer{
+		ctx: ctx, id: id, log: klog.FromContext(ctx).WithValues("loadBalancer", id),
+		listeners: map[listenerKey]listener{}, hstate: map[string]*healthState{},
+	}
+	lb.snap.Store(&snapshot{})
+	return lb
+}
+
+func (lb *loadBalancer) apply(spec Spec) error {
+	lb.stopChecker()
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if spec.UDPIdleTimeout <= 0 {
+		spec.UDPIdleTimeout = DefaultUDPIdleTimeout
+	}
+	spec.HealthCheck = spec.HealthCheck.WithDefaults()
+	lb.spec = spec
+	lb.syncHealthStateLocked()
+	lb.publishLocked()
+
+	want := map[listenerKey]api.Listener{}
+	for _, l := range spec.Listeners {
+		want[listenerKey{l.Protocol, l.Port}] = l
+	}
+	for k, l := range lb.listeners {
+		if _, keep := want[k]; !keep {
+			l.close()
+			delete(lb.listeners, k)
+		}
+	}
+	var errs []error
+	for k, l := range want {
+		if cur, ok := lb.listeners[k]; ok {
+			cur.setNodePort(l.NodePort)
+			continue
+		}
+		nl, err := lb.listen(spec.VIP, l)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		lb.listeners[k] = nl
+	}
+	lb.startCheckerLocked()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("dataplane: load balancer %s: %w", lb.id, err)
+	}
+	return nil
+}
+
+func (lb *loadBalancer) listen(vip netip.Addr, l api.Listener) (listener, error) {
+	addr := netip.AddrPortFrom(vip, uint16(l.Port))
+	if l.Protocol == api.ProtocolUDP {
+		return lb.listenUDP(addr, l.NodePort)
+	}
+	return lb.listenTCP(addr, l.NodePort)
+}
+
+// publishLocked recomputes the snapshot new connections read.
+func (lb *loadBalancer) publishLocked() {
+	s := &snapshot{sourceRanges: lb.spec.SourceRanges, udpIdle: lb.spec.UDPIdleTimeout}
+	for _, b := range lb.spec.Backends {
+		if h := lb.hstate[b.ID]; b.Up && h != nil && h.healthy {
+			s.healthy = append(s.healthy, target{id: b.ID, addr: b.Address})
+		}
+	}
+	lb.snap.Store(s)
+}
+
+// pick chooses a healthy backend round-robin; ok is false when none is healthy.
+func (lb *loadBalancer) pick() (target, bool) {
+	s := lb.snap.Load()
+	if len(s.healthy) == 0 {
+		return target{}, false
+	}
+	n := lb.rr.Add(1)
+	return s.healthy[int(n%uint64(len(s.healthy)))], true
+}
+
+func (lb *loadBalancer) close() {
+	lb.stopChecker()
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	for k, l := range lb.listeners {
+		l.close()
+		delete(lb.listeners, k)
+	}
+}
+
+func (lb *loadBalancer) health() map[string]bool {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	out := map[string]bool{}
+	for _, b := range lb.spec.Backends {
+		h := lb.hstate[b.ID]
+		out[b.ID] = b.Up && h != nil && h.healthy
+	}
+	return out
+}

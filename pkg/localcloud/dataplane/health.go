@@ -1,0 +1,176 @@
+package dataplane
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+)
+
+// maxParallelProbes bounds the sockets one health check round opens, so a
+// load balancer with thousands of backends does not exhaust descriptors.
+const maxParallelProbes = 64
+
+type healthState struct {
+	healthy bool
+	probed  bool
+	succ    int
+	fail    int
+}
+
+// record applies one probe result. The first result decides at once, so a
+// new load balancer neither waits thresholds*interval for traffic nor keeps
+// sending to a dead backend for that long; later results need thresholds.
+func (h *healthState) record(ok bool, hc api.HealthCheck) bool {
+	before := h.healthy
+	if !h.probed {
+		h.probed = true
+		h.healthy = ok
+		return before != h.healthy
+	}
+	if ok {
+		h.succ++
+		h.fail = 0
+		if !h.healthy && h.succ >= hc.HealthyThreshold {
+			h.healthy = true
+		}
+	} else {
+		h.fail++
+		h.succ = 0
+		if h.healthy && h.fail >= hc.UnhealthyThreshold {
+			h.healthy = false
+		}
+	}
+	return before != h.healthy
+}
+
+// probePort is the node port the health check dials: the configured one,
+// else the first TCP listener's. Zero means backends are not probed.
+func (s Spec) probePort() int {
+	if s.HealthCheck.Port != 0 {
+		return s.HealthCheck.Port
+	}
+	for _, l := range s.Listeners {
+		if l.Protocol == api.ProtocolTCP {
+			return l.NodePort
+		}
+	}
+	return 0
+}
+
+// syncHealthStateLocked keeps the state of retained backends and starts new
+// ones as healthy-until-probed. Without a probe port every backend counts
+// as healthy, since nothing could prove otherwise.
+func (lb *loadBalancer) syncHealthStateLocked() {
+	keep := map[string]bool{}
+	probe := lb.spec.probePort() != 0
+	for _, b := range lb.spec.Backends {
+		keep[b.ID] = true
+		h, ok := lb.hstate[b.ID]
+		if !ok {
+			h = &healthState{healthy: true}
+			lb.hstate[b.ID] = h
+		}
+		if !probe {
+			*h = healthState{healthy: true}
+		}
+	}
+	for id := range lb.hstate {
+		if !keep[id] {
+			delete(lb.hstate, id)
+		}
+	}
+}
+
+func (lb *loadBalancer) startCheckerLocked() {
+	port := lb.spec.probePort()
+	if port == 0 || len(lb.spec.Backends) == 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(lb.ctx)
+	done := make(chan struct{})
+	lb.stopCheck, lb.checkDone = cancel, done
+	hc := lb.spec.HealthCheck
+	backends := append([]Backend(nil), lb.spec.Backends...)
+	go func() {
+		defer close(done)
+		interval := time.Duration(hc.IntervalMs) * time.Millisecond
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			lb.probeRound(ctx, backends, port, hc)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// stopChecker stops the health check goroutine and waits for it; it must be
+// called without lb.mu held because the checker takes it to record results.
+func (lb *loadBalancer) stopChecker() {
+	lb.mu.Lock()
+	cancel, done := lb.stopCheck, lb.checkDone
+	lb.stopCheck, lb.checkDone = nil, nil
+	lb.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (lb *loadBalancer) probeRound(ctx context.Context, backends []Backend, port int, hc api.HealthCheck) {
+	timeout := time.Duration(hc.TimeoutMs) * time.Millisecond
+	results := make(map[string]bool, len(backends))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallelProbes)
+	for _, b := range backends {
+		if !b.Up {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ok := probe(ctx, b.Address, port, timeout)
+			mu.Lock()
+			results[b.ID] = ok
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		// A cancelled round says nothing about the backends.
+		return
+	}
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	changed := false
+	for id, ok := range results {
+		if h := lb.hstate[id]; h != nil && h.record(ok, lb.spec.HealthCheck) {
+			changed = true
+			lb.log.V(2).Info("Backend health changed", "backend", id, "healthy", h.healthy)
+		}
+	}
+	if changed {
+		lb.publishLocked()
+	}
+}
+
+func probe(ctx context.Context, addr netip.Addr, port int, timeout time.Duration) bool {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(addr.String(), strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}

@@ -1,0 +1,144 @@
+package dataplane
+
+import (
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// dialTimeout bounds the connect to a backend; a backend that does not
+// answer in time is skipped for the next healthy one.
+const dialTimeout = 3 * time.Second
+
+type tcpListener struct {
+	lb       *loadBalancer
+	ln       net.Listener
+	nodePort atomic.Int64
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (lb *loadBalancer) listenTCP(addr netip.AddrPort, nodePort int) (*tcpListener, error) {
+	ln, err := net.Listen("tcp", addr.String())
+	if err != nil {
+		return nil, err
+	}
+	l := &tcpListener{lb: lb, ln: ln, conns: map[net.Conn]struct{}{}}
+	l.nodePort.Store(int64(nodePort))
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+func (l *tcpListener) setNodePort(p int) { l.nodePort.Store(int64(p)) }
+
+func (l *tcpListener) acceptLoop() {
+	defer l.wg.Done()
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		if !l.track(c) {
+			_ = c.Close()
+			return
+		}
+		l.wg.Add(1)
+		go l.serve(c)
+	}
+}
+
+func (l *tcpListener) track(c net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.conns[c] = struct{}{}
+	return true
+}
+
+func (l *tcpListener) untrack(c net.Conn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+	_ = c.Close()
+}
+
+func (l *tcpListener) serve(client net.Conn) {
+	defer l.wg.Done()
+	defer l.untrack(client)
+	src := client.RemoteAddr().(*net.TCPAddr).AddrPort().Addr()
+	if !l.lb.snap.Load().allowed(src) {
+		l.lb.log.V(4).Info("Dropped connection outside source ranges", "source", src)
+		return
+	}
+	backend := l.dialBackend()
+	if backend == nil {
+		return
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		_ = backend.Close()
+		return
+	}
+	l.conns[backend] = struct{}{}
+	l.mu.Unlock()
+	defer l.untrack(backend)
+	pipe(client, backend)
+}
+
+// dialBackend tries healthy backends round-robin, at most a few, so that a
+// backend that died between health checks costs one failed dial, not the
+// client's connection.
+func (l *tcpListener) dialBackend() net.Conn {
+	port := strconv.Itoa(int(l.nodePort.Load()))
+	for range 3 {
+		t, ok := l.lb.pick()
+		if !ok {
+			return nil
+		}
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(t.addr.String(), port), dialTimeout)
+		if err == nil {
+			return c
+		}
+		l.lb.log.V(4).Info("Backend dial failed", "backend", t.id, "err", err)
+	}
+	return nil
+}
+
+// pipe copies both ways and half-closes, so protocols that signal the end
+// of a request with a FIN keep working.
+func pipe(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	<-done
+}
+
+func (l *tcpListener) close() {
+	l.mu.Lock()
+	l.closed = true
+	_ = l.ln.Close()
+	for c := range l.conns {
+		_ = c.Close()
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+}

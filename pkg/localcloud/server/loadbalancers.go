@@ -1,0 +1,227 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"slices"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/dataplane"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
+)
+
+func (s *Server) createLB(w http.ResponseWriter, r *http.Request) {
+	var req api.CreateLoadBalancerRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, r, err)
+		return
+	}
+	if err := req.Validate(); err != nil {
+		fail(w, r, err)
+		return
+	}
+	k := s.knobs.get()
+	now := time.Now()
+	lb, err := s.store.CreateLB(req, k.Quotas.LoadBalancers, now, now.Add(time.Duration(k.LBProvisioningTime)))
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	if k.LBProvisioningTime == 0 {
+		// No provisioning delay: answer with the load balancer already active.
+		lb = s.activate(lb.ID)
+	} else {
+		s.schedule(lb)
+	}
+	writeJSON(w, http.StatusCreated, lb)
+}
+
+func (s *Server) getLB(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := api.ValidID("id", "lb", id); err != nil {
+		fail(w, r, err)
+		return
+	}
+	lb, err := s.store.GetLB(id)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, lb)
+}
+
+func (s *Server) listLBs(w http.ResponseWriter, r *http.Request) {
+	token, max, err := pageParams(r)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	tags, err := tagParams(r)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	items, next, err := s.store.ListLBs(store.LBFilter{Cluster: q.Get("cluster"), Name: q.Get("name"), Tags: tags}, token, max)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.LoadBalancerList{Items: items, NextPageToken: next})
+}
+
+func (s *Server) updateLB(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := api.ValidID("id", "lb", id); err != nil {
+		fail(w, r, err)
+		return
+	}
+	var req api.UpdateLoadBalancerRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, r, err)
+		return
+	}
+	if err := req.Validate(); err != nil {
+		fail(w, r, err)
+		return
+	}
+	lb, err := s.store.UpdateLB(id, req.LoadBalancerSpec, time.Now())
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	if lb.Status == api.LBActive {
+		s.program(r.Context(), lb)
+	}
+	writeJSON(w, http.StatusOK, lb)
+}
+
+// deleteLB stops forwarding at once and removes the record after the
+// deletion time; deleting an already deleting load balancer is accepted.
+func (s *Server) deleteLB(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := api.ValidID("id", "lb", id); err != nil {
+		fail(w, r, err)
+		return
+	}
+	wait := time.Duration(s.knobs.get().LBDeletionTime)
+	lb, err := s.store.SetLBStatus(id, api.LBDeleting, time.Now().Add(wait))
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	s.mu.Lock()
+	dp := s.dp
+	s.mu.Unlock()
+	if dp != nil {
+		dp.Remove(id)
+	}
+	s.schedule(lb)
+	writeJSON(w, http.StatusAccepted, lb)
+}
+
+// schedule arms the timer that moves a load balancer to its next state at
+// ReadyAt. ReadyAt is stored, so resume can re-arm it after a restart.
+func (s *Server) schedule(lb api.LoadBalancer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if t, ok := s.timers[lb.ID]; ok {
+		t.Stop()
+	}
+	id, status := lb.ID, lb.Status
+	s.timers[id] = time.AfterFunc(time.Until(lb.ReadyAt), func() {
+		s.mu.Lock()
+		delete(s.timers, id)
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return
+		}
+		switch status {
+		case api.LBProvisioning:
+			s.activate(id)
+		case api.LBDeleting:
+			if err := s.store.RemoveLB(id); err != nil {
+				klog.FromContext(s.baseCtx()).Error(err, "Removing deleted load balancer", "loadBalancer", id)
+			}
+		}
+	})
+}
+
+// activate moves a provisioning load balancer to active and starts
+// forwarding. A load balancer deleted meanwhile is left alone.
+func (s *Server) activate(id string) api.LoadBalancer {
+	lb, err := s.store.SetLBStatus(id, api.LBActive, time.Time{})
+	if err != nil {
+		klog.FromContext(s.baseCtx()).V(2).Info("Load balancer not activated", "loadBalancer", id, "err", err)
+		return lb
+	}
+	s.program(s.baseCtx(), lb)
+	return lb
+}
+
+// program brings the data plane to the load balancer's current spec.
+// Bind failures are logged: the API state stays authoritative.
+func (s *Server) program(ctx context.Context, lb api.LoadBalancer) {
+	s.mu.Lock()
+	dp := s.dp
+	s.mu.Unlock()
+	if dp == nil {
+		return
+	}
+	if err := dp.Apply(s.dataplaneSpec(lb)); err != nil {
+		klog.FromContext(ctx).Error(err, "Programming load balancer data plane", "loadBalancer", lb.ID, "vip", lb.VIP)
+	}
+}
+
+func (s *Server) dataplaneSpec(lb api.LoadBalancer) dataplane.Spec {
+	insts := s.store.InstancesByID(lb.Backends)
+	spec := dataplane.Spec{
+		ID: lb.ID, VIP: parseAddr(lb.VIP), Listeners: lb.Listeners, HealthCheck: lb.HealthCheck,
+		UDPIdleTimeout: time.Duration(lb.UDPIdleTimeoutMs) * time.Millisecond,
+	}
+	for _, id := range lb.Backends {
+		inst, ok := insts[id]
+		spec.Backends = append(spec.Backends, dataplane.Backend{
+			ID: id, Address: parseAddr(inst.Addresses.Internal), Up: ok && inst.State == api.InstanceRunning,
+		})
+	}
+	for _, c := range lb.SourceRanges {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			spec.SourceRanges = append(spec.SourceRanges, p)
+		}
+	}
+	return spec
+}
+
+// refreshLBsWithBackend reprograms active load balancers that use an
+// instance whose state changed.
+func (s *Server) refreshLBsWithBackend(ctx context.Context, instanceID string) {
+	for _, lb := range s.store.AllLBs() {
+		if lb.Status == api.LBActive && slices.Contains(lb.Backends, instanceID) {
+			s.program(ctx, lb)
+		}
+	}
+}
+
+// resumeLocked re-arms timers and restarts forwarding after a restart.
+// Called from Start with s.mu held, so it takes the data plane directly.
+func (s *Server) resumeLocked() {
+	for _, lb := range s.store.AllLBs() {
+		switch lb.Status {
+		case api.LBActive:
+			if err := s.dp.Apply(s.dataplaneSpec(lb)); err != nil {
+				klog.FromContext(s.ctx).Error(err, "Resuming load balancer", "loadBalancer", lb.ID)
+			}
+		default:
+			go s.schedule(lb)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+)
+
+// InstanceFilter selects instances in a list. Zero fields match everything;
+// terminated instances are listed only when State asks for them.
+type InstanceFilter struct {
+	Name  string
+	Tags  map[string]string
+	State api.InstanceState
+}
+
+func (f InstanceFilter) match(inst *api.Instance) bool {
+	if f.Name != "" && inst.Name != f.Name {
+		return false
+	}
+	if f.State == "" && inst.State == api.InstanceTerminated {
+		return false
+	}
+	if f.State != "" && inst.State != f.State {
+		return false
+	}
+	for k, v := range f.Tags {
+		if got, ok := inst.Tags[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateInstances creates every instance of reqs in one transaction, or
+// none: the quota, name uniqueness and address pools are checked for the
+// whole batch first.
+func (s *Store) CreateInstances(reqs []api.CreateInstanceRequest, quota int, now time.Time) ([]api.Instance, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.liveInstances+len(reqs) > quota {
+		return nil, api.QuotaExceeded("instances", quota)
+	}
+	takenInt := map[netip.Addr]bool{}
+	takenExt := map[netip.Addr]bool{}
+	out := make([]*api.Instance, 0, len(reqs))
+	recs := make(map[string]any, len(reqs))
+	for i, r := range reqs {
+		if id, dup := s.instByName[r.Name]; dup {
+			return nil, api.Conflict(fieldFor(len(reqs), i, "name"),
+				fmt.Sprintf("an instance named %q already exists (%s)", r.Name, id))
+		}
+		inst, err := s.newInstance(r, takenInt, takenExt, now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inst)
+		recs[inst.ID] = inst
+	}
+	if err := s.put(bucketInstances, recs); err != nil {
+		return nil, err
+	}
+	res := make([]api.Instance, len(out))
+	for i, inst := range out {
+		s.indexInstance(inst)
+		res[i] = *inst
+	}
+	return res, nil
+}
+
+func fieldFor(n, i int, f string) string {
+	if n == 1 {
+		return f
+	}
+	return fmt.Sprintf("instances[%d].%s", i, f)
+}
+
+func (s *Store) newInstance(r api.CreateInstanceRequest, takenInt, takenExt map[netip.Addr]bool, now time.Time) (*api.Instance, error) {
+	ip, err := s.internal.next(takenInt)
+	if err != nil {
+		return nil, poolErr(err, "internal")
+	}
+	takenInt[ip] = true
+	inst := &api.Instance{
+		ID: newID("i"), Name: r.Name, Zone: r.Zone, Region: r.Region, Type: r.Type,
+		State: api.InstanceRunning, Tags: r.Tags, CreatedAt: now.UTC(),
+		Addresses: api.Addresses{Internal: ip.String(), Hostname: r.Name},
+	}
+	if r.External {
+		ext, err := s.external.next(takenExt)
+		if err != nil {
+			return nil, poolErr(err, "external")
+		}
+		takenExt[ext] = true
+		inst.Addresses.External = ext.String()
+	}
+	return inst, nil
+}
+
+func poolErr(err error, pool string) error {
+	if errors.Is(err, errPoolExhausted) {
+		return &api.Error{Code: api.CodeQuotaExceeded, Field: pool + "Addresses",
+			Message: fmt.Sprintf("no free %s address: %v", pool, err)}
+	}
+	return err
+}
+
+// GetInstance returns one instance, terminated ones included.
+func (s *Store) GetInstance(id string) (api.Instance, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	inst, ok := s.instances[id]
+	if !ok {
+		return api.Instance{}, api.NotFound("id", fmt.Sprintf("instance %s not found", id))
+	}
+	return *inst, nil
+}
+
+// ListInstances returns one page of the instances matching f, in id order.
+func (s *Store) ListInstances(f InstanceFilter, token string, max int) ([]api.Instance, string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var keys []string
+	if f.Name != "" && f.State != api.InstanceTerminated {
+		// The name index makes the node-name lookup O(1) at any fleet size.
+		if id, ok := s.instByName[f.Name]; ok && f.match(s.instances[id]) {
+			keys = []string{id}
+		}
+	} else {
+		keys = make([]string, 0, len(s.instances))
+		for id, inst := range s.instances {
+			if f.match(inst) {
+				keys = append(keys, id)
+			}
+		}
+	}
+	ids, next, err := page(keys, token, max)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]api.Instance, len(ids))
+	for i, id := range ids {
+		out[i] = *s.instances[id]
+	}
+	return out, next, nil
+}
+
+// SetInstanceState moves an instance to state. Repeating a transition is
+// a no-op; nothing leaves the terminated state.
+func (s *Store) SetInstanceState(id string, state api.InstanceState) (api.Instance, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.instances[id]
+	if !ok {
+		return api.Instance{}, api.NotFound("id", fmt.Sprintf("instance %s not found", id))
+	}
+	if cur.State == state {
+		return *cur, nil
+	}
+	if cur.State == api.InstanceTerminated {
+		return api.Instance{}, api.Conflict("state", fmt.Sprintf("instance %s is terminated", id))
+	}
+	next := *cur
+	next.State = state
+	if err := s.put(bucketInstances, map[string]any{id: &next}); err != nil {
+		return api.Instance{}, err
+	}
+	s.indexInstance(&next)
+	return next, nil
+}
+
+// InstancesByID returns the instances with the given ids that exist.
+func (s *Store) InstancesByID(ids []string) map[string]api.Instance {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]api.Instance, len(ids))
+	for _, id := range ids {
+		if inst, ok := s.instances[id]; ok {
+			out[id] = *inst
+		}
+	}
+	return out
+}

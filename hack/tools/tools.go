@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the programs the test bed builds into bin/, so that
+// go.mod and go.sum record their exact versions.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+)

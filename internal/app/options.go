@@ -1,0 +1,196 @@
+package app
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+)
+
+// Defaults that differ from upstream's cloud-controller-manager, with why.
+const (
+	// DefaultConcurrentNodeSyncs: upstream uses 1, which serialises every
+	// cloud round trip during node initialization. Node syncs are
+	// independent, and with the list-all-instances extension most of them
+	// make no cloud call at all, so 10 workers cost little and keep a burst
+	// of new nodes bounded by API server QPS rather than cloud latency.
+	DefaultConcurrentNodeSyncs = 10
+	// DefaultConcurrentServiceSyncs: upstream uses 1, so one node change
+	// reaches N load balancers in N sequential cloud calls. 10 workers keep
+	// a burst of updates bounded by the cloud's own rate limit.
+	DefaultConcurrentServiceSyncs = 10
+	// DefaultCloudAPIQPS and DefaultCloudAPIBurst bound calls to the cloud
+	// (upstream has no such bound). Set them to your cloud account's limit.
+	DefaultCloudAPIQPS   = 50
+	DefaultCloudAPIBurst = 100
+)
+
+// Options holds every command-line setting of the controller manager. Field
+// names follow upstream's component config where one exists.
+type Options struct {
+	CloudProvider      string
+	CloudConfig        string
+	ClusterName        string
+	AllowUntaggedCloud bool
+	Controllers        []string
+
+	Kubeconfig         string
+	Master             string
+	KubeAPIQPS         float32
+	KubeAPIBurst       int32
+	KubeAPIContentType string
+	MinResyncPeriod    time.Duration
+
+	LeaderElect           bool
+	LeaseDuration         time.Duration
+	RenewDeadline         time.Duration
+	RetryPeriod           time.Duration
+	ResourceLock          string
+	LeaderElectName       string
+	LeaderElectNamespace  string
+	ControllerStartPeriod time.Duration
+
+	NodeMonitorPeriod           time.Duration
+	NodeStatusUpdateFrequency   time.Duration
+	ConcurrentNodeSyncs         int32
+	ConcurrentNodeStatusUpdates int32
+	ConcurrentServiceSyncs      int32
+
+	ClusterCIDR               string
+	ServiceClusterIPRange     string
+	AllocateNodeCIDRs         bool
+	CIDRAllocatorType         string
+	NodeCIDRMaskSize          int32
+	NodeCIDRMaskSizeIPv4      int32
+	NodeCIDRMaskSizeIPv6      int32
+	ConfigureCloudRoutes      bool
+	RouteReconciliationPeriod time.Duration
+
+	SecurePort                    int
+	BindAddress                   string
+	CertDir                       string
+	TLSCertFile                   string
+	TLSPrivateKeyFile             string
+	AuthenticationKubeconfig      string
+	AuthorizationKubeconfig       string
+	AuthorizationAlwaysAllowPaths []string
+
+	// Stratus' own settings.
+	CloudAPIQPS                  float64
+	CloudAPIBurst                int
+	CloudExtensions              bool
+	LoadBalancerClass            string
+	DeleteOrphanedLoadBalancers  bool
+	OrphanedLoadBalancerGrace    time.Duration
+	OrphanedLoadBalancerInterval time.Duration
+
+	// Accepted for compatibility with upstream manifests.
+	UseServiceAccountCredentials bool
+	Profiling                    bool
+
+	Logs *logsapi.LoggingConfiguration
+
+	// unsupported holds the values of upstream flags Stratus does not
+	// implement; setting any of them is a startup error.
+	unsupported map[string]*string
+}
+
+// NewOptions returns Options with upstream's defaults, except the ones the
+// constants above document.
+func NewOptions() *Options {
+	return &Options{
+		ClusterName:                   "kubernetes",
+		Controllers:                   []string{"*"},
+		KubeAPIQPS:                    20,
+		KubeAPIBurst:                  30,
+		KubeAPIContentType:            "application/vnd.kubernetes.protobuf",
+		MinResyncPeriod:               12 * time.Hour,
+		LeaderElect:                   true,
+		LeaseDuration:                 15 * time.Second,
+		RenewDeadline:                 10 * time.Second,
+		RetryPeriod:                   2 * time.Second,
+		ResourceLock:                  "leases",
+		LeaderElectName:               "cloud-controller-manager",
+		LeaderElectNamespace:          "kube-system",
+		NodeMonitorPeriod:             5 * time.Second,
+		NodeStatusUpdateFrequency:     5 * time.Minute,
+		ConcurrentNodeSyncs:           DefaultConcurrentNodeSyncs,
+		ConcurrentServiceSyncs:        DefaultConcurrentServiceSyncs,
+		CIDRAllocatorType:             "RangeAllocator",
+		NodeCIDRMaskSizeIPv4:          24,
+		NodeCIDRMaskSizeIPv6:          64,
+		ConfigureCloudRoutes:          true,
+		RouteReconciliationPeriod:     10 * time.Second,
+		SecurePort:                    10258,
+		BindAddress:                   "0.0.0.0",
+		AuthorizationAlwaysAllowPaths: []string{"/healthz", "/readyz", "/livez"},
+		CloudAPIQPS:                   DefaultCloudAPIQPS,
+		CloudAPIBurst:                 DefaultCloudAPIBurst,
+		CloudExtensions:               true,
+		OrphanedLoadBalancerGrace:     10 * time.Minute,
+		OrphanedLoadBalancerInterval:  5 * time.Minute,
+		Logs:                          logsapi.NewLoggingConfiguration(),
+		unsupported:                   map[string]*string{},
+	}
+}
+
+// AddFlags registers every flag on fs, with upstream's names.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.CloudProvider, "cloud-provider", o.CloudProvider, "The provider for cloud services (e.g. localcloud). Required.")
+	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "The path to the cloud provider configuration file; its contents are handed to the provider.")
+	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "The instance prefix for the cluster; providers use it to tag the resources they create.")
+	fs.BoolVar(&o.AllowUntaggedCloud, "allow-untagged-cloud", o.AllowUntaggedCloud, "Allow the cluster to run without the cluster-id on cloud instances.")
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "Controllers to enable: '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo. All: "+controllerList()+".")
+
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig file; empty means in-cluster configuration.")
+	fs.StringVar(&o.Master, "master", o.Master, "The address of the Kubernetes API server (overrides any value in kubeconfig).")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "QPS to use while talking with the Kubernetes API server.")
+	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst to use while talking with the Kubernetes API server.")
+	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", o.KubeAPIContentType, "Content type of requests sent to the API server.")
+	fs.DurationVar(&o.MinResyncPeriod, "min-resync-period", o.MinResyncPeriod, "The resync period of the shared caches.")
+	fs.DurationVar(&o.ControllerStartPeriod, "controller-start-interval", o.ControllerStartPeriod, "Accepted for compatibility; controllers start together.")
+
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader before running the control loops, so that several replicas are safe.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long non-leaders wait after the last renewal before trying to take the lease.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it gives up leading.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How long clients wait between attempts to acquire or renew the lease.")
+	fs.StringVar(&o.ResourceLock, "leader-elect-resource-lock", o.ResourceLock, "The kind of lock object; only 'leases' is supported.")
+	fs.StringVar(&o.LeaderElectName, "leader-elect-resource-name", o.LeaderElectName, "The name of the Lease used for leader election.")
+	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-resource-namespace", o.LeaderElectNamespace, "The namespace of the Lease used for leader election.")
+
+	fs.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", o.NodeMonitorPeriod, "The period for checking NotReady nodes against the cloud (node lifecycle).")
+	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "How often node addresses and labels are refreshed from the cloud.")
+	fs.Int32Var(&o.ConcurrentNodeSyncs, "concurrent-node-syncs", o.ConcurrentNodeSyncs, "Workers initializing nodes concurrently (upstream default 1).")
+	fs.Int32Var(&o.ConcurrentNodeStatusUpdates, "concurrent-node-status-updates", o.ConcurrentNodeStatusUpdates, "Workers refreshing node status concurrently; 0 means --concurrent-node-syncs.")
+	fs.Int32Var(&o.ConcurrentServiceSyncs, "concurrent-service-syncs", o.ConcurrentServiceSyncs, "Services synchronized concurrently (upstream default 1).")
+
+	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "CIDR range for pods: one IPv4 and/or one IPv6 CIDR, comma-separated. Requires --allocate-node-cidrs.")
+	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR range(s) for Services; never handed out as pod CIDRs.")
+	fs.BoolVar(&o.AllocateNodeCIDRs, "allocate-node-cidrs", o.AllocateNodeCIDRs, "Allocate pod CIDRs to nodes from --cluster-cidr (and, with --configure-cloud-routes, program cloud routes).")
+	fs.StringVar(&o.CIDRAllocatorType, "cidr-allocator-type", o.CIDRAllocatorType, "Type of CIDR allocator; only RangeAllocator is supported.")
+	fs.Int32Var(&o.NodeCIDRMaskSize, "node-cidr-mask-size", o.NodeCIDRMaskSize, "Mask size for node CIDRs in a single-stack cluster (sets the mask of the one family in use).")
+	fs.Int32Var(&o.NodeCIDRMaskSizeIPv4, "node-cidr-mask-size-ipv4", o.NodeCIDRMaskSizeIPv4, "Mask size for IPv4 node CIDRs.")
+	fs.Int32Var(&o.NodeCIDRMaskSizeIPv6, "node-cidr-mask-size-ipv6", o.NodeCIDRMaskSizeIPv6, "Mask size for IPv6 node CIDRs.")
+	fs.BoolVar(&o.ConfigureCloudRoutes, "configure-cloud-routes", o.ConfigureCloudRoutes, "Program cloud routes for the pod CIDRs allocated to nodes.")
+	fs.DurationVar(&o.RouteReconciliationPeriod, "route-reconciliation-period", o.RouteReconciliationPeriod, "The period of the full reconcile of cloud routes.")
+
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "The port for HTTPS /healthz, /readyz and /metrics; 0 disables serving.")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "The IP address to serve on.")
+	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Where a self-signed serving certificate is kept when --tls-cert-file is not given; empty keeps it in memory.")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate (PEM); reloaded when it changes.")
+	fs.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", o.TLSPrivateKeyFile, "Serving private key (PEM) matching --tls-cert-file.")
+	fs.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", o.AuthenticationKubeconfig, "kubeconfig for TokenReview calls; empty uses --kubeconfig.")
+	fs.StringVar(&o.AuthorizationKubeconfig, "authorization-kubeconfig", o.AuthorizationKubeconfig, "kubeconfig for SubjectAccessReview calls; empty uses --kubeconfig.")
+	fs.StringSliceVar(&o.AuthorizationAlwaysAllowPaths, "authorization-always-allow-paths", o.AuthorizationAlwaysAllowPaths, "Paths served without authentication or authorization.")
+
+	fs.Float64Var(&o.CloudAPIQPS, "cloud-api-qps", o.CloudAPIQPS, "Client-side limit on calls to the cloud provider per second; 0 disables it.")
+	fs.IntVar(&o.CloudAPIBurst, "cloud-api-burst", o.CloudAPIBurst, "Burst of the client-side cloud rate limit.")
+	fs.BoolVar(&o.CloudExtensions, "cloud-extensions", o.CloudExtensions, "Use the provider's optional Stratus extensions (list all instances, list load balancers); false restricts Stratus to the standard cloudprovider.Interface.")
+	fs.StringVar(&o.LoadBalancerClass, "load-balancer-class", o.LoadBalancerClass, "Only handle LoadBalancer Services whose spec.loadBalancerClass is unset or equals this value.")
+	fs.BoolVar(&o.DeleteOrphanedLoadBalancers, "delete-orphaned-load-balancers", o.DeleteOrphanedLoadBalancers, "Delete load balancers owned by this cluster whose Service is gone, after --orphaned-load-balancer-grace-period.")
+	fs.DurationVar(&o.OrphanedLoadBalancerGrace, "orphaned-load-balancer-grace-period", o.OrphanedLoadBalancerGrace, "How long a load balancer must stay orphaned before it is deleted.")
+	fs.DurationVar(&o.OrphanedLoadBalancerInterval, "orphaned-load-balancer-check-period", o.OrphanedLoadBalancerInterval, "How often owned load balancers are listed to find orphans.")
+
+	logsapi.AddFlags(o.Logs, fs)
+	o.addUnsupportedFlags(fs)
+}

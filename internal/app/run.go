@@ -1,0 +1,255 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// UserAgent identifies Stratus in API server audit logs and metrics.
+const UserAgent = "stratus-cloud-controller-manager"
+
+// Deps are what main provides: the provider registry and the metrics
+// registry served on /metrics.
+type Deps struct {
+	Providers *cloud.Registry
+	// Metrics receives Stratus' metrics and is served on /metrics. The
+	// controller-runtime registry is the usual choice, since its client,
+	// workqueue and leader-election metrics are registered there.
+	Metrics interface {
+		prometheus.Registerer
+		prometheus.Gatherer
+	}
+	// Starters maps controller names to their start functions; nil uses the
+	// built-in table. Tests replace it to observe what runs.
+	Starters map[string]StartFunc
+}
+
+// Run starts the controller manager and blocks until ctx ends (nil error
+// after a graceful shutdown) or something fails, including losing the
+// leader lease, which returns an error so the process exits non-zero.
+func Run(ctx context.Context, o *Options, deps Deps) error {
+	log := klog.FromContext(ctx)
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	enabled, err := resolveControllers(o.Controllers)
+	if err != nil {
+		return err
+	}
+	restCfg, err := kubeConfig(o)
+	if err != nil {
+		return err
+	}
+	provider, err := newProvider(o, deps.Providers)
+	if err != nil {
+		return err
+	}
+	c, err := cloud.Instrument(provider, cloud.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics})
+	if err != nil {
+		return err
+	}
+	mgr, err := newManager(o, restCfg)
+	if err != nil {
+		return err
+	}
+	ready := &atomic.Bool{}
+	if o.SecurePort != 0 {
+		if err := addServer(mgr, o, restCfg, deps.Metrics, ready); err != nil {
+			return err
+		}
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if mgr.GetCache().WaitForCacheSync(ctx) {
+			ready.Store(true)
+		}
+		return nil
+	})); err != nil {
+		return fmt.Errorf("add readiness tracker: %w", err)
+	}
+	starters := deps.Starters
+	if starters == nil {
+		starters = builtinStarters()
+	}
+	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName}
+	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters, restCfg: restCfg}); err != nil {
+		return fmt.Errorf("add controllers: %w", err)
+	}
+	log.Info("Starting cloud controller manager", "provider", c.ProviderName(), "controllers", enabled,
+		"leaderElect", o.LeaderElect, "lease", o.LeaderElectNamespace+"/"+o.LeaderElectName)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("controller manager: %w", err)
+	}
+	return nil
+}
+
+func kubeConfig(o *Options) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags(o.Master, o.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig=%s --master=%s: %w", o.Kubeconfig, o.Master, err)
+	}
+	cfg.QPS = o.KubeAPIQPS
+	cfg.Burst = int(o.KubeAPIBurst)
+	cfg.ContentType = o.KubeAPIContentType
+	cfg.UserAgent = UserAgent
+	return cfg, nil
+}
+
+// newProvider reads --cloud-config and builds the provider from it.
+func newProvider(o *Options, reg *cloud.Registry) (cloudprovider.Interface, error) {
+	if reg == nil {
+		reg = cloud.NewRegistry()
+	}
+	var cfg io.Reader
+	if o.CloudConfig != "" {
+		data, err := os.ReadFile(o.CloudConfig)
+		if err != nil {
+			return nil, fmt.Errorf("--cloud-config=%s: %w", o.CloudConfig, err)
+		}
+		cfg = bytes.NewReader(data)
+	}
+	p, err := reg.New(o.CloudProvider, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--cloud-provider=%s: %w", o.CloudProvider, err)
+	}
+	if !p.HasClusterID() && !o.AllowUntaggedCloud {
+		return nil, fmt.Errorf("--cloud-provider=%s: the provider reports no cluster ID; tag the cloud resources or set --allow-untagged-cloud", o.CloudProvider)
+	}
+	return p, nil
+}
+
+func newManager(o *Options, restCfg *rest.Config) (manager.Manager, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	resync := o.MinResyncPeriod
+	mgr, err := manager.New(restCfg, manager.Options{
+		Scheme:                        scheme,
+		Logger:                        klog.Background(),
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionResourceLock:    "leases",
+		LeaderElectionID:              o.LeaderElectName,
+		LeaderElectionNamespace:       o.LeaderElectNamespace,
+		LeaseDuration:                 ptr.To(o.LeaseDuration),
+		RenewDeadline:                 ptr.To(o.RenewDeadline),
+		RetryPeriod:                   ptr.To(o.RetryPeriod),
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(30 * time.Second),
+		// managedFields are never read by a CCM; dropping them roughly
+		// halves the memory a cached Node takes.
+		Cache:      cache.Options{SyncPeriod: &resync, DefaultTransform: cache.TransformStripManagedFields()},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller manager: %w", err)
+	}
+	return mgr, nil
+}
+
+func addServer(mgr manager.Manager, o *Options, restCfg *rest.Config, gatherer prometheus.Gatherer, ready *atomic.Bool) error {
+	authCfg, err := delegatedAuthConfig(o, restCfg)
+	if err != nil {
+		return err
+	}
+	var cw *certwatcher.CertWatcher
+	srv, err := newServer(o, authCfg, gatherer, ready, &cw)
+	if err != nil {
+		return err
+	}
+	if cw != nil {
+		if err := mgr.Add(cw); err != nil {
+			return fmt.Errorf("add certificate watcher: %w", err)
+		}
+	}
+	if err := mgr.Add(srv); err != nil {
+		return fmt.Errorf("add server: %w", err)
+	}
+	return nil
+}
+
+// delegatedAuthConfig picks the kubeconfig for TokenReview and
+// SubjectAccessReview. Both reviews go through one client, so the two
+// upstream flags must agree when both are given.
+func delegatedAuthConfig(o *Options, restCfg *rest.Config) (*rest.Config, error) {
+	path := o.AuthenticationKubeconfig
+	if path == "" {
+		path = o.AuthorizationKubeconfig
+	} else if o.AuthorizationKubeconfig != "" && o.AuthorizationKubeconfig != path {
+		return nil, fmt.Errorf("--authentication-kubeconfig=%s --authorization-kubeconfig=%s: Stratus uses one kubeconfig for both reviews; give the same file or only one",
+			o.AuthenticationKubeconfig, o.AuthorizationKubeconfig)
+	}
+	if path == "" {
+		return rest.CopyConfig(restCfg), nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("--authentication-kubeconfig=%s: %w", path, err)
+	}
+	cfg.UserAgent = UserAgent
+	return cfg, nil
+}
+
+// controllersRunnable runs on the leader only: it initializes the provider
+// and then starts the enabled controllers, in upstream's order, so that a
+// provider's Initialize (which may start housekeeping of its own) never runs
+// on a standby.
+type controllersRunnable struct {
+	cc       ControllerContext
+	enabled  []string
+	starters map[string]StartFunc
+	restCfg  *rest.Config
+}
+
+func (r *controllersRunnable) NeedLeaderElection() bool { return true }
+
+func (r *controllersRunnable) Start(ctx context.Context) error {
+	log := klog.FromContext(ctx)
+	r.cc.Cloud.Initialize(newClientBuilder(r.restCfg), ctx.Done())
+	var errs []error
+	for _, name := range r.enabled {
+		start, ok := r.starters[name]
+		if !ok {
+			log.Info("Controller not available in this build", "controller", name)
+			continue
+		}
+		started, reason, err := start(klog.NewContext(ctx, log.WithValues("controller", name)), r.cc)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("start %s: %w", name, err))
+		case !started:
+			log.Info("Controller skipped", "controller", name, "reason", reason)
+		default:
+			log.Info("Controller started", "controller", name)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,189 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Validate checks every setting and returns one error listing each bad
+// flag with its value, so an operator can fix a manifest in one go.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(flag string, value any, why string) {
+		errs = append(errs, fmt.Errorf("--%s=%v: %s", flag, value, why))
+	}
+	for name, v := range o.unsupported {
+		if v != nil && *v != unsetSentinel {
+			bad(name, *v, "this upstream cloud-controller-manager flag is not supported by Stratus; remove it")
+		}
+	}
+	if o.Profiling {
+		bad("profiling", true, "Stratus does not serve pprof endpoints; set it to false or drop it")
+	}
+	if o.CloudProvider == "" {
+		bad("cloud-provider", `""`, "a cloud provider is required")
+	}
+	if o.ClusterName == "" {
+		bad("cluster-name", `""`, "must not be empty")
+	}
+	if _, err := resolveControllers(o.Controllers); err != nil {
+		errs = append(errs, err)
+	}
+	if o.KubeAPIQPS <= 0 {
+		bad("kube-api-qps", o.KubeAPIQPS, "must be greater than 0")
+	}
+	if o.KubeAPIBurst <= 0 {
+		bad("kube-api-burst", o.KubeAPIBurst, "must be greater than 0")
+	}
+	switch o.KubeAPIContentType {
+	case "application/vnd.kubernetes.protobuf", "application/json":
+	default:
+		bad("kube-api-content-type", o.KubeAPIContentType, "must be application/vnd.kubernetes.protobuf or application/json")
+	}
+	positive := map[string]time.Duration{
+		"min-resync-period":            o.MinResyncPeriod,
+		"node-monitor-period":          o.NodeMonitorPeriod,
+		"node-status-update-frequency": o.NodeStatusUpdateFrequency,
+		"route-reconciliation-period":  o.RouteReconciliationPeriod,
+	}
+	for flag, d := range positive {
+		if d <= 0 {
+			bad(flag, d, "must be greater than 0")
+		}
+	}
+	if o.ControllerStartPeriod < 0 {
+		bad("controller-start-interval", o.ControllerStartPeriod, "must not be negative")
+	}
+	errs = append(errs, o.validateLeaderElection()...)
+	if o.ConcurrentNodeSyncs < 1 {
+		bad("concurrent-node-syncs", o.ConcurrentNodeSyncs, "must be at least 1")
+	}
+	if o.ConcurrentNodeStatusUpdates < 0 {
+		bad("concurrent-node-status-updates", o.ConcurrentNodeStatusUpdates, "must not be negative")
+	}
+	if o.ConcurrentServiceSyncs < 1 {
+		bad("concurrent-service-syncs", o.ConcurrentServiceSyncs, "must be at least 1")
+	}
+	errs = append(errs, o.validateNetworking()...)
+	errs = append(errs, o.validateServing()...)
+	if o.CloudAPIQPS < 0 {
+		bad("cloud-api-qps", o.CloudAPIQPS, "must not be negative")
+	}
+	if o.CloudAPIQPS > 0 && o.CloudAPIBurst < 1 {
+		bad("cloud-api-burst", o.CloudAPIBurst, "must be at least 1 when --cloud-api-qps is set")
+	}
+	if o.OrphanedLoadBalancerGrace < 0 {
+		bad("orphaned-load-balancer-grace-period", o.OrphanedLoadBalancerGrace, "must not be negative")
+	}
+	if o.OrphanedLoadBalancerInterval <= 0 {
+		bad("orphaned-load-balancer-check-period", o.OrphanedLoadBalancerInterval, "must be greater than 0")
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Options) validateLeaderElection() []error {
+	var errs []error
+	if !o.LeaderElect {
+		return nil
+	}
+	if o.ResourceLock != "leases" {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock=%s: only \"leases\" is supported", o.ResourceLock))
+	}
+	if o.LeaderElectName == "" {
+		errs = append(errs, fmt.Errorf(`--leader-elect-resource-name="": must not be empty`))
+	}
+	if o.LeaderElectNamespace == "" {
+		errs = append(errs, fmt.Errorf(`--leader-elect-resource-namespace="": must not be empty`))
+	}
+	if o.RetryPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--leader-elect-retry-period=%v: must be greater than 0", o.RetryPeriod))
+	}
+	// The same ordering client-go's leader elector insists on, reported
+	// here with flag names instead of as a panic-free but cryptic error.
+	if o.LeaseDuration <= o.RenewDeadline {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration=%v: must be greater than --leader-elect-renew-deadline=%v", o.LeaseDuration, o.RenewDeadline))
+	}
+	if o.RenewDeadline <= o.RetryPeriod {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline=%v: must be greater than --leader-elect-retry-period=%v", o.RenewDeadline, o.RetryPeriod))
+	}
+	return errs
+}
+
+func (o *Options) validateNetworking() []error {
+	var errs []error
+	if o.CIDRAllocatorType != "RangeAllocator" {
+		errs = append(errs, fmt.Errorf("--cidr-allocator-type=%s: only RangeAllocator is supported", o.CIDRAllocatorType))
+	}
+	if o.NodeCIDRMaskSize != 0 && (o.NodeCIDRMaskSize < 1 || o.NodeCIDRMaskSize > 128) {
+		errs = append(errs, fmt.Errorf("--node-cidr-mask-size=%d: must be between 1 and 128", o.NodeCIDRMaskSize))
+	}
+	if o.NodeCIDRMaskSizeIPv4 < 1 || o.NodeCIDRMaskSizeIPv4 > 32 {
+		errs = append(errs, fmt.Errorf("--node-cidr-mask-size-ipv4=%d: must be between 1 and 32", o.NodeCIDRMaskSizeIPv4))
+	}
+	if o.NodeCIDRMaskSizeIPv6 < 1 || o.NodeCIDRMaskSizeIPv6 > 128 {
+		errs = append(errs, fmt.Errorf("--node-cidr-mask-size-ipv6=%d: must be between 1 and 128", o.NodeCIDRMaskSizeIPv6))
+	}
+	if o.ClusterCIDR != "" {
+		if _, err := ParseCIDRList("cluster-cidr", o.ClusterCIDR); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.ServiceClusterIPRange != "" {
+		if _, err := ParseCIDRList("service-cluster-ip-range", o.ServiceClusterIPRange); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.AllocateNodeCIDRs && o.ClusterCIDR == "" {
+		errs = append(errs, errors.New(`--cluster-cidr="": required when --allocate-node-cidrs=true`))
+	}
+	if o.RouteReconciliationPeriod > 0 && o.RouteReconciliationPeriod < time.Second {
+		errs = append(errs, fmt.Errorf("--route-reconciliation-period=%v: must be at least 1s", o.RouteReconciliationPeriod))
+	}
+	return errs
+}
+
+func (o *Options) validateServing() []error {
+	var errs []error
+	if o.SecurePort < 0 || o.SecurePort > 65535 {
+		errs = append(errs, fmt.Errorf("--secure-port=%d: must be between 0 and 65535", o.SecurePort))
+	}
+	if net.ParseIP(o.BindAddress) == nil {
+		errs = append(errs, fmt.Errorf("--bind-address=%s: not an IP address", o.BindAddress))
+	}
+	if (o.TLSCertFile == "") != (o.TLSPrivateKeyFile == "") {
+		errs = append(errs, fmt.Errorf("--tls-cert-file=%q --tls-private-key-file=%q: give both or neither", o.TLSCertFile, o.TLSPrivateKeyFile))
+	}
+	return errs
+}
+
+// ParseCIDRList parses a comma-separated list of at most one IPv4 and one
+// IPv6 CIDR, as upstream's dual-stack flags take. The flag name is only used
+// in error messages.
+func ParseCIDRList(flag, value string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var v4, v6 int
+	for _, s := range strings.Split(value, ",") {
+		s = strings.TrimSpace(s)
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("--%s=%s: %q is not a CIDR: %w", flag, value, s, err)
+		}
+		if p.Masked() != p {
+			return nil, fmt.Errorf("--%s=%s: %q has host bits set (did you mean %s?)", flag, value, s, p.Masked())
+		}
+		if p.Addr().Is4() {
+			v4++
+		} else {
+			v6++
+		}
+		out = append(out, p)
+	}
+	if v4 > 1 || v6 > 1 {
+		return nil, fmt.Errorf("--%s=%s: at most one IPv4 and one IPv6 CIDR are allowed", flag, value)
+	}
+	return out, nil
+}

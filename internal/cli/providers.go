@@ -1,0 +1,20 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// newProviderRegistry lists the providers compiled into this binary.
+// Providers that register themselves with upstream's
+// cloudprovider.RegisterCloudProvider need only a blank import in main.
+func newProviderRegistry() (*cloud.Registry, error) {
+	reg := cloud.NewRegistry()
+	return reg, nil
+}
+
+// extraCommands are the subcommands other packages provide.
+func extraCommands() []*cobra.Command {
+	return nil
+}

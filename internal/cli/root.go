@@ -1,0 +1,82 @@
+// Package cli builds the stratus command tree. It holds no control logic:
+// each subcommand parses flags and calls into internal/app, pkg/localcloud
+// or internal/sandbox.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratus-ccm/stratus/internal/version"
+)
+
+// CCMBinaryName is the name under which the binary runs the daemon directly.
+const CCMBinaryName = "cloud-controller-manager"
+
+// Main runs the command line and returns the process exit code.
+func Main(ctx context.Context, args []string) int {
+	var cmd *cobra.Command
+	if filepath.Base(args[0]) == CCMBinaryName {
+		cmd = NewControllerManagerCommand()
+		cmd.Use = CCMBinaryName
+	} else {
+		cmd = NewRootCommand()
+	}
+	cmd.SetArgs(args[1:])
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// NewRootCommand returns the stratus command with every subcommand.
+func NewRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "stratus",
+		Short:         "Stratus: a Kubernetes cloud-controller-manager",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(NewControllerManagerCommand(), newVersionCommand())
+	for _, c := range extraCommands() {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+func newVersionCommand() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return printVersion(cmd.OutOrStdout(), output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: '' or json")
+	return cmd
+}
+
+func printVersion(w io.Writer, output string) error {
+	info := version.Get()
+	switch strings.ToLower(output) {
+	case "":
+		_, err := fmt.Fprintln(w, info.String())
+		return err
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(info)
+	default:
+		return fmt.Errorf("--output=%s: must be empty or json", output)
+	}
+}

@@ -1,0 +1,55 @@
+package cloud
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// Instance is what the cloud knows of one machine, as a single list call
+// returns it. Controllers match it to a Node by ProviderID, or by Name when
+// the Node has no providerID yet.
+type Instance struct {
+	// ProviderID is the node's spec.providerID for this machine,
+	// e.g. "localcloud://i-0123".
+	ProviderID string
+	// Name is the node name a kubelet on this machine registers under.
+	Name string
+	// Shutdown is true when the machine exists but is stopped.
+	Shutdown bool
+	// Metadata is what InstancesV2.InstanceMetadata would return for it.
+	Metadata cloudprovider.InstanceMetadata
+}
+
+// InstanceLister is an optional extension: a provider that can list every
+// instance's metadata in one call lets the node controllers replace one
+// call per node with one call per batch or refresh period.
+//
+// ListInstances returns every instance that exists (terminated ones are
+// omitted: an instance absent from a successful answer is gone). It must
+// return an error, never a partial list, when the cloud cannot answer fully.
+type InstanceLister interface {
+	ListInstances(ctx context.Context) ([]Instance, error)
+}
+
+// LoadBalancer describes one load balancer a cluster owns, as the cloud's
+// tags record it.
+type LoadBalancer struct {
+	// Name is the cloud's name for the load balancer.
+	Name string
+	// ServiceNamespace, ServiceName and ServiceUID identify the Service the
+	// load balancer was made for.
+	ServiceNamespace string
+	ServiceName      string
+	ServiceUID       types.UID
+}
+
+// LoadBalancerLister is an optional extension: a provider that can list the
+// load balancers a cluster owns lets the service controller find orphans
+// (load balancers whose Service no longer exists). An orphan is deleted with
+// the standard LoadBalancer.EnsureLoadBalancerDeleted, given a Service built
+// from the namespace, name and UID recorded here.
+type LoadBalancerLister interface {
+	ListLoadBalancers(ctx context.Context, clusterName string) ([]LoadBalancer, error)
+}

@@ -1,0 +1,135 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+)
+
+// Results recorded in stratus_cloud_requests_total's "result" label.
+const (
+	ResultSuccess  = "success"
+	ResultNotFound = "not_found"
+	ResultRetry    = "retry"
+	ResultError    = "error"
+	// ResultCanceled counts calls that never reached the provider because
+	// the context ended while waiting for the client-side rate limiter.
+	ResultCanceled = "canceled"
+)
+
+// Options configure the instrumented wrapper.
+type Options struct {
+	// QPS and Burst size the client-side token bucket shared by every call
+	// to the provider. QPS <= 0 disables the limit.
+	QPS   float64
+	Burst int
+	// Registerer receives the wrapper's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Cloud wraps a provider so that every call is counted, timed and
+// rate-limited. It implements cloudprovider.Interface itself, and it exposes
+// Stratus' extension interfaces only when the wrapped provider implements
+// them, so controllers can still detect them.
+type Cloud struct {
+	provider cloudprovider.Interface
+	limiter  *rate.Limiter
+	metrics  *metrics
+}
+
+var _ cloudprovider.Interface = (*Cloud)(nil)
+
+// Instrument wraps p.
+func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
+	if p == nil {
+		return nil, errors.New("instrument cloud provider: provider is nil")
+	}
+	if o.QPS < 0 {
+		return nil, fmt.Errorf("instrument cloud provider: qps %v must not be negative", o.QPS)
+	}
+	limit := rate.Inf
+	if o.QPS > 0 {
+		if o.Burst < 1 {
+			return nil, fmt.Errorf("instrument cloud provider: burst %d must be at least 1 when qps is set", o.Burst)
+		}
+		limit = rate.Limit(o.QPS)
+	}
+	m, err := newMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Cloud{provider: p, limiter: rate.NewLimiter(limit, o.Burst), metrics: m}, nil
+}
+
+// Unwrap returns the provider as it was given.
+func (c *Cloud) Unwrap() cloudprovider.Interface { return c.provider }
+
+// RetryAfter reports the delay a provider asked for with a RetryError
+// anywhere in err's chain.
+func RetryAfter(err error) (time.Duration, bool) {
+	var re *cloudproviderapi.RetryError
+	if errors.As(err, &re) {
+		return re.RetryAfter(), true
+	}
+	return 0, false
+}
+
+// call runs one provider operation through the limiter and the metrics.
+// Errors keep their chain (%w), so errors.Is(err, cloudprovider.InstanceNotFound)
+// and RetryAfter still work on what the controllers receive.
+func call[T any](ctx context.Context, c *Cloud, op string, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	waitStart := time.Now()
+	if err := c.limiter.Wait(ctx); err != nil {
+		c.metrics.requests.WithLabelValues(op, ResultCanceled).Inc()
+		return zero, fmt.Errorf("cloud %s: waiting for client-side rate limit: %w", op, err)
+	}
+	c.metrics.limiterWait.Observe(time.Since(waitStart).Seconds())
+	start := time.Now()
+	v, err := fn(ctx)
+	c.metrics.duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	c.metrics.requests.WithLabelValues(op, resultOf(err)).Inc()
+	if err != nil {
+		return v, fmt.Errorf("cloud %s: %w", op, err)
+	}
+	return v, nil
+}
+
+// call0 is call for operations that return only an error.
+func call0(ctx context.Context, c *Cloud, op string, fn func(context.Context) error) error {
+	_, err := call(ctx, c, op, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
+	return err
+}
+
+func resultOf(err error) string {
+	switch {
+	case err == nil:
+		return ResultSuccess
+	case errors.Is(err, cloudprovider.InstanceNotFound):
+		return ResultNotFound
+	case errors.As(err, new(*cloudproviderapi.RetryError)):
+		return ResultRetry
+	default:
+		return ResultError
+	}
+}
+
+// Initialize passes through: it is a one-time setup call, not an API call.
+func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	c.provider.Initialize(b, stop)
+}
+
+// ProviderName passes through.
+func (c *Cloud) ProviderName() string { return c.provider.ProviderName() }
+
+// HasClusterID passes through.
+func (c *Cloud) HasClusterID() bool { return c.provider.HasClusterID() }
+
+// Clusters passes through unwrapped: no controller calls it.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return c.provider.Clusters() }

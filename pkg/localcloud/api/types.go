@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strconv"
 	"time"
 )
 
@@ -233,7 +235,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return err
+		// A type error lets the decoder name the field that held it.
+		return &json.UnmarshalTypeError{Value: "string " + strconv.Quote(s), Type: reflect.TypeFor[Duration]()}
 	}
 	*d = Duration(v)
 	return nil

@@ -22,7 +22,7 @@ type knobs struct {
 }
 
 func newKnobs(k api.Knobs) *knobs {
-	n := &knobs{limiter: rate.NewLimiter(rate.Inf, 0)}
+	n := &knobs{}
 	n.set(k)
 	return n
 }
@@ -36,13 +36,12 @@ func (n *knobs) get() api.Knobs {
 func (n *knobs) set(k api.Knobs) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	changed := n.k.RateLimit != k.RateLimit || n.k.RateBurst != k.RateBurst
 	n.k = k
-	if k.RateLimit == 0 {
-		n.limiter.SetLimit(rate.Inf)
-		return
+	if changed || n.limiter == nil {
+		// A new limiter starts with a full bucket, as a fresh API quota does.
+		n.limiter = rate.NewLimiter(rate.Limit(k.RateLimit), k.RateBurst)
 	}
-	n.limiter.SetLimit(rate.Limit(k.RateLimit))
-	n.limiter.SetBurst(k.RateBurst)
 }
 
 // patch applies p atomically: invalid results are rejected whole.

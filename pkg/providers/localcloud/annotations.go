@@ -1,0 +1,98 @@
+package localcloud
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+)
+
+// Service annotations this provider reads. Invalid values are errors that
+// name the annotation and value, and nothing is changed in the cloud.
+const (
+	AnnotationPrefix = "localcloud.stratus.io/"
+	// AnnotationHealthCheckInterval is a Go duration between probes, e.g. "5s".
+	AnnotationHealthCheckInterval = AnnotationPrefix + "health-check-interval"
+	// AnnotationHealthCheckTimeout is a Go duration a probe may take.
+	AnnotationHealthCheckTimeout = AnnotationPrefix + "health-check-timeout"
+	// AnnotationHealthyThreshold is the consecutive successes (1-100) that
+	// make a backend healthy again.
+	AnnotationHealthyThreshold = AnnotationPrefix + "health-check-healthy-threshold"
+	// AnnotationUnhealthyThreshold is the consecutive failures (1-100) that
+	// take a backend out.
+	AnnotationUnhealthyThreshold = AnnotationPrefix + "health-check-unhealthy-threshold"
+	// AnnotationUDPIdleTimeout is a Go duration after which a silent UDP
+	// flow ends.
+	AnnotationUDPIdleTimeout = AnnotationPrefix + "udp-idle-timeout"
+	// AnnotationIPMode is "VIP" (default) or "Proxy", reported in
+	// status.loadBalancer.ingress[].ipMode.
+	AnnotationIPMode = AnnotationPrefix + "ip-mode"
+)
+
+// annotationError names the annotation and the offending value.
+func annotationError(key, val, want string) error {
+	return fmt.Errorf("annotation %s: invalid value %q: %s", key, val, want)
+}
+
+func durationMs(svc *v1.Service, key string) (int, error) {
+	val, ok := svc.Annotations[key]
+	if !ok {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(val)
+	if err != nil || d <= 0 || d > time.Hour {
+		return 0, annotationError(key, val, "want a duration between 1ms and 1h, e.g. \"5s\"")
+	}
+	return max(1, int(d.Milliseconds())), nil
+}
+
+func threshold(svc *v1.Service, key string) (int, error) {
+	val, ok := svc.Annotations[key]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(val)
+	if err != nil || n < 1 || n > 100 {
+		return 0, annotationError(key, val, "want an integer from 1 to 100")
+	}
+	return n, nil
+}
+
+// healthCheckFrom reads the health check annotations; the probed port is
+// the health check node port for externalTrafficPolicy Local, else the
+// first TCP listener's node port (the cloud's default).
+func healthCheckFrom(svc *v1.Service) (api.HealthCheck, error) {
+	var hc api.HealthCheck
+	var err error
+	if hc.IntervalMs, err = durationMs(svc, AnnotationHealthCheckInterval); err != nil {
+		return hc, err
+	}
+	if hc.TimeoutMs, err = durationMs(svc, AnnotationHealthCheckTimeout); err != nil {
+		return hc, err
+	}
+	if hc.HealthyThreshold, err = threshold(svc, AnnotationHealthyThreshold); err != nil {
+		return hc, err
+	}
+	if hc.UnhealthyThreshold, err = threshold(svc, AnnotationUnhealthyThreshold); err != nil {
+		return hc, err
+	}
+	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0 {
+		hc.Port = int(svc.Spec.HealthCheckNodePort)
+	}
+	return hc, nil
+}
+
+func ipModeFrom(svc *v1.Service) (v1.LoadBalancerIPMode, error) {
+	val, ok := svc.Annotations[AnnotationIPMode]
+	if !ok {
+		return v1.LoadBalancerIPModeVIP, nil
+	}
+	switch m := v1.LoadBalancerIPMode(val); m {
+	case v1.LoadBalancerIPModeVIP, v1.LoadBalancerIPModeProxy:
+		return m, nil
+	}
+	return "", annotationError(AnnotationIPMode, val, "want VIP or Proxy")
+}

@@ -1,0 +1,116 @@
+package localcloud
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+)
+
+// ProviderName is the --cloud-provider value selecting this provider.
+const ProviderName = "localcloud"
+
+// ProviderIDPrefix starts every providerID this provider reports.
+const ProviderIDPrefix = ProviderName + "://"
+
+// Cloud implements cloudprovider.Interface over the localcloud API.
+type Cloud struct {
+	client      *lcclient.Client
+	clusterName string
+	instances   *instances
+	lbs         *loadBalancers
+	routes      *routes
+}
+
+var (
+	_ cloudprovider.Interface    = (*Cloud)(nil)
+	_ cloud.InstanceLister       = (*Cloud)(nil)
+	_ cloud.LoadBalancerLister   = (*Cloud)(nil)
+	_ cloudprovider.InstancesV2  = (*instances)(nil)
+	_ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+	_ cloudprovider.Routes       = (*routes)(nil)
+)
+
+// New is the registry factory: it receives the --cloud-config contents.
+func New(config io.Reader) (cloudprovider.Interface, error) {
+	if config == nil {
+		return nil, errors.New("localcloud: --cloud-config is required (url, tokenFile or token, clusterName)")
+	}
+	cfg, err := ParseConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("localcloud: %w", err)
+	}
+	return NewFromConfig(cfg)
+}
+
+// NewFromConfig builds the provider from a parsed configuration.
+func NewFromConfig(cfg Config) (*Cloud, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("localcloud: %w", err)
+	}
+	token, err := cfg.resolveToken()
+	if err != nil {
+		return nil, fmt.Errorf("localcloud: %w", err)
+	}
+	var opts []lcclient.Option
+	if cfg.MaxRetries >= 0 {
+		opts = append(opts, lcclient.WithMaxRetries(cfg.MaxRetries))
+	}
+	c, err := lcclient.New(cfg.URL, token, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("localcloud: %w", err)
+	}
+	return NewWithClient(c, cfg.ClusterName), nil
+}
+
+// NewWithClient builds the provider around an existing client, for tests
+// and the sandbox.
+func NewWithClient(c *lcclient.Client, clusterName string) *Cloud {
+	if clusterName == "" {
+		clusterName = DefaultClusterName
+	}
+	return &Cloud{
+		client: c, clusterName: clusterName,
+		instances: &instances{client: c},
+		lbs:       &loadBalancers{client: c, defaultCluster: clusterName},
+		routes:    &routes{client: c, defaultCluster: clusterName},
+	}
+}
+
+// Initialize needs nothing: the provider has no informers or goroutines.
+func (c *Cloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+
+// LoadBalancer returns the load balancer implementation.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.lbs, true }
+
+// Instances is not implemented: InstancesV2 supersedes it.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 returns the instances implementation.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c.instances, true }
+
+// Zones is not needed: InstanceMetadata carries zone and region.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters is not implemented.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes returns the routes implementation.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return c.routes, true }
+
+// ProviderName returns "localcloud".
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// HasClusterID is true: load balancers and routes are scoped by cluster name.
+func (c *Cloud) HasClusterID() bool { return true }
+
+func clusterOr(name, def string) string {
+	if name == "" {
+		return def
+	}
+	return name
+}

@@ -1,0 +1,164 @@
+package localcloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+)
+
+// listPageSize is the page size of full listings: large, so that a
+// thousand-node cluster costs one call per refresh.
+const listPageSize = api.MaxPageSize
+
+type instances struct {
+	client *lcclient.Client
+}
+
+// ProviderID returns the providerID of an instance id.
+func ProviderID(instanceID string) string { return ProviderIDPrefix + instanceID }
+
+// ParseProviderID returns the instance id of a localcloud providerID.
+func ParseProviderID(providerID string) (string, error) {
+	id, ok := strings.CutPrefix(providerID, ProviderIDPrefix)
+	if !ok {
+		return "", fmt.Errorf("localcloud: providerID %q does not start with %s", providerID, ProviderIDPrefix)
+	}
+	if err := api.ValidID("providerID", "i", id); err != nil {
+		return "", fmt.Errorf("localcloud: providerID %q: %w", providerID, err)
+	}
+	return id, nil
+}
+
+func notFound(what string) error {
+	return fmt.Errorf("localcloud: instance %s: %w", what, cloudprovider.InstanceNotFound)
+}
+
+// find returns the node's instance: by providerID when the node has one,
+// else by node name (before the node controller has set the providerID).
+// A terminated instance counts as gone.
+func (i *instances) find(ctx context.Context, node *v1.Node) (*api.Instance, error) {
+	if node.Spec.ProviderID != "" {
+		id, err := ParseProviderID(node.Spec.ProviderID)
+		if err != nil {
+			return nil, err
+		}
+		inst, err := i.client.GetInstance(ctx, id)
+		if errors.Is(err, lcclient.ErrNotFound) {
+			return nil, notFound(id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if inst.State == api.InstanceTerminated {
+			return nil, notFound(id + " (terminated)")
+		}
+		return inst, nil
+	}
+	page, err := i.client.ListInstances(ctx, lcclient.ListOptions{Name: node.Name, MaxResults: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Items) == 0 {
+		return nil, notFound("named " + node.Name)
+	}
+	return &page.Items[0], nil
+}
+
+// InstanceExists reports false only when the cloud says the instance is
+// gone; a failed call is an error, never "gone".
+func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	_, err := i.find(ctx, node)
+	if errors.Is(err, cloudprovider.InstanceNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("localcloud: instance exists %s: %w", node.Name, err)
+	}
+	return true, nil
+}
+
+// InstanceShutdown reports whether the instance is stopped.
+func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	inst, err := i.find(ctx, node)
+	if err != nil {
+		return false, fmt.Errorf("localcloud: instance shutdown %s: %w", node.Name, err)
+	}
+	return inst.State == api.InstanceStopped, nil
+}
+
+// InstanceMetadata returns providerID, type, addresses, zone and region.
+func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	inst, err := i.find(ctx, node)
+	if err != nil {
+		return nil, fmt.Errorf("localcloud: instance metadata %s: %w", node.Name, err)
+	}
+	md := metadata(inst)
+	return &md, nil
+}
+
+func metadata(inst *api.Instance) cloudprovider.InstanceMetadata {
+	addrs := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal}}
+	if inst.Addresses.External != "" {
+		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeExternalIP, Address: inst.Addresses.External})
+	}
+	addrs = append(addrs, v1.NodeAddress{Type: v1.NodeHostName, Address: inst.Addresses.Hostname})
+	return cloudprovider.InstanceMetadata{
+		ProviderID:    ProviderID(inst.ID),
+		InstanceType:  inst.Type,
+		NodeAddresses: addrs,
+		Zone:          inst.Zone,
+		Region:        inst.Region,
+	}
+}
+
+// ListInstances implements cloud.InstanceLister: every live instance, one
+// call per page of listPageSize. Any failed page fails the whole list.
+func (c *Cloud) ListInstances(ctx context.Context) ([]cloud.Instance, error) {
+	all, err := c.client.ListAllInstances(ctx, lcclient.ListOptions{MaxResults: listPageSize})
+	if err != nil {
+		return nil, fmt.Errorf("localcloud: list instances: %w", err)
+	}
+	out := make([]cloud.Instance, 0, len(all))
+	for idx := range all {
+		inst := &all[idx]
+		out = append(out, cloud.Instance{
+			ProviderID: ProviderID(inst.ID),
+			Name:       inst.Name,
+			Shutdown:   inst.State == api.InstanceStopped,
+			Metadata:   metadata(inst),
+		})
+	}
+	return out, nil
+}
+
+// ListLoadBalancers implements cloud.LoadBalancerLister: the load
+// balancers tagged with the cluster, except those already being deleted.
+func (c *Cloud) ListLoadBalancers(ctx context.Context, clusterName string) ([]cloud.LoadBalancer, error) {
+	cluster := clusterOr(clusterName, c.clusterName)
+	all, err := c.client.ListAllLoadBalancers(ctx, lcclient.ListOptions{Cluster: cluster, MaxResults: listPageSize})
+	if err != nil {
+		return nil, fmt.Errorf("localcloud: list load balancers of %s: %w", cluster, err)
+	}
+	out := make([]cloud.LoadBalancer, 0, len(all))
+	for _, lb := range all {
+		if lb.Status == api.LBDeleting {
+			continue
+		}
+		out = append(out, cloud.LoadBalancer{
+			Name:             lb.Name,
+			ServiceNamespace: lb.Tags[api.TagServiceNamespace],
+			ServiceName:      lb.Tags[api.TagServiceName],
+			ServiceUID:       types.UID(lb.Tags[api.TagServiceUID]),
+		})
+	}
+	return out, nil
+}

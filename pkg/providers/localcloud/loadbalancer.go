@@ -1,0 +1,240 @@
+package localcloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	servicehelpers "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+)
+
+// provisioningRetry is how soon the controller should look again at a load
+// balancer the cloud is still provisioning or deleting.
+const provisioningRetry = 2 * time.Second
+
+type loadBalancers struct {
+	client         *lcclient.Client
+	defaultCluster string
+}
+
+// GetLoadBalancerName derives the name from the Service UID, as upstream's
+// DefaultLoadBalancerName does, so a retried create finds its own load
+// balancer (the cloud answers 409 on a duplicate name) instead of making a
+// second one.
+func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	return cloudprovider.DefaultLoadBalancerName(svc)
+}
+
+// lookup finds the Service's load balancer by name within the cluster.
+func (l *loadBalancers) lookup(ctx context.Context, cluster string, svc *v1.Service) (*api.LoadBalancer, error) {
+	name := cloudprovider.DefaultLoadBalancerName(svc)
+	page, err := l.client.ListLoadBalancers(ctx, lcclient.ListOptions{Cluster: cluster, Name: name, MaxResults: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Items) == 0 {
+		return nil, nil
+	}
+	return &page.Items[0], nil
+}
+
+// GetLoadBalancer reports the status of an active load balancer; one that
+// is being deleted no longer exists for the controller.
+func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	lb, err := l.lookup(ctx, clusterOr(clusterName, l.defaultCluster), svc)
+	if err != nil {
+		return nil, false, fmt.Errorf("localcloud: get load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	if lb == nil || lb.Status == api.LBDeleting {
+		return nil, false, nil
+	}
+	if lb.Status != api.LBActive {
+		return &v1.LoadBalancerStatus{}, true, nil
+	}
+	mode, err := ipModeFrom(svc)
+	if err != nil {
+		mode = v1.LoadBalancerIPModeVIP
+	}
+	return status(lb, mode), true, nil
+}
+
+func status(lb *api.LoadBalancer, mode v1.LoadBalancerIPMode) *v1.LoadBalancerStatus {
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: lb.VIP, IPMode: &mode}}}
+}
+
+// desired turns a Service and its nodes into the cloud spec. Every check
+// happens here, before any cloud call, so invalid input changes nothing.
+func desired(svc *v1.Service, nodes []*v1.Node) (api.LoadBalancerSpec, v1.LoadBalancerIPMode, error) {
+	var spec api.LoadBalancerSpec
+	if len(svc.Spec.Ports) == 0 {
+		return spec, "", errors.New("service has no ports")
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP {
+			return spec, "", fmt.Errorf("port %q (%d/%s): protocol %s is not supported, only TCP and UDP", p.Name, p.Port, p.Protocol, p.Protocol)
+		}
+		if p.NodePort == 0 {
+			return spec, "", fmt.Errorf("port %q (%d/%s): no node port allocated (allocateLoadBalancerNodePorts=false is not supported)", p.Name, p.Port, p.Protocol)
+		}
+		spec.Listeners = append(spec.Listeners, api.Listener{Protocol: api.Protocol(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort)})
+	}
+	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
+	if err != nil {
+		return spec, "", err
+	}
+	if !servicehelpers.IsAllowAll(ranges) {
+		spec.SourceRanges = ranges.StringSlice()
+		sort.Strings(spec.SourceRanges)
+	}
+	if spec.HealthCheck, err = healthCheckFrom(svc); err != nil {
+		return spec, "", err
+	}
+	if spec.UDPIdleTimeoutMs, err = durationMs(svc, AnnotationUDPIdleTimeout); err != nil {
+		return spec, "", err
+	}
+	mode, err := ipModeFrom(svc)
+	if err != nil {
+		return spec, "", err
+	}
+	spec.Backends = backends(nodes)
+	return spec, mode, nil
+}
+
+// backends maps nodes to instance ids through their providerIDs. Nodes
+// without one are not initialized yet and cannot carry traffic.
+func backends(nodes []*v1.Node) []string {
+	ids := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if id, err := ParseProviderID(n.Spec.ProviderID); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return slices.Compact(ids)
+}
+
+// EnsureLoadBalancer creates or updates the load balancer and returns its
+// status once active. While the cloud provisions, it returns a RetryError
+// so the controller requeues after a fixed delay instead of waiting here.
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	cluster := clusterOr(clusterName, l.defaultCluster)
+	spec, mode, err := desired(svc, nodes)
+	if err != nil {
+		return nil, fmt.Errorf("localcloud: ensure load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	lb, err := l.createOrUpdate(ctx, cluster, svc, spec)
+	if err != nil {
+		return nil, fmt.Errorf("localcloud: ensure load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	switch lb.Status {
+	case api.LBActive:
+		return status(lb, mode), nil
+	case api.LBDeleting:
+		return nil, cloudproviderapi.NewRetryError(fmt.Sprintf("localcloud: load balancer %s is still being deleted", lb.Name), provisioningRetry)
+	default:
+		return nil, cloudproviderapi.NewRetryError(fmt.Sprintf("localcloud: load balancer %s is provisioning", lb.Name), provisioningRetry)
+	}
+}
+
+func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc *v1.Service, spec api.LoadBalancerSpec) (*api.LoadBalancer, error) {
+	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
+	lb, err := l.lookup(ctx, cluster, svc)
+	if err != nil {
+		return nil, err
+	}
+	if lb == nil {
+		req := api.CreateLoadBalancerRequest{
+			Name: cloudprovider.DefaultLoadBalancerName(svc), Cluster: cluster, LoadBalancerSpec: spec,
+			Tags: map[string]string{
+				api.TagServiceNamespace: svc.Namespace, api.TagServiceName: svc.Name, api.TagServiceUID: string(svc.UID),
+			},
+		}
+		created, err := l.client.CreateLoadBalancer(ctx, req)
+		if errors.Is(err, lcclient.ErrConflict) {
+			// A concurrent or earlier attempt created it; use that one.
+			return l.lookupExisting(ctx, cluster, svc)
+		}
+		if err == nil {
+			logger.V(2).Info("Created load balancer", "loadBalancer", created.ID, "vip", created.VIP)
+		}
+		return created, err
+	}
+	if lb.Status == api.LBDeleting || specEqual(lb.LoadBalancerSpec, spec) {
+		return lb, nil
+	}
+	logger.V(2).Info("Updating load balancer", "loadBalancer", lb.ID)
+	return l.client.UpdateLoadBalancer(ctx, lb.ID, spec)
+}
+
+func (l *loadBalancers) lookupExisting(ctx context.Context, cluster string, svc *v1.Service) (*api.LoadBalancer, error) {
+	lb, err := l.lookup(ctx, cluster, svc)
+	if err == nil && lb == nil {
+		err = errors.New("load balancer vanished after a name conflict")
+	}
+	return lb, err
+}
+
+// specEqual compares the fields the provider sets, so that a sync with no
+// change costs no update call.
+func specEqual(a, b api.LoadBalancerSpec) bool {
+	as, bs := slices.Clone(a.Backends), slices.Clone(b.Backends)
+	sort.Strings(as)
+	sort.Strings(bs)
+	ar, br := slices.Clone(a.SourceRanges), slices.Clone(b.SourceRanges)
+	sort.Strings(ar)
+	sort.Strings(br)
+	return slices.Equal(a.Listeners, b.Listeners) && slices.Equal(as, bs) && slices.Equal(ar, br) &&
+		a.HealthCheck == b.HealthCheck && a.UDPIdleTimeoutMs == b.UDPIdleTimeoutMs
+}
+
+// UpdateLoadBalancer brings the node set (and any other change) up to date.
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+	cluster := clusterOr(clusterName, l.defaultCluster)
+	spec, _, err := desired(svc, nodes)
+	if err != nil {
+		return fmt.Errorf("localcloud: update load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	lb, err := l.lookup(ctx, cluster, svc)
+	if err != nil {
+		return fmt.Errorf("localcloud: update load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	if lb == nil || lb.Status == api.LBDeleting {
+		return fmt.Errorf("localcloud: update load balancer for %s/%s: load balancer %s does not exist",
+			svc.Namespace, svc.Name, cloudprovider.DefaultLoadBalancerName(svc))
+	}
+	if specEqual(lb.LoadBalancerSpec, spec) {
+		return nil
+	}
+	if _, err := l.client.UpdateLoadBalancer(ctx, lb.ID, spec); err != nil {
+		return fmt.Errorf("localcloud: update load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return nil
+}
+
+// EnsureLoadBalancerDeleted starts the deletion and returns; a load
+// balancer that is gone or already being deleted is success.
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
+	cluster := clusterOr(clusterName, l.defaultCluster)
+	lb, err := l.lookup(ctx, cluster, svc)
+	if err != nil {
+		return fmt.Errorf("localcloud: delete load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	if lb == nil || lb.Status == api.LBDeleting {
+		return nil
+	}
+	if _, err := l.client.DeleteLoadBalancer(ctx, lb.ID); err != nil && !errors.Is(err, lcclient.ErrNotFound) {
+		return fmt.Errorf("localcloud: delete load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "loadBalancer", lb.ID)
+	return nil
+}

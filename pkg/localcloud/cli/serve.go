@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
+)
+
+type serveOptions struct {
+	listen, stateDir                   string
+	latency, provisioning, deletion    time.Duration
+	rateLimit, errorRate               float64
+	rateBurst                          int
+	quotaInstances, quotaLBs, quotaRts int
+	internalPool, externalPool, vips   string
+}
+
+func newServeCommand(g *globals) *cobra.Command {
+	d := api.DefaultKnobs()
+	p := store.DefaultPools()
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a localcloud API and data plane",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := o.config(g.tokenFile)
+			if err != nil {
+				return err
+			}
+			srv, err := server.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signalContext(cmd.Context())
+			defer cancel()
+			ctx = klog.NewContext(ctx, klog.Background())
+			if err := srv.Start(ctx); err != nil {
+				_ = srv.Close()
+				return err
+			}
+			tokenNote := "token from --token-file"
+			if g.tokenFile == "" {
+				tokenNote = "token in " + filepath.Join(o.stateDir, server.TokenFileName)
+			}
+			_, _ = fmt.Fprintf(cmd.OutOrStdout(), "localcloud listening on %s (%s)\n", srv.URL(), tokenNote)
+			<-ctx.Done()
+			return srv.Close()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8787", "API listen address")
+	f.StringVar(&o.stateDir, "state-dir", "", "directory for the database (and the generated token); required")
+	f.DurationVar(&o.latency, "latency", time.Duration(d.Latency), "added latency per API call")
+	f.DurationVar(&o.provisioning, "lb-provisioning-time", time.Duration(d.LBProvisioningTime), "time a load balancer spends provisioning")
+	f.DurationVar(&o.deletion, "lb-deletion-time", time.Duration(d.LBDeletionTime), "time a load balancer spends deleting")
+	f.Float64Var(&o.rateLimit, "rate-limit", d.RateLimit, "API requests per second (token bucket); 0 disables")
+	f.IntVar(&o.rateBurst, "rate-burst", d.RateBurst, "token bucket size")
+	f.Float64Var(&o.errorRate, "error-rate", d.ErrorRate, "fraction of API requests answered 503 (0-1)")
+	f.IntVar(&o.quotaInstances, "quota-instances", d.Quotas.Instances, "maximum live instances")
+	f.IntVar(&o.quotaLBs, "quota-lbs", d.Quotas.LoadBalancers, "maximum load balancers")
+	f.IntVar(&o.quotaRts, "quota-routes", d.Quotas.RoutesPerCluster, "maximum routes per cluster route table")
+	f.StringVar(&o.internalPool, "internal-pool", p.Internal.String(), "CIDR for instance internal addresses")
+	f.StringVar(&o.externalPool, "external-pool", p.External.String(), "CIDR for instance external addresses")
+	f.StringVar(&o.vips, "vip-pool", p.VIP.String(), "CIDR for load balancer VIPs")
+	return cmd
+}
+
+// config validates the flags, naming the flag on error.
+func (o *serveOptions) config(tokenFile string) (server.Config, error) {
+	if o.stateDir == "" {
+		return server.Config{}, fmt.Errorf("--state-dir is required")
+	}
+	for _, c := range []struct {
+		flag string
+		bad  bool
+	}{
+		{"--latency", o.latency < 0}, {"--lb-provisioning-time", o.provisioning < 0},
+		{"--lb-deletion-time", o.deletion < 0}, {"--rate-limit", o.rateLimit < 0},
+		{"--rate-burst", o.rateBurst < 0}, {"--error-rate", o.errorRate < 0 || o.errorRate > 1},
+		{"--quota-instances", o.quotaInstances < 0}, {"--quota-lbs", o.quotaLBs < 0},
+		{"--quota-routes", o.quotaRts < 0}, {"--rate-burst", o.rateLimit > 0 && o.rateBurst == 0},
+	} {
+		if c.bad {
+			return server.Config{}, fmt.Errorf("%s: invalid value (must not be negative; --error-rate within 0-1; --rate-burst at least 1 with --rate-limit)", c.flag)
+		}
+	}
+	var pools store.Pools
+	for _, pf := range []struct {
+		flag, val string
+		dst       *netip.Prefix
+	}{{"--internal-pool", o.internalPool, &pools.Internal}, {"--external-pool", o.externalPool, &pools.External}, {"--vip-pool", o.vips, &pools.VIP}} {
+		pr, err := netip.ParsePrefix(pf.val)
+		if err != nil || !pr.Addr().Is4() || pr.Bits() > 30 {
+			return server.Config{}, fmt.Errorf("%s %q: want an IPv4 CIDR of at least /30", pf.flag, pf.val)
+		}
+		*pf.dst = pr
+	}
+	k := api.Knobs{
+		Latency: api.Duration(o.latency), LBProvisioningTime: api.Duration(o.provisioning),
+		LBDeletionTime: api.Duration(o.deletion), RateLimit: o.rateLimit, RateBurst: o.rateBurst,
+		ErrorRate: o.errorRate,
+		Quotas:    api.Quotas{Instances: o.quotaInstances, LoadBalancers: o.quotaLBs, RoutesPerCluster: o.quotaRts},
+	}
+	return server.Config{Listen: o.listen, StateDir: o.stateDir, TokenFile: tokenFile, Knobs: &k, Pools: pools}, nil
+}

@@ -1,0 +1,258 @@
+package app_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/internal/testenv/fakeprovider"
+)
+
+// buildFakeCCM builds the stratus command with a provider that is only in
+// upstream's global registry.
+func buildFakeCCM(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "fakeccm")
+	cmd := exec.Command("go", "build", "-race", "-o", out, "./testdata/fakeccm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build fakeccm: %v\n%s", err, b)
+	}
+	return out
+}
+
+func startCCM(t *testing.T, bin string, env *testenv.Env, name string, port int, extra ...string) *testenv.Process {
+	t.Helper()
+	args := append([]string{
+		"controller-manager",
+		"--cloud-provider=" + fakeprovider.Name,
+		"--kubeconfig=" + env.Kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--leader-elect-lease-duration=4s",
+		"--leader-elect-renew-deadline=3s",
+		"--leader-elect-retry-period=500ms",
+		"--v=2",
+	}, extra...)
+	return testenv.StartProcess(t, filepath.Join(t.TempDir(), name+".log"), bin, args...)
+}
+
+// initializedBy returns who ran the provider's Initialize, i.e. the leader.
+func initializedBy(ctx context.Context, cs kubernetes.Interface) string {
+	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, fakeprovider.InitializedConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return cm.Data["by"]
+}
+
+func pidOf(by string) int {
+	i := strings.LastIndex(by, "/")
+	pid, _ := strconv.Atoi(by[i+1:])
+	return pid
+}
+
+func TestLeaderElectionFailover(t *testing.T) {
+	env := testenv.Start(t)
+	bin := buildFakeCCM(t)
+	ctx := testenv.Context(t, 3*time.Minute)
+	cs := env.Clientset
+
+	a := startCCM(t, bin, env, "a", testenv.FreePort(t))
+	b := startCCM(t, bin, env, "b", testenv.FreePort(t))
+	procs := map[int]*testenv.Process{a.Pid(): a, b.Pid(): b}
+
+	var leader string
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		leader = initializedBy(ctx, cs)
+		return leader != "", nil
+	}); err != nil {
+		t.Fatalf("no replica initialized the provider: %v", err)
+	}
+	lead := procs[pidOf(leader)]
+	if lead == nil {
+		t.Fatalf("initialized by %q, which is neither replica", leader)
+	}
+	lease, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("upstream-named lease kube-system/cloud-controller-manager: %v", err)
+	}
+	holder := *lease.Spec.HolderIdentity
+
+	// Over two lease durations the standby must not take over while the
+	// leader is healthy: exactly one leads.
+	time.Sleep(8 * time.Second)
+	if now := initializedBy(ctx, cs); now != leader {
+		t.Fatalf("leadership moved from %s to %s while the leader was healthy", leader, now)
+	}
+	lease, _ = cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+	if *lease.Spec.HolderIdentity != holder {
+		t.Fatalf("lease holder changed from %s to %s", holder, *lease.Spec.HolderIdentity)
+	}
+
+	if err := lead.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var standby *testenv.Process
+	for pid, p := range procs {
+		if pid != lead.Pid() {
+			standby = p
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return pidOf(initializedBy(ctx, cs)) == standby.Pid(), nil
+	}); err != nil {
+		t.Fatalf("standby %d did not take over after the leader was killed: %v", standby.Pid(), err)
+	}
+	lease, _ = cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+	if *lease.Spec.HolderIdentity == holder {
+		t.Fatalf("lease still held by the killed leader %s", holder)
+	}
+
+	// SIGTERM is a graceful shutdown: exit 0 and the lease is released.
+	if err := standby.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, err := standby.Wait(40 * time.Second)
+	if err != nil || code != 0 {
+		t.Fatalf("graceful shutdown: exit code %d, %v", code, err)
+	}
+	lease, _ = cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Errorf("lease not released on SIGTERM: held by %s", *h)
+	}
+}
+
+func TestLostLeaseExitsNonZero(t *testing.T) {
+	env := testenv.Start(t)
+	bin := buildFakeCCM(t)
+	ctx := testenv.Context(t, 2*time.Minute)
+	a := startCCM(t, bin, env, "a", 0)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return initializedBy(ctx, env.Clientset) != "", nil
+	}); err != nil {
+		t.Fatalf("never led: %v", err)
+	}
+	// Another party takes the lease away; the leader cannot renew and must
+	// stop, non-zero, rather than keep acting.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		lease, err := env.Clientset.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		thief := "someone-else"
+		lease.Spec.HolderIdentity = &thief
+		d := int32(3600)
+		lease.Spec.LeaseDurationSeconds = &d
+		now := metav1.NowMicro()
+		lease.Spec.RenewTime = &now
+		_, err = env.Clientset.CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	code, err := a.Wait(30 * time.Second)
+	if err != nil {
+		t.Fatalf("leader kept running after losing its lease: %v", err)
+	}
+	if code == 0 {
+		t.Fatal("exit code 0 after losing the lease; want non-zero")
+	}
+}
+
+func TestServingHealthAndMetricsAuth(t *testing.T) {
+	env := testenv.Start(t)
+	bin := buildFakeCCM(t)
+	ctx := testenv.Context(t, 2*time.Minute)
+	port := testenv.FreePort(t)
+	startCCM(t, bin, env, "a", port)
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed serving cert
+	}}
+	get := func(path, token string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := httpc.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		code, _ := get("/readyz", "")
+		return code == http.StatusOK, nil
+	}); err != nil {
+		t.Fatalf("/readyz never answered 200: %v", err)
+	}
+	if code, body := get("/healthz", ""); code != http.StatusOK {
+		t.Fatalf("/healthz = %d %s", code, body)
+	}
+	if code, _ := get("/metrics", ""); code != http.StatusUnauthorized {
+		t.Fatalf("anonymous /metrics = %d, want 401", code)
+	}
+	reader := serviceAccountToken(ctx, t, env.Clientset, "metrics-reader", true)
+	nobody := serviceAccountToken(ctx, t, env.Clientset, "nobody", false)
+	if code, _ := get("/metrics", nobody); code != http.StatusForbidden {
+		t.Fatalf("/metrics without RBAC = %d, want 403", code)
+	}
+	code, body := get("/metrics", reader)
+	if code != http.StatusOK {
+		t.Fatalf("authorized /metrics = %d: %s", code, body)
+	}
+	if !strings.Contains(body, "rest_client_requests_total") {
+		t.Errorf("metrics lack the API client metrics:\n%.2000s", body)
+	}
+}
+
+// serviceAccountToken creates a ServiceAccount (bound to a ClusterRole that
+// may GET /metrics when allowed) and returns a token for it.
+func serviceAccountToken(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string, allowed bool) string {
+	t.Helper()
+	ns := "default"
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if allowed {
+		role := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+		}
+		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
+		}
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}

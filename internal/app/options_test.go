@@ -1,0 +1,208 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func parse(t *testing.T, args ...string) (*Options, error) {
+	t.Helper()
+	o := NewOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	return o, o.Validate()
+}
+
+// supportedUpstream holds a valid value for every upstream
+// cloud-controller-manager flag Stratus implements.
+var supportedUpstream = map[string]string{
+	"allocate-node-cidrs":              "true",
+	"allow-untagged-cloud":             "true",
+	"cidr-allocator-type":              "RangeAllocator",
+	"cloud-config":                     "/etc/cloud.conf",
+	"cloud-provider":                   "localcloud",
+	"cluster-cidr":                     "10.244.0.0/16,fd00:10:244::/56",
+	"cluster-name":                     "prod",
+	"configure-cloud-routes":           "false",
+	"controller-start-interval":        "0s",
+	"controllers":                      "*,-service-lb-controller",
+	"kube-api-burst":                   "50",
+	"kube-api-content-type":            "application/json",
+	"kube-api-qps":                     "40",
+	"leader-elect":                     "true",
+	"leader-elect-lease-duration":      "20s",
+	"leader-elect-renew-deadline":      "12s",
+	"leader-elect-resource-lock":       "leases",
+	"leader-elect-resource-name":       "ccm",
+	"leader-elect-resource-namespace":  "infra",
+	"leader-elect-retry-period":        "3s",
+	"min-resync-period":                "6h",
+	"node-monitor-period":              "10s",
+	"route-reconciliation-period":      "30s",
+	"use-service-account-credentials":  "true",
+	"concurrent-node-status-updates":   "4",
+	"concurrent-node-syncs":            "3",
+	"concurrent-service-syncs":         "5",
+	"bind-address":                     "127.0.0.1",
+	"cert-dir":                         "/var/run/ccm",
+	"secure-port":                      "10300",
+	"tls-cert-file":                    "/etc/tls.crt",
+	"tls-private-key-file":             "/etc/tls.key",
+	"authentication-kubeconfig":        "/etc/kubeconfig",
+	"authorization-always-allow-paths": "/healthz",
+	"authorization-kubeconfig":         "/etc/kubeconfig",
+	"kubeconfig":                       "/etc/kubeconfig",
+	"master":                           "https://10.0.0.1:6443",
+	"node-status-update-frequency":     "1m",
+	"profiling":                        "false",
+	"log-flush-frequency":              "10s",
+	"logging-format":                   "text",
+	"v":                                "4",
+	"vmodule":                          "run=5",
+}
+
+func TestEveryUpstreamFlagAccepted(t *testing.T) {
+	var args []string
+	for name, v := range supportedUpstream {
+		args = append(args, "--"+name+"="+v)
+	}
+	o, err := parse(t, args...)
+	if err != nil {
+		t.Fatalf("supported upstream flags rejected: %v", err)
+	}
+	if o.ClusterName != "prod" || o.KubeAPIQPS != 40 || o.LeaderElectNamespace != "infra" || o.SecurePort != 10300 {
+		t.Errorf("values not applied: %+v", o)
+	}
+	if o.ConcurrentServiceSyncs != 5 || !o.AllocateNodeCIDRs || o.ConfigureCloudRoutes {
+		t.Errorf("controller values not applied: %+v", o)
+	}
+}
+
+func TestEachSupportedFlagAloneAccepted(t *testing.T) {
+	for name, v := range supportedUpstream {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"--cloud-provider=x", "--" + name + "=" + v}
+			if name == "allocate-node-cidrs" {
+				args = append(args, "--cluster-cidr=10.0.0.0/8")
+			}
+			if name == "tls-cert-file" || name == "tls-private-key-file" {
+				args = append(args, "--tls-cert-file=/a", "--tls-private-key-file=/b")
+			}
+			if _, err := parse(t, args...); err != nil {
+				t.Fatalf("--%s=%s rejected: %v", name, v, err)
+			}
+		})
+	}
+}
+
+func TestDefaultsMatchUpstream(t *testing.T) {
+	o := NewOptions()
+	if o.LeaderElectName != "cloud-controller-manager" || o.LeaderElectNamespace != "kube-system" {
+		t.Errorf("lease %s/%s", o.LeaderElectNamespace, o.LeaderElectName)
+	}
+	if o.LeaseDuration.String() != "15s" || o.RenewDeadline.String() != "10s" || o.RetryPeriod.String() != "2s" {
+		t.Errorf("lease timings %v/%v/%v", o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	}
+	if o.SecurePort != 10258 || o.NodeMonitorPeriod.String() != "5s" || o.NodeStatusUpdateFrequency.String() != "5m0s" ||
+		o.RouteReconciliationPeriod.String() != "10s" || !o.ConfigureCloudRoutes || o.AllocateNodeCIDRs ||
+		o.KubeAPIQPS != 20 || o.KubeAPIBurst != 30 || o.ClusterName != "kubernetes" {
+		t.Errorf("defaults differ from upstream: %+v", o)
+	}
+}
+
+func TestUnsupportedUpstreamFlagsRejected(t *testing.T) {
+	for _, f := range unsupportedFlags {
+		t.Run(f.name, func(t *testing.T) {
+			arg := "--" + f.name + "=x"
+			if f.isBool {
+				arg = "--" + f.name
+			}
+			_, err := parse(t, "--cloud-provider=x", arg)
+			if err == nil || !strings.Contains(err.Error(), "--"+f.name) || !strings.Contains(err.Error(), "not supported") {
+				t.Fatalf("want an error naming --%s, got %v", f.name, err)
+			}
+		})
+	}
+}
+
+func TestBadValuesRejected(t *testing.T) {
+	cases := map[string][]string{
+		"kube-api-qps=-1":                      {"--kube-api-qps=-1"},
+		"kube-api-burst=0":                     {"--kube-api-burst=0"},
+		"controllers=nope":                     {"--controllers=nope"},
+		"controllers=-nope":                    {"--controllers=*,-nope"},
+		"cluster-cidr=10.0.0.1/8":              {"--cluster-cidr=10.0.0.1/8"},
+		"cluster-cidr=banana":                  {"--cluster-cidr=banana"},
+		"cluster-cidr=10.0.0.0/8,11.0.0.0/8":   {"--cluster-cidr=10.0.0.0/8,11.0.0.0/8"},
+		"allocate-node-cidrs":                  {"--allocate-node-cidrs"},
+		"leader-elect-lease-duration=5s":       {"--leader-elect-lease-duration=5s"},
+		"leader-elect-resource-lock=endpoints": {"--leader-elect-resource-lock=endpoints"},
+		"node-monitor-period=0s":               {"--node-monitor-period=0s"},
+		"concurrent-service-syncs=0":           {"--concurrent-service-syncs=0"},
+		"secure-port=70000":                    {"--secure-port=70000"},
+		"bind-address=nowhere":                 {"--bind-address=nowhere"},
+		"cidr-allocator-type=CloudAllocator":   {"--cidr-allocator-type=CloudAllocator"},
+		"cloud-api-qps=-2":                     {"--cloud-api-qps=-2"},
+		"profiling":                            {"--profiling=true"},
+		"kube-api-content-type=text/plain":     {"--kube-api-content-type=text/plain"},
+		"node-cidr-mask-size-ipv4=40":          {"--node-cidr-mask-size-ipv4=40"},
+		"tls-cert-file=a":                      {"--tls-cert-file=a"},
+	}
+	for want, args := range cases {
+		t.Run(want, func(t *testing.T) {
+			_, err := parse(t, append([]string{"--cloud-provider=x"}, args...)...)
+			if err == nil {
+				t.Fatalf("%v accepted", args)
+			}
+			flag := "--" + strings.SplitN(want, "=", 2)[0]
+			if !strings.Contains(err.Error(), flag) {
+				t.Fatalf("error does not name %s: %v", flag, err)
+			}
+		})
+	}
+}
+
+func TestMalformedValueNamesFlag(t *testing.T) {
+	_, err := parse(t, "--kube-api-qps=fast")
+	if err == nil || !strings.Contains(err.Error(), "kube-api-qps") || !strings.Contains(err.Error(), "fast") {
+		t.Fatalf("got %v", err)
+	}
+	_, err = parse(t, "--no-such-flag=1")
+	if err == nil || !strings.Contains(err.Error(), "no-such-flag") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestMissingCloudProvider(t *testing.T) {
+	_, err := parse(t)
+	if err == nil || !strings.Contains(err.Error(), "--cloud-provider") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestResolveControllers(t *testing.T) {
+	cases := []struct {
+		spec []string
+		want string
+	}{
+		{[]string{"*"}, strings.Join(allControllers, ",")},
+		{[]string{"*", "-route"}, "cloud-node-controller,cloud-node-lifecycle-controller,service-lb-controller,node-ipam-controller"},
+		{[]string{"service", "cloud-node"}, "cloud-node-controller,service-lb-controller"},
+		{[]string{"service-lb-controller", "-service"}, ""},
+		{[]string{"nodeipam"}, "node-ipam-controller"},
+	}
+	for _, c := range cases {
+		got, err := resolveControllers(c.spec)
+		if err != nil {
+			t.Fatalf("%v: %v", c.spec, err)
+		}
+		if strings.Join(got, ",") != c.want {
+			t.Errorf("%v: got %v, want %s", c.spec, got, c.want)
+		}
+	}
+}

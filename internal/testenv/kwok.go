@@ -1,0 +1,88 @@
+package testenv
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// KwokStages is the project's kwok stage file (see kwok-stages.yaml).
+//
+//go:embed kwok-stages.yaml
+var KwokStages []byte
+
+// Kwok is a running kwok process.
+type Kwok struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// KwokArgs returns kwok's command line for a kubeconfig and a stage file:
+// it manages only nodes carrying KwokAnnotation=fake, serves no kubelet API
+// on a fixed port, and renews node Leases.
+func KwokArgs(kubeconfig, stagesFile string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--config=" + stagesFile,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + KwokAnnotation + "=fake",
+		"--server-address=127.0.0.1:0",
+		"--node-lease-duration-seconds=40",
+	}
+}
+
+// StartKwok runs kwok against the env until t ends.
+func (e *Env) StartKwok(t testing.TB) *Kwok {
+	t.Helper()
+	RequireBinaries(t, "kwok")
+	dir := t.TempDir()
+	k, err := StartKwokProcess(context.Background(), filepath.Join(e.BinDir, "kwok"), e.Kubeconfig, dir, filepath.Join(dir, "kwok.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Stop() })
+	return k
+}
+
+// StartKwokProcess starts kwok with the project's stages written into
+// workDir, its output going to logFile.
+func StartKwokProcess(ctx context.Context, binary, kubeconfig, workDir, logFile string) (*Kwok, error) {
+	stages := filepath.Join(workDir, "kwok-stages.yaml")
+	if err := os.WriteFile(stages, KwokStages, 0o600); err != nil {
+		return nil, fmt.Errorf("testenv: write kwok stages: %w", err)
+	}
+	out, err := os.Create(logFile)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: kwok log: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, binary, KwokArgs(kubeconfig, stages)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = out.Close()
+		return nil, fmt.Errorf("testenv: start kwok: %w", err)
+	}
+	k := &Kwok{cmd: cmd, done: make(chan error, 1)}
+	go func() { k.done <- cmd.Wait(); _ = out.Close() }()
+	return k, nil
+}
+
+// Stop ends kwok: SIGTERM, then SIGKILL after a grace period.
+func (k *Kwok) Stop() {
+	if k.cmd.Process == nil {
+		return
+	}
+	_ = k.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-k.done:
+	case <-time.After(10 * time.Second):
+		_ = k.cmd.Process.Kill()
+		<-k.done
+	}
+}

@@ -16,7 +16,7 @@ LDFLAGS := -X github.com/stratus-ccm/stratus/internal/version.version=$(STRATUS_
 # two test binaries (and so two apiservers) on this 2-core machine at once.
 TEST_FLAGS ?= -race -p 2 -timeout 20m
 
-.PHONY: all build tools test unit lint sandbox clean fmt
+.PHONY: all build tools test lint sandbox clean fmt
 
 all: build
 
@@ -49,10 +49,6 @@ $(BIN)/golangci-lint:
 # test: unit and integration tests against the real apiserver, with -race.
 test: tools build
 	$(GO) test $(TEST_FLAGS) ./...
-
-# unit: the tests that need no control plane.
-unit:
-	$(GO) test -race -short ./...
 
 lint: $(BIN)/golangci-lint
 	$(GO) vet ./...

@@ -21,5 +21,5 @@ func newProviderRegistry() (*cloud.Registry, error) {
 
 // extraCommands are the subcommands other packages provide.
 func extraCommands() []*cobra.Command {
-	return []*cobra.Command{localcloudcli.NewCommand()}
+	return []*cobra.Command{localcloudcli.NewCommand(), newSandboxCommand()}
 }

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/internal/sandbox"
+)
+
+func newSandboxCommand() *cobra.Command {
+	o := sandbox.DefaultOptions()
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Run the whole system on this machine: etcd, kube-apiserver, localcloud, kwok nodes and Stratus",
+		Long: `Brings up, as real processes on loopback, etcd and kube-apiserver, localcloud with
+instances spread over zones, nodes registered as external-cloud kubelets register
+them (kept alive by kwok), a node-port responder standing in for kube-proxy and
+pods, and the Stratus controller manager with every controller on; then a demo
+Service "hello" of type LoadBalancer. Writes STATE_DIR/env once the cluster is
+up and STATE_DIR/ready once nodes are initialized and the demo answers.
+Ctrl-C or SIGTERM stops everything; the same --state-dir resumes the cluster.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := klog.NewContext(cmd.Context(), klog.Background())
+			return sandbox.Run(ctx, o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.StateDir, "state-dir", o.StateDir, "Where etcd's and localcloud's data, logs, the kubeconfig and the env file live")
+	f.StringVar(&o.BinDir, "bin-dir", o.BinDir, "Directory holding kube-apiserver, etcd and kwok (default: the stratus binary's directory)")
+	f.IntVar(&o.Nodes, "nodes", o.Nodes, "Number of nodes (instances) to run")
+	f.IntVar(&o.Zones, "zones", o.Zones, "Number of zones the instances are spread over")
+	f.BoolVar(&o.NoDemo, "no-demo", o.NoDemo, "Do not create the demo Service hello")
+	f.DurationVar(&o.Latency, "latency", o.Latency, "localcloud: added latency per API call")
+	f.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "localcloud: API requests per second before 429s (0 = unlimited)")
+	f.IntVar(&o.RateBurst, "rate-burst", o.RateBurst, "localcloud: burst of the rate limit")
+	f.IntVar(&o.APIServerPort, "apiserver-port", o.APIServerPort, "kube-apiserver port on 127.0.0.1")
+	f.IntVar(&o.EtcdPort, "etcd-port", o.EtcdPort, "etcd client port on 127.0.0.1")
+	f.IntVar(&o.LocalcloudPort, "localcloud-port", o.LocalcloudPort, "localcloud API port on 127.0.0.1")
+	f.IntVar(&o.CCMPort, "ccm-port", o.CCMPort, "Stratus' secure port (health and metrics) on 127.0.0.1")
+	f.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "Pod CIDR(s) the node IPAM controller allocates from")
+	f.DurationVar(&o.ReadyTimeout, "ready-timeout", o.ReadyTimeout, "How long to wait for nodes and the demo before giving up")
+	f.StringArrayVar(&o.CCMArgs, "ccm-arg", o.CCMArgs, "Extra flag for the controller manager (repeatable), e.g. --ccm-arg=--v=4")
+	return cmd
+}

@@ -1,0 +1,207 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/stratus-ccm/stratus/internal/testenv"
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+)
+
+// stateFormat is bumped whenever the layout of the state dir changes in a
+// way an older sandbox cannot resume.
+const stateFormat = 1
+
+type stateMarker struct {
+	Format int `json:"format"`
+}
+
+// preflight checks everything that can be checked before starting a
+// process, so a bad setup fails fast and leaves nothing running.
+func (s *sandbox) preflight(_ context.Context) error {
+	abs, err := filepath.Abs(s.o.StateDir)
+	if err != nil {
+		return fmt.Errorf("--state-dir=%s: %w", s.o.StateDir, err)
+	}
+	s.state = abs
+	s.logs = filepath.Join(abs, "logs")
+	if err := s.checkState(); err != nil {
+		return err
+	}
+	for _, b := range []string{"kube-apiserver", "etcd", "kwok"} {
+		if _, err := os.Stat(filepath.Join(s.o.BinDir, b)); err != nil {
+			return fmt.Errorf("sandbox: %w %s in %s: build it with `make tools`, or point --bin-dir at a directory holding kube-apiserver, etcd and kwok",
+				errMissingBinary, b, s.o.BinDir)
+		}
+	}
+	ports := []struct {
+		flag string
+		port int
+	}{{"apiserver-port", s.o.APIServerPort}, {"etcd-port", s.o.EtcdPort}, {"localcloud-port", s.o.LocalcloudPort}, {"ccm-port", s.o.CCMPort}}
+	for _, p := range ports {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)))
+		if err != nil {
+			return fmt.Errorf("sandbox: port %d (--%s) is already in use: stop whatever holds it (is another sandbox running?) or pick another port with --%s",
+				p.port, p.flag, p.flag)
+		}
+		_ = l.Close()
+	}
+	return nil
+}
+
+// checkState creates or validates the state dir and locks it, so two
+// sandboxes never share one etcd data dir.
+func (s *sandbox) checkState() error {
+	markerPath := filepath.Join(s.state, "sandbox.json")
+	data, err := os.ReadFile(markerPath)
+	switch {
+	case err == nil:
+		var m stateMarker
+		if err := json.Unmarshal(data, &m); err != nil || m.Format != stateFormat {
+			return fmt.Errorf("--state-dir=%s was written by an incompatible sandbox (format %q, this one uses %d): remove the directory or choose another --state-dir",
+				s.o.StateDir, strings.TrimSpace(string(data)), stateFormat)
+		}
+	case errors.Is(err, os.ErrNotExist):
+		entries, _ := os.ReadDir(s.state)
+		if len(entries) > 0 {
+			return fmt.Errorf("--state-dir=%s exists and is not a sandbox state dir (no sandbox.json): choose an empty or new directory", s.o.StateDir)
+		}
+		if err := os.MkdirAll(s.state, 0o700); err != nil {
+			return fmt.Errorf("--state-dir=%s: %w", s.o.StateDir, err)
+		}
+		m, _ := json.Marshal(stateMarker{Format: stateFormat})
+		if err := os.WriteFile(markerPath, m, 0o600); err != nil {
+			return fmt.Errorf("--state-dir=%s: %w", s.o.StateDir, err)
+		}
+	default:
+		return fmt.Errorf("--state-dir=%s: %w", s.o.StateDir, err)
+	}
+	if err := os.MkdirAll(s.logs, 0o700); err != nil {
+		return fmt.Errorf("--state-dir=%s: %w", s.o.StateDir, err)
+	}
+	_ = os.Remove(filepath.Join(s.state, "ready"))
+	lock, err := os.OpenFile(filepath.Join(s.state, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("--state-dir=%s: %w", s.o.StateDir, err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = lock.Close()
+		return fmt.Errorf("--state-dir=%s is in use by another running sandbox: stop it first", s.o.StateDir)
+	}
+	s.lock = lock
+	return nil
+}
+
+// startControlPlane runs etcd (data kept in the state dir) and
+// kube-apiserver on fixed loopback ports.
+func (s *sandbox) startControlPlane(_ context.Context) error {
+	certDir := filepath.Join(s.state, "run", "apiserver")
+	// Certificates are made fresh each run; cluster state lives in etcd.
+	_ = os.RemoveAll(certDir)
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	etcdLog, err := os.OpenFile(filepath.Join(s.logs, "etcd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	apiLog, err := os.OpenFile(filepath.Join(s.logs, "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	etcd := &envtest.Etcd{
+		Path:         filepath.Join(s.o.BinDir, "etcd"),
+		DataDir:      filepath.Join(s.state, "etcd"),
+		URL:          &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.o.EtcdPort))},
+		StartTimeout: 2 * time.Minute,
+		Out:          etcdLog, Err: etcdLog,
+	}
+	api := &envtest.APIServer{
+		Path:         filepath.Join(s.o.BinDir, "kube-apiserver"),
+		CertDir:      certDir,
+		StartTimeout: 3 * time.Minute,
+		Out:          apiLog, Err: apiLog,
+	}
+	api.SecureServing.Address = "127.0.0.1"
+	api.SecureServing.Port = strconv.Itoa(s.o.APIServerPort)
+	// Enough room for --nodes 1000 and its load: the sandbox is the only
+	// client that matters here.
+	api.Configure().Set("max-requests-inflight", "800").Set("max-mutating-requests-inflight", "400")
+	s.plane = &envtest.Environment{
+		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: api},
+		BinaryAssetsDirectory:    s.o.BinDir,
+		ControlPlaneStartTimeout: 3 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	cfg, err := s.plane.Start()
+	if err != nil {
+		s.plane = nil
+		return fmt.Errorf("sandbox: start etcd and kube-apiserver (logs in %s): %w", s.logs, err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	s.restCfg = cfg
+	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("sandbox: client: %w", err)
+	}
+	return testenv.WriteKubeconfig(cfg, filepath.Join(s.state, "kubeconfig"))
+}
+
+// startLocalcloud runs `stratus localcloud serve` as a child process.
+func (s *sandbox) startLocalcloud(ctx context.Context) error {
+	routeQuota := max(50, s.o.Nodes+10)
+	args := []string{"localcloud", "serve",
+		"--listen=127.0.0.1:" + strconv.Itoa(s.o.LocalcloudPort),
+		"--state-dir=" + filepath.Join(s.state, "localcloud"),
+		"--latency=" + s.o.Latency.String(),
+		"--rate-limit=" + strconv.FormatFloat(s.o.RateLimit, 'f', -1, 64),
+		"--rate-burst=" + strconv.Itoa(s.o.RateBurst),
+		"--quota-routes=" + strconv.Itoa(routeQuota),
+		"--quota-instances=" + strconv.Itoa(max(10000, s.o.Nodes*2)),
+	}
+	c, err := startChild("localcloud", s.logs, s.self, args...)
+	if err != nil {
+		return err
+	}
+	s.children = append(s.children, c)
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := waitFor(waitCtx, 100*time.Millisecond, "localcloud /healthz", func(ctx context.Context) (bool, error) {
+		select {
+		case <-c.exited():
+			return false, fmt.Errorf("localcloud exited: %v (see %s)", c.err, c.log)
+		default:
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.localcloudURL()+"/healthz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	token, err := os.ReadFile(filepath.Join(s.state, "localcloud", "token"))
+	if err != nil {
+		return fmt.Errorf("sandbox: localcloud token: %w", err)
+	}
+	s.lcToken = strings.TrimSpace(string(token))
+	if s.cloud, err = lcclient.New(s.localcloudURL(), s.lcToken, lcclient.WithMaxRetries(10)); err != nil {
+		return fmt.Errorf("sandbox: localcloud client: %w", err)
+	}
+	return s.writeEnv()
+}

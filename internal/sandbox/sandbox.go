@@ -1,0 +1,178 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+)
+
+// sandbox is one run: what it started, in order, so it can stop them in
+// reverse.
+type sandbox struct {
+	o        Options
+	out      io.Writer
+	self     string // the stratus binary
+	state    string // absolute state dir
+	logs     string
+	began    time.Time
+	children []*child
+	plane    *envtest.Environment
+	kube     kubernetes.Interface
+	restCfg  *rest.Config
+	cloud    *lcclient.Client
+	lcToken  string
+	lock     *os.File
+	demoVIP  string
+}
+
+// Run brings the sandbox up, reports progress to out, and keeps it running
+// until ctx ends; then it stops every process it started (the apiserver
+// before etcd) and returns. Any failure on the way up stops what was
+// already started and returns an error saying what went wrong.
+func Run(ctx context.Context, o Options, out io.Writer) (err error) {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("sandbox: locate the stratus binary: %w", err)
+	}
+	s := &sandbox{o: o, out: out, self: self, began: time.Now()}
+	if s.o.BinDir == "" {
+		s.o.BinDir = filepath.Dir(self)
+	}
+	defer s.shutdown()
+
+	steps := []struct {
+		what string
+		fn   func(context.Context) error
+	}{
+		{"checking the state dir, binaries and ports", s.preflight},
+		{"starting etcd and kube-apiserver", s.startControlPlane},
+		{"starting localcloud", s.startLocalcloud},
+		{fmt.Sprintf("creating %d instances in %d zones", o.Nodes, o.Zones), s.ensureInstances},
+		{fmt.Sprintf("registering %d nodes (kwok keeps them alive)", o.Nodes), s.startNodes},
+		{"starting the node-port responder", s.startResponder},
+		{"starting stratus controller-manager", s.startCCM},
+		{"waiting for the nodes to be initialized", s.waitNodes},
+	}
+	if !o.NoDemo {
+		steps = append(steps, struct {
+			what string
+			fn   func(context.Context) error
+		}{"creating the demo Service hello and waiting for its load balancer", s.demo})
+	}
+	for _, st := range steps {
+		if err := s.step(ctx, st.what, st.fn); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(s.state, "ready"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("sandbox: write ready marker: %w", err)
+	}
+	s.printInstructions()
+	return s.watch(ctx)
+}
+
+func (s *sandbox) step(ctx context.Context, what string, fn func(context.Context) error) error {
+	fmt.Fprintf(s.out, "[%6.1fs] %s ...\n", time.Since(s.began).Seconds(), what)
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sandbox: interrupted before %s", what)
+	}
+	if err := fn(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "[%6.1fs]   done in %.1fs\n", time.Since(s.began).Seconds(), time.Since(start).Seconds())
+	return nil
+}
+
+// watch keeps the sandbox up until ctx ends or a child dies.
+func (s *sandbox) watch(ctx context.Context) error {
+	dead := make(chan *child, len(s.children))
+	for _, c := range s.children {
+		go func() {
+			select {
+			case <-c.exited():
+				dead <- c
+			case <-ctx.Done():
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintf(s.out, "stopping the sandbox ...\n")
+		return nil
+	case c := <-dead:
+		return fmt.Errorf("sandbox: %s exited unexpectedly (%v); see %s", c.name, c.err, c.log)
+	}
+}
+
+// shutdown stops everything in reverse start order: the CCM, kwok and
+// localcloud first, then kube-apiserver, then etcd.
+func (s *sandbox) shutdown() {
+	if s.state != "" {
+		_ = os.Remove(filepath.Join(s.state, "ready"))
+	}
+	for i := len(s.children) - 1; i >= 0; i-- {
+		s.children[i].stop(15 * time.Second)
+	}
+	if s.plane != nil {
+		if err := s.plane.Stop(); err != nil {
+			fmt.Fprintf(s.out, "stopping the control plane: %v\n", err)
+		}
+	}
+	if s.lock != nil {
+		_ = syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
+		_ = s.lock.Close()
+	}
+}
+
+func (s *sandbox) printInstructions() {
+	vip := s.demoVIP
+	fmt.Fprintf(s.out, `
+Stratus sandbox is ready (%.1fs). In another terminal:
+
+  source %s            # or: export KUBECONFIG=%s
+  kubectl get nodes -o wide
+  kubectl get svc hello
+`, time.Since(s.began).Seconds(), filepath.Join(s.state, "env"), filepath.Join(s.state, "kubeconfig"))
+	if vip != "" {
+		fmt.Fprintf(s.out, "  curl http://%s/            # through localcloud's load balancer to a node\n", vip)
+	}
+	fmt.Fprintf(s.out, `  %s localcloud lbs list
+  %s localcloud instances list
+
+Logs: %s
+Press Ctrl-C to stop; run again with the same --state-dir to resume.
+`, s.self, s.self, s.logs)
+}
+
+func (s *sandbox) writeEnv() error {
+	content := "export KUBECONFIG=" + strconv.Quote(filepath.Join(s.state, "kubeconfig")) + "\n" +
+		"export LOCALCLOUD_URL=" + strconv.Quote(s.localcloudURL()) + "\n" +
+		"export LOCALCLOUD_TOKEN=" + strconv.Quote(s.lcToken) + "\n"
+	if err := os.WriteFile(filepath.Join(s.state, "env"), []byte(content), 0o600); err != nil {
+		return fmt.Errorf("sandbox: write env file: %w", err)
+	}
+	return nil
+}
+
+func (s *sandbox) localcloudURL() string {
+	return "http://127.0.0.1:" + strconv.Itoa(s.o.LocalcloudPort)
+}
+
+// errMissingBinary is wrapped when a binary of the test bed is missing.
+var errMissingBinary = errors.New("missing binary")

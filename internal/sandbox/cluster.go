@@ -136,8 +136,8 @@ func (s *sandbox) startControlPlane(_ context.Context) error {
 		StartTimeout: 3 * time.Minute,
 		Out:          apiLog, Err: apiLog,
 	}
-	api.SecureServing.Address = "127.0.0.1"
-	api.SecureServing.Port = strconv.Itoa(s.o.APIServerPort)
+	api.Address = "127.0.0.1"
+	api.Port = strconv.Itoa(s.o.APIServerPort)
 	// Enough room for --nodes 1000 and its load: the sandbox is the only
 	// client that matters here.
 	api.Configure().Set("max-requests-inflight", "800").Set("max-mutating-requests-inflight", "400")
@@ -182,7 +182,7 @@ func (s *sandbox) startLocalcloud(ctx context.Context) error {
 	if err := waitFor(waitCtx, 100*time.Millisecond, "localcloud /healthz", func(ctx context.Context) (bool, error) {
 		select {
 		case <-c.exited():
-			return false, fmt.Errorf("localcloud exited: %v (see %s)", c.err, c.log)
+			return false, fmt.Errorf("localcloud exited: %w (see %s)", c.exitError(), c.log)
 		default:
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.localcloudURL()+"/healthz", nil)

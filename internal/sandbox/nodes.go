@@ -7,11 +7,11 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudproviderapi "k8s.io/cloud-provider/api"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/stratus-ccm/stratus/internal/testenv"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -171,7 +171,7 @@ func (s *sandbox) childrenAlive() error {
 	for _, c := range s.children {
 		select {
 		case <-c.exited():
-			return fmt.Errorf("%s exited: %v (see %s)", c.name, c.err, c.log)
+			return fmt.Errorf("%s exited: %w (see %s)", c.name, c.exitError(), c.log)
 		default:
 		}
 	}

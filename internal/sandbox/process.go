@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -60,6 +61,14 @@ func (c *child) stop(grace time.Duration) {
 	}
 }
 
+// exitError is why the child ended, never nil once it has.
+func (c *child) exitError() error {
+	if c.err == nil {
+		return errors.New("exit status 0")
+	}
+	return c.err
+}
+
 // exited returns a channel closed when the child ends.
 func (c *child) exited() <-chan struct{} { return c.done }
 
@@ -79,7 +88,7 @@ func waitFor(ctx context.Context, interval time.Duration, what string, cond func
 		select {
 		case <-ctx.Done():
 			if last != nil {
-				return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), last)
+				return fmt.Errorf("waiting for %s: %w (last error: %w)", what, ctx.Err(), last)
 			}
 			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 		case <-t.C:

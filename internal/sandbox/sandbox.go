@@ -116,7 +116,7 @@ func (s *sandbox) watch(ctx context.Context) error {
 		fmt.Fprintf(s.out, "stopping the sandbox ...\n")
 		return nil
 	case c := <-dead:
-		return fmt.Errorf("sandbox: %s exited unexpectedly (%v); see %s", c.name, c.err, c.log)
+		return fmt.Errorf("sandbox: %s exited unexpectedly (%w); see %s", c.name, c.exitError(), c.log)
 	}
 }
 

@@ -20,7 +20,7 @@ var KwokStages []byte
 // Kwok is a running kwok process.
 type Kwok struct {
 	cmd  *exec.Cmd
-	done chan error
+	done chan struct{}
 }
 
 // KwokArgs returns kwok's command line for a kubeconfig and a stage file:
@@ -68,8 +68,8 @@ func StartKwokProcess(ctx context.Context, binary, kubeconfig, workDir, logFile 
 		_ = out.Close()
 		return nil, fmt.Errorf("testenv: start kwok: %w", err)
 	}
-	k := &Kwok{cmd: cmd, done: make(chan error, 1)}
-	go func() { k.done <- cmd.Wait(); _ = out.Close() }()
+	k := &Kwok{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); _ = out.Close(); close(k.done) }()
 	return k, nil
 }
 

@@ -1,0 +1,175 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// errAmbiguousName is returned for a Node without providerID whose name
+// more than one listed instance carries: guessing would label the Node with
+// another machine's zone and addresses.
+var errAmbiguousName = errors.New("more than one instance carries the node's name")
+
+// snapshot is one successful ListInstances answer, indexed for lookups.
+type snapshot struct {
+	// started is when the list call was sent: the answer reflects the cloud
+	// no earlier than this.
+	started      time.Time
+	byProviderID map[string]*cloud.Instance
+	byName       map[string]*cloud.Instance
+	ambiguous    map[string]bool
+}
+
+func newSnapshot(started time.Time, list []cloud.Instance) *snapshot {
+	s := &snapshot{
+		started:      started,
+		byProviderID: make(map[string]*cloud.Instance, len(list)),
+		byName:       make(map[string]*cloud.Instance, len(list)),
+		ambiguous:    map[string]bool{},
+	}
+	for i := range list {
+		inst := &list[i]
+		if inst.ProviderID != "" {
+			s.byProviderID[inst.ProviderID] = inst
+		}
+		if inst.Name == "" {
+			continue
+		}
+		if _, dup := s.byName[inst.Name]; dup {
+			s.ambiguous[inst.Name] = true
+		}
+		s.byName[inst.Name] = inst
+	}
+	return s
+}
+
+// Lookup finds a Node's instance: by providerID when the Node has one (a
+// machine's name may be reused by a newer machine), else by name. ok is
+// false when the successful list did not contain it.
+func (s *snapshot) Lookup(node *v1.Node) (inst *cloud.Instance, ok bool, err error) {
+	if node.Spec.ProviderID != "" {
+		inst, ok = s.byProviderID[node.Spec.ProviderID]
+		return inst, ok, nil
+	}
+	if s.ambiguous[node.Name] {
+		return nil, false, fmt.Errorf("node %s: %w", node.Name, errAmbiguousName)
+	}
+	inst, ok = s.byName[node.Name]
+	return inst, ok, nil
+}
+
+// listCall is one ListInstances call, pending or running, that any number
+// of syncs wait for.
+type listCall struct {
+	// started is zero while the call waits for the interval to pass; a
+	// pending call serves anyone, since it will start after they arrived.
+	started time.Time
+	done    chan struct{}
+	snap    *snapshot
+	err     error
+	waiters int
+}
+
+// batcher coalesces the metadata needs of concurrent syncs into shared
+// ListInstances calls: a sync needs an answer from a list that started no
+// earlier than a given time (when its Node was first seen, so that the
+// instance had a chance to be in it); the last answer serves it if recent
+// enough, else it joins the call in flight or a new one. Calls start at
+// most once per interval, so a flood of new Nodes costs one call per
+// interval, not one per Node.
+type batcher struct {
+	lister   cloud.InstanceLister
+	interval time.Duration
+	timeout  time.Duration
+	metrics  *metrics
+
+	mu        sync.Mutex
+	last      *snapshot
+	inflight  *listCall
+	lastStart time.Time
+}
+
+func newBatcher(l cloud.InstanceLister, interval, timeout time.Duration, m *metrics) *batcher {
+	return &batcher{lister: l, interval: interval, timeout: timeout, metrics: m}
+}
+
+// Get returns an answer from a list call that started at or after notBefore.
+func (b *batcher) Get(ctx context.Context, notBefore time.Time) (*snapshot, error) {
+	for {
+		b.mu.Lock()
+		if b.last != nil && !b.last.started.Before(notBefore) {
+			s := b.last
+			b.mu.Unlock()
+			b.metrics.listServed.WithLabelValues(servedCached).Inc()
+			return s, nil
+		}
+		call := b.inflight
+		if call == nil {
+			call = b.scheduleLocked(ctx)
+		}
+		joined := call.started.IsZero() || !call.started.Before(notBefore)
+		if joined {
+			call.waiters++
+		}
+		b.mu.Unlock()
+
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for instance list: %w", ctx.Err())
+		case <-call.done:
+		}
+		if joined {
+			return call.snap, call.err
+		}
+		// The call in flight started before this Node was seen: its answer
+		// may predate the instance. Wait for the next one.
+	}
+}
+
+// scheduleLocked creates the next call and starts it once the interval
+// since the previous one has passed. The call runs detached from the
+// caller's cancellation (other syncs wait for it too), bounded by timeout.
+func (b *batcher) scheduleLocked(ctx context.Context) *listCall {
+	call := &listCall{done: make(chan struct{})}
+	b.inflight = call
+	delay := time.Until(b.lastStart.Add(b.interval))
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timeout+max(delay, 0))
+	go func() {
+		defer cancel()
+		if delay > 0 {
+			time.Sleep(delay)
+		}
+		b.mu.Lock()
+		call.started = time.Now()
+		b.lastStart = call.started
+		b.mu.Unlock()
+
+		list, err := b.lister.ListInstances(callCtx)
+
+		b.mu.Lock()
+		if err != nil {
+			call.err = fmt.Errorf("list instances: %w", err)
+			b.metrics.lists.WithLabelValues(resultError).Inc()
+			klog.FromContext(ctx).V(2).Info("Listing instances failed", "err", err)
+		} else {
+			call.snap = newSnapshot(call.started, list)
+			if b.last == nil || b.last.started.Before(call.started) {
+				b.last = call.snap
+			}
+			b.metrics.lists.WithLabelValues(resultSuccess).Inc()
+		}
+		b.metrics.listWaiters.Observe(float64(call.waiters))
+		b.inflight = nil
+		b.mu.Unlock()
+		close(call.done)
+	}()
+	return call
+}

@@ -1,0 +1,239 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// Name is the controller's name, as upstream spells it; events carry it.
+const Name = "cloud-node-controller"
+
+// Event reasons. Synced is upstream's; the warnings name why a Node stays
+// uninitialized.
+const (
+	ReasonSynced              = "Synced"
+	ReasonInstanceMetadataErr = "InstanceMetadataFailed"
+	ReasonInstanceNotFound    = "InstanceNotFound"
+	ReasonNilMetadata         = "NilInstanceMetadata"
+	ReasonInvalidProviderID   = "InvalidProviderID"
+	ReasonNoAddresses         = "NoNodeAddresses"
+	ReasonInvalidNodeIP       = "InvalidProvidedNodeIP"
+	ReasonUpdateFailed        = "NodeUpdateFailed"
+)
+
+// Event actions (the events.k8s.io API requires one).
+const (
+	actionInitialize = "Initialize"
+	actionRefresh    = "Refresh"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultListInterval = 500 * time.Millisecond
+	DefaultCloudTimeout = time.Minute
+	// defaultBaseBackoff starts a failing Node's retries: long enough that a
+	// retry usually sees a newer list answer, short enough for a node whose
+	// machine is still being created.
+	defaultBaseBackoff = 250 * time.Millisecond
+	defaultMaxBackoff  = 5 * time.Minute
+)
+
+// Deps are the controller's collaborators.
+type Deps struct {
+	// Client reads Nodes (from the manager's cache in production) and
+	// writes them.
+	Client client.Client
+	// Instances is the standard per-node cloud interface; required.
+	Instances cloudprovider.InstancesV2
+	// Lister, when set, replaces per-node InstanceMetadata calls with
+	// shared ListInstances calls.
+	Lister cloud.InstanceLister
+	// Recorder emits events on Nodes; nil emits none.
+	Recorder events.EventRecorder
+	// Registerer receives the metrics; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// Config tunes the controller.
+type Config struct {
+	// Workers initialize Nodes concurrently (--concurrent-node-syncs).
+	Workers int
+	// StatusWorkers refresh initialized Nodes concurrently
+	// (--concurrent-node-status-updates); 0 means Workers.
+	StatusWorkers int
+	// RefreshPeriod is --node-status-update-frequency; 0 disables refreshes.
+	RefreshPeriod time.Duration
+	// ListInterval is the least time between two ListInstances calls.
+	ListInterval time.Duration
+	// CloudTimeout bounds one cloud call.
+	CloudTimeout time.Duration
+	// BaseBackoff and MaxBackoff bound the per-Node retry delay.
+	BaseBackoff, MaxBackoff time.Duration
+}
+
+// Controller is the cloud-node-controller.
+type Controller struct {
+	client    client.Client
+	instances cloudprovider.InstancesV2
+	batcher   *batcher
+	recorder  events.EventRecorder
+	metrics   *metrics
+	cfg       Config
+
+	// seen records when each uninitialized Node was first observed, so a
+	// list answer is trusted for it only if the list started afterwards.
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+// New builds the controller; it starts nothing.
+func New(deps Deps, cfg Config) (*Controller, error) {
+	if deps.Client == nil {
+		return nil, errors.New("node controller: a client is required")
+	}
+	if deps.Instances == nil {
+		return nil, errors.New("node controller: the cloud provider's InstancesV2 is required")
+	}
+	if cfg.Workers < 1 {
+		return nil, fmt.Errorf("node controller: workers %d must be at least 1", cfg.Workers)
+	}
+	if cfg.StatusWorkers < 0 || cfg.RefreshPeriod < 0 {
+		return nil, fmt.Errorf("node controller: status workers %d and refresh period %s must not be negative", cfg.StatusWorkers, cfg.RefreshPeriod)
+	}
+	if cfg.StatusWorkers == 0 {
+		cfg.StatusWorkers = cfg.Workers
+	}
+	cfg.ListInterval = orDefault(cfg.ListInterval, DefaultListInterval)
+	cfg.CloudTimeout = orDefault(cfg.CloudTimeout, DefaultCloudTimeout)
+	cfg.BaseBackoff = orDefault(cfg.BaseBackoff, defaultBaseBackoff)
+	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, defaultMaxBackoff)
+	m, err := newMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		client: deps.Client, instances: deps.Instances, recorder: deps.Recorder,
+		metrics: m, cfg: cfg, seen: map[string]time.Time{},
+	}
+	if deps.Lister != nil {
+		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m)
+	}
+	return c, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// SetupWithManager adds the initializing controller and, when refreshes
+// are on, the refresh loop to mgr (which may already be running).
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	h := handler.TypedFuncs[*v1.Node, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*v1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			c.observe(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*v1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			c.observe(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*v1.Node], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			c.forget(e.Object.Name)
+		},
+	}
+	err := builder.ControllerManagedBy(mgr).
+		Named(Name).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &v1.Node{}, h)).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: c.cfg.Workers,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](c.cfg.BaseBackoff, c.cfg.MaxBackoff),
+		}).
+		Complete(c)
+	if err != nil {
+		return fmt.Errorf("node controller: %w", err)
+	}
+	if c.cfg.RefreshPeriod > 0 {
+		if err := mgr.Add(manager.RunnableFunc(c.runRefresh)); err != nil {
+			return fmt.Errorf("node controller: add refresh loop: %w", err)
+		}
+	}
+	return nil
+}
+
+// observe enqueues uninitialized Nodes only: initialized ones change often
+// (heartbeats) and are the refresh loop's business.
+func (c *Controller) observe(n *v1.Node, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if !isUninitialized(n) {
+		return
+	}
+	c.firstSeen(n.Name)
+	q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: n.Name}})
+}
+
+// firstSeen returns when the Node was first observed, recording now if it
+// was not yet.
+func (c *Controller) firstSeen(name string) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.seen[name]
+	if !ok {
+		t = time.Now()
+		c.seen[name] = t
+	}
+	return t
+}
+
+// retryAfterNow makes the Node's next attempt wait for a list answer newer
+// than the one that just failed it.
+func (c *Controller) retryAfterNow(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen[name] = time.Now()
+}
+
+func (c *Controller) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.seen, name)
+}
+
+// Reconcile adapts sync to controller-runtime.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return c.sync(ctx, req.Name)
+}
+
+// event records an event when a recorder is set.
+func (c *Controller) event(n *v1.Node, typ, reason, action, note string, args ...any) {
+	if c.recorder != nil {
+		c.recorder.Eventf(n, nil, typ, reason, action, note, args...)
+	}
+}
+
+// ensure interface conformance at compile time.
+var _ reconcile.Reconciler = (*Controller)(nil)
+
+// logger returns ctx's logger with the Node.
+func logger(ctx context.Context, n *v1.Node) klog.Logger {
+	return klog.FromContext(ctx).WithValues("node", klog.KObj(n))
+}

@@ -1,0 +1,238 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// fakeCloud is an InstancesV2 and InstanceLister over a map of instances.
+type fakeCloud struct {
+	mu        sync.Mutex
+	instances map[string]*cloud.Instance // by node name
+	err       error                      // returned by every call when set
+	nilMD     bool                       // InstanceMetadata returns nil, nil
+	listDelay time.Duration
+
+	metadataCalls atomic.Int64
+	listCalls     atomic.Int64
+}
+
+func newFakeCloud(insts ...cloud.Instance) *fakeCloud {
+	f := &fakeCloud{instances: map[string]*cloud.Instance{}}
+	for i := range insts {
+		f.put(insts[i])
+	}
+	return f
+}
+
+func (f *fakeCloud) put(inst cloud.Instance) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.instances[inst.Name] = &inst
+}
+
+func (f *fakeCloud) setErr(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.err = err
+}
+
+func (f *fakeCloud) find(n *v1.Node) (*cloud.Instance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	for _, inst := range f.instances {
+		if n.Spec.ProviderID != "" && inst.ProviderID == n.Spec.ProviderID || n.Spec.ProviderID == "" && inst.Name == n.Name {
+			c := *inst
+			return &c, nil
+		}
+	}
+	return nil, cloudprovider.InstanceNotFound
+}
+
+func (f *fakeCloud) InstanceExists(_ context.Context, n *v1.Node) (bool, error) {
+	_, err := f.find(n)
+	if errors.Is(err, cloudprovider.InstanceNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (f *fakeCloud) InstanceShutdown(_ context.Context, n *v1.Node) (bool, error) {
+	inst, err := f.find(n)
+	if err != nil {
+		return false, err
+	}
+	return inst.Shutdown, nil
+}
+
+func (f *fakeCloud) InstanceMetadata(_ context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	f.metadataCalls.Add(1)
+	inst, err := f.find(n)
+	if err != nil {
+		return nil, err
+	}
+	if f.nilMD {
+		return nil, nil
+	}
+	md := inst.Metadata
+	return &md, nil
+}
+
+func (f *fakeCloud) ListInstances(ctx context.Context) ([]cloud.Instance, error) {
+	f.listCalls.Add(1)
+	if f.listDelay > 0 {
+		select {
+		case <-time.After(f.listDelay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := make([]cloud.Instance, 0, len(f.instances))
+	for _, inst := range f.instances {
+		out = append(out, *inst)
+	}
+	return out, nil
+}
+
+// instance returns a running instance for a node name, with an internal
+// and an external address and zone, region and type set.
+func instance(name, internal, external string) cloud.Instance {
+	id := "fake://" + name
+	return cloud.Instance{
+		ProviderID: id, Name: name,
+		Metadata: cloudprovider.InstanceMetadata{
+			ProviderID:   id,
+			InstanceType: "small",
+			Zone:         "zone-a",
+			Region:       "region-1",
+			NodeAddresses: []v1.NodeAddress{
+				{Type: v1.NodeInternalIP, Address: internal},
+				{Type: v1.NodeExternalIP, Address: external},
+				{Type: v1.NodeHostName, Address: name},
+			},
+		},
+	}
+}
+
+// newNode returns a Node as a kubelet with --cloud-provider=external
+// registers it.
+func newNode(name string) *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+		Spec: v1.NodeSpec{Taints: []v1.Taint{
+			{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: v1.TaintEffectNoSchedule},
+		}},
+	}
+}
+
+// writes counts the API writes the controller makes.
+type writes struct {
+	spec, status atomic.Int64
+	failSpec     error
+}
+
+func (w *writes) total() int64 { return w.spec.Load() + w.status.Load() }
+
+type harness struct {
+	c        *Controller
+	client   client.Client
+	cloud    *fakeCloud
+	recorder *events.FakeRecorder
+	writes   *writes
+}
+
+// newHarness builds a controller over a fake client holding nodes; with
+// list the cloud's ListInstances serves metadata.
+func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*v1.Node) *harness {
+	t.Helper()
+	w := &writes{}
+	objs := make([]client.Object, 0, len(nodes))
+	for _, n := range nodes {
+		objs = append(objs, n)
+	}
+	cl := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&v1.Node{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+				w.spec.Add(1)
+				if w.failSpec != nil {
+					return w.failSpec
+				}
+				return c.Patch(ctx, obj, p, opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				w.spec.Add(1)
+				return c.Update(ctx, obj, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				w.status.Add(1)
+				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			},
+		}).Build()
+	rec := events.NewFakeRecorder(1000)
+	deps := Deps{Client: cl, Instances: fc, Recorder: rec}
+	if list {
+		deps.Lister = fc
+	}
+	c, err := New(deps, Config{Workers: 4, ListInterval: time.Millisecond, BaseBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{c: c, client: cl, cloud: fc, recorder: rec, writes: w}
+}
+
+func (h *harness) node(t *testing.T, name string) *v1.Node {
+	t.Helper()
+	n := &v1.Node{}
+	if err := h.client.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// events drains the recorded events.
+func (h *harness) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// wantEvent fails t unless an event starting with prefix was recorded.
+func wantEvent(t *testing.T, evs []string, prefix string) {
+	t.Helper()
+	for _, e := range evs {
+		if strings.HasPrefix(e, prefix) {
+			return
+		}
+	}
+	t.Errorf("no event %q among %q", prefix, evs)
+}

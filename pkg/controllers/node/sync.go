@@ -1,0 +1,198 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// apiError marks a failed write to the API server, so that the failure is
+// not blamed on the cloud.
+type apiError struct{ err error }
+
+func (e *apiError) Error() string { return e.err.Error() }
+func (e *apiError) Unwrap() error { return e.err }
+
+// sync initializes one Node, if it still carries the uninitialized taint.
+// It reads the Node from the cache and writes at most twice: the
+// addresses (status), then providerID, labels and the taint's removal in
+// one patch, so that the Node becomes schedulable only once its addresses
+// are in place.
+func (c *Controller) sync(ctx context.Context, name string) (reconcile.Result, error) {
+	node := &v1.Node{}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.forget(name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("get node %s from cache: %w", name, err)
+	}
+	if !isUninitialized(node) {
+		c.forget(name)
+		return reconcile.Result{}, nil
+	}
+	seen := c.firstSeen(name)
+	log := logger(ctx, node)
+	log.V(2).Info("Initializing node")
+
+	md, err := c.metadata(ctx, node, seen)
+	if err == nil {
+		err = checkMetadata(node, md)
+	}
+	var addrs []v1.NodeAddress
+	if err == nil {
+		addrs, err = desiredAddresses(node, md.NodeAddresses)
+	}
+	if err == nil {
+		err = c.writeInit(ctx, node, md, addrs)
+	}
+	if err != nil {
+		return c.initFailed(ctx, node, err)
+	}
+	c.forget(name)
+	c.metrics.inits.WithLabelValues(resultSuccess).Inc()
+	c.metrics.initDuration.Observe(time.Since(seen).Seconds())
+	c.event(node, v1.EventTypeNormal, ReasonSynced, actionInitialize, "Node synced successfully")
+	log.V(2).Info("Initialized node", "providerID", node.Spec.ProviderID)
+	return reconcile.Result{}, nil
+}
+
+// metadata asks the cloud about one Node: from a shared list answer that
+// started after notBefore when the provider can list, else per Node.
+func (c *Controller) metadata(ctx context.Context, node *v1.Node, notBefore time.Time) (*cloudprovider.InstanceMetadata, error) {
+	if c.batcher == nil {
+		ctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
+		defer cancel()
+		md, err := c.instances.InstanceMetadata(ctx, node)
+		if err != nil {
+			return nil, fmt.Errorf("instance metadata of node %s: %w", node.Name, err)
+		}
+		return md, nil
+	}
+	snap, err := c.batcher.Get(ctx, notBefore)
+	if err != nil {
+		return nil, err
+	}
+	return metadataFrom(snap, node)
+}
+
+// metadataFrom looks a Node up in a list answer; a successful answer that
+// lacks it means the instance does not exist.
+func metadataFrom(snap *snapshot, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	inst, ok, err := snap.Lookup(node)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("node %s is not among the cloud's instances: %w", node.Name, cloudprovider.InstanceNotFound)
+	}
+	md := inst.Metadata
+	md.NodeAddresses = slices.Clone(md.NodeAddresses)
+	if md.ProviderID == "" {
+		md.ProviderID = inst.ProviderID
+	}
+	return &md, nil
+}
+
+// checkMetadata refuses metadata a Node cannot be initialized from. The
+// providerID matters only when the Node has none yet: a providerID already
+// set is immutable and wins, as upstream's controller decides.
+func checkMetadata(node *v1.Node, md *cloudprovider.InstanceMetadata) error {
+	if md == nil {
+		return errNilMetadata
+	}
+	if node.Spec.ProviderID != "" {
+		return nil
+	}
+	return validateProviderID(md.ProviderID)
+}
+
+// writeInit writes the addresses if they differ, then providerID, labels
+// and the taint's removal. The status patch answers with the updated Node,
+// which is the base of the second patch: no GET in between.
+func (c *Controller) writeInit(ctx context.Context, node *v1.Node, md *cloudprovider.InstanceMetadata, addrs []v1.NodeAddress) error {
+	cur := node
+	if !slices.Equal(node.Status.Addresses, addrs) {
+		patched := node.DeepCopy()
+		patched.Status.Addresses = addrs
+		// A JSON merge patch replaces the list: the strategic merge key of
+		// addresses (type) cannot express two addresses of one type.
+		if err := c.client.Status().Patch(ctx, patched, client.MergeFrom(node)); err != nil {
+			return &apiError{fmt.Errorf("patch addresses of node %s: %w", node.Name, err)}
+		}
+		cur = patched
+	}
+	want := cur.DeepCopy()
+	if want.Spec.ProviderID == "" {
+		want.Spec.ProviderID = md.ProviderID
+	}
+	set, discarded := labelChanges(cur, md)
+	if len(discarded) > 0 {
+		logger(ctx, node).Info("Discarding provider labels: under a Kubernetes namespace or invalid", "labels", discarded)
+	}
+	if want.Labels == nil {
+		want.Labels = map[string]string{}
+	}
+	maps.Copy(want.Labels, set)
+	want.Spec.Taints = withoutTaint(want.Spec.Taints, cloudproviderapi.TaintExternalCloudProvider)
+	// A strategic merge patch removes only the uninitialized taint, so a
+	// taint another controller adds meanwhile is kept without a conflict.
+	if err := c.client.Patch(ctx, want, client.StrategicMergeFrom(cur)); err != nil {
+		return &apiError{fmt.Errorf("patch node %s: %w", node.Name, err)}
+	}
+	*node = *want
+	return nil
+}
+
+// initFailed records why a Node stays uninitialized and schedules its retry.
+func (c *Controller) initFailed(ctx context.Context, node *v1.Node, err error) (reconcile.Result, error) {
+	if ctx.Err() != nil {
+		return reconcile.Result{}, err
+	}
+	reason, result := classify(err)
+	c.metrics.inits.WithLabelValues(result).Inc()
+	c.event(node, v1.EventTypeWarning, reason, actionInitialize, "Node not initialized: %v", err)
+	logger(ctx, node).Info("Node not initialized, will retry", "reason", reason, "err", err)
+	if result != resultAPIError {
+		// The next attempt needs a list answer newer than this failure.
+		c.retryAfterNow(node.Name)
+	}
+	if d, ok := cloud.RetryAfter(err); ok && d > 0 {
+		return reconcile.Result{RequeueAfter: d}, nil
+	}
+	return reconcile.Result{}, fmt.Errorf("initialize node %s: %w", node.Name, err)
+}
+
+// classify maps an initialization failure to its event reason and metric
+// result.
+func classify(err error) (reason, result string) {
+	var apiErr *apiError
+	switch {
+	case errors.As(err, &apiErr):
+		return ReasonUpdateFailed, resultAPIError
+	case errors.Is(err, cloudprovider.InstanceNotFound):
+		return ReasonInstanceNotFound, resultInstanceNotFound
+	case errors.Is(err, errNilMetadata):
+		return ReasonNilMetadata, resultInvalidMetadata
+	case errors.Is(err, errNoProviderID), errors.Is(err, errMalformedID):
+		return ReasonInvalidProviderID, resultInvalidMetadata
+	case errors.Is(err, errNoAddresses):
+		return ReasonNoAddresses, resultInvalidMetadata
+	case errors.Is(err, errProvidedNodeIP):
+		return ReasonInvalidNodeIP, resultProvidedNodeIP
+	default:
+		return ReasonInstanceMetadataErr, resultCloudError
+	}
+}

@@ -1,0 +1,319 @@
+package nodelifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// Name is the controller's name, as upstream spells it; events carry it.
+const Name = "cloud-node-lifecycle-controller"
+
+// Event reasons: DeletingNode and DeletingNodeFailed are upstream's.
+const (
+	ReasonDeletingNode       = "DeletingNode"
+	ReasonDeletingNodeFailed = "DeletingNodeFailed"
+	ReasonCloudCheckFailed   = "CloudInstanceCheckFailed"
+)
+
+const (
+	actionDelete = "Delete"
+	actionCheck  = "CheckInstance"
+)
+
+// DefaultCloudTimeout bounds one cloud call when Config leaves it zero.
+const DefaultCloudTimeout = 30 * time.Second
+
+// ShutdownTaint marks a Node whose machine is stopped.
+var ShutdownTaint = v1.Taint{Key: cloudproviderapi.TaintNodeShutdown, Effect: v1.TaintEffectNoSchedule}
+
+// Deps are the controller's collaborators.
+type Deps struct {
+	// Client reads Nodes (from the manager's cache in production), patches
+	// and deletes them.
+	Client client.Client
+	// Instances is the standard per-node cloud interface; required.
+	Instances cloudprovider.InstancesV2
+	// Lister, when set, answers for every NotReady Node in one call.
+	Lister cloud.InstanceLister
+	// Recorder emits events on Nodes; nil emits none.
+	Recorder events.EventRecorder
+	// Registerer receives the metrics; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// Config tunes the controller.
+type Config struct {
+	// Period is --node-monitor-period.
+	Period time.Duration
+	// CloudTimeout bounds one cloud call.
+	CloudTimeout time.Duration
+}
+
+// Controller is the cloud-node-lifecycle-controller.
+type Controller struct {
+	client    client.Client
+	instances cloudprovider.InstancesV2
+	lister    cloud.InstanceLister
+	recorder  events.EventRecorder
+	metrics   *metrics
+	cfg       Config
+}
+
+// New builds the controller; it starts nothing.
+func New(deps Deps, cfg Config) (*Controller, error) {
+	if deps.Client == nil {
+		return nil, errors.New("node lifecycle controller: a client is required")
+	}
+	if deps.Instances == nil {
+		return nil, errors.New("node lifecycle controller: the cloud provider's InstancesV2 is required")
+	}
+	if cfg.Period <= 0 {
+		return nil, fmt.Errorf("node lifecycle controller: period %s must be positive", cfg.Period)
+	}
+	if cfg.CloudTimeout <= 0 {
+		cfg.CloudTimeout = DefaultCloudTimeout
+	}
+	m, err := newMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{client: deps.Client, instances: deps.Instances, lister: deps.Lister,
+		recorder: deps.Recorder, metrics: m, cfg: cfg}, nil
+}
+
+// SetupWithManager adds the monitor loop to mgr (which may be running).
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	if err := mgr.Add(manager.RunnableFunc(c.run)); err != nil {
+		return fmt.Errorf("node lifecycle controller: %w", err)
+	}
+	return nil
+}
+
+func (c *Controller) run(ctx context.Context) error {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name))
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if _, err := c.sync(ctx); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Monitoring nodes failed; next period retries")
+		}
+	}, c.cfg.Period)
+	return nil
+}
+
+// Summary is what one period did.
+type Summary struct {
+	NotReady       int
+	Deleted        int
+	Tainted        int
+	Untainted      int
+	Undecided      int
+	CloudListCalls int
+}
+
+// sync runs one monitor period over every Node.
+func (c *Controller) sync(ctx context.Context) (Summary, error) {
+	start := time.Now()
+	defer func() { c.metrics.duration.Observe(time.Since(start).Seconds()) }()
+	var list v1.NodeList
+	if err := c.client.List(ctx, &list); err != nil {
+		return Summary{}, fmt.Errorf("list nodes from cache: %w", err)
+	}
+	var sum Summary
+	var errs []error
+	var notReady []*v1.Node
+	for i := range list.Items {
+		n := &list.Items[i]
+		if !isReady(n) {
+			notReady = append(notReady, n)
+			continue
+		}
+		if hasShutdownTaint(n) {
+			if err := c.removeShutdownTaint(ctx, n); err != nil {
+				errs = append(errs, err)
+			} else {
+				sum.Untainted++
+			}
+		}
+	}
+	sum.NotReady = len(notReady)
+	if len(notReady) == 0 {
+		return sum, errors.Join(errs...)
+	}
+	check, err := c.checker(ctx, &sum)
+	if err != nil {
+		c.undecided(ctx, notReady, err)
+		sum.Undecided = len(notReady)
+		return sum, errors.Join(append(errs, err)...)
+	}
+	for _, n := range notReady {
+		if err := c.monitor(ctx, n, check, &sum); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return sum, errors.Join(errs...)
+}
+
+// monitor decides one NotReady Node.
+func (c *Controller) monitor(ctx context.Context, n *v1.Node, check checkFunc, sum *Summary) error {
+	exists, shutdown, err := check(ctx, n)
+	if err != nil {
+		c.undecided(ctx, []*v1.Node{n}, err)
+		sum.Undecided++
+		return nil
+	}
+	switch {
+	case !exists:
+		if err := c.deleteNode(ctx, n); err != nil {
+			return err
+		}
+		sum.Deleted++
+	case shutdown && !hasShutdownTaint(n):
+		if err := c.addShutdownTaint(ctx, n); err != nil {
+			return err
+		}
+		sum.Tainted++
+	}
+	return nil
+}
+
+// checkFunc answers whether a Node's machine exists and is shut down.
+type checkFunc func(ctx context.Context, n *v1.Node) (exists, shutdown bool, err error)
+
+// checker returns how this period asks the cloud: one list for all Nodes
+// when the provider can list (a failed list decides nothing), else per
+// Node.
+func (c *Controller) checker(ctx context.Context, sum *Summary) (checkFunc, error) {
+	if c.lister == nil {
+		return c.checkOne, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
+	defer cancel()
+	sum.CloudListCalls++
+	insts, err := c.lister.ListInstances(lctx)
+	if err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	idx := newIndex(insts)
+	return func(_ context.Context, n *v1.Node) (bool, bool, error) { return idx.lookup(n) }, nil
+}
+
+// checkOne asks the cloud about one Node with the standard calls.
+func (c *Controller) checkOne(ctx context.Context, n *v1.Node) (exists, shutdown bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
+	defer cancel()
+	exists, err = c.instances.InstanceExists(ctx, n)
+	if err != nil {
+		return false, false, fmt.Errorf("instance exists: %w", err)
+	}
+	if !exists {
+		return false, false, nil
+	}
+	shutdown, err = c.instances.InstanceShutdown(ctx, n)
+	if errors.Is(err, cloudprovider.InstanceNotFound) {
+		// Gone between the two calls: the next period sees it gone.
+		return true, false, nil
+	}
+	if err != nil {
+		return true, false, fmt.Errorf("instance shutdown: %w", err)
+	}
+	return true, shutdown, nil
+}
+
+// undecided records that the cloud could not answer for these Nodes.
+func (c *Controller) undecided(ctx context.Context, nodes []*v1.Node, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	c.metrics.cloudErrors.Inc()
+	klog.FromContext(ctx).Info("Cloud did not answer; not deleting or tainting NotReady nodes this period", "nodes", len(nodes), "err", err)
+	for _, n := range nodes {
+		c.event(n, v1.EventTypeWarning, ReasonCloudCheckFailed, actionCheck, "Could not check the node's instance, will retry: %v", err)
+	}
+}
+
+// deleteNode deletes a Node whose machine is gone. The preconditions make
+// the delete apply only to the Node as judged: a Node re-registered under
+// the same name, or one that changed since the cache showed it (became
+// Ready, say), is left for the next period.
+func (c *Controller) deleteNode(ctx context.Context, n *v1.Node) error {
+	log := klog.FromContext(ctx).WithValues("node", klog.KObj(n))
+	log.Info("Deleting node: its instance no longer exists in the cloud")
+	c.event(n, v1.EventTypeNormal, ReasonDeletingNode, actionDelete, "Deleting node %s because it does not exist in the cloud provider", n.Name)
+	uid, rv := n.UID, n.ResourceVersion
+	err := c.client.Delete(ctx, n, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if err == nil || apierrors.IsNotFound(err) {
+		c.metrics.deletions.WithLabelValues("success").Inc()
+		return nil
+	}
+	c.metrics.deletions.WithLabelValues("error").Inc()
+	if apierrors.IsConflict(err) {
+		log.V(2).Info("Node changed since it was judged; deciding again next period")
+		return nil
+	}
+	c.event(n, v1.EventTypeWarning, ReasonDeletingNodeFailed, actionDelete, "Failed deleting node %s: %v", n.Name, err)
+	return fmt.Errorf("delete node %s: %w", n.Name, err)
+}
+
+func (c *Controller) addShutdownTaint(ctx context.Context, n *v1.Node) error {
+	want := n.DeepCopy()
+	want.Spec.Taints = append(want.Spec.Taints, ShutdownTaint)
+	if err := c.client.Patch(ctx, want, client.StrategicMergeFrom(n)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("add shutdown taint to node %s: %w", n.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Tainted node: its instance is shut down", "node", klog.KObj(n))
+	c.metrics.taints.WithLabelValues("add").Inc()
+	return nil
+}
+
+func (c *Controller) removeShutdownTaint(ctx context.Context, n *v1.Node) error {
+	want := n.DeepCopy()
+	want.Spec.Taints = slices.DeleteFunc(want.Spec.Taints, func(t v1.Taint) bool { return t.MatchTaint(&ShutdownTaint) })
+	if err := c.client.Patch(ctx, want, client.StrategicMergeFrom(n)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("remove shutdown taint from node %s: %w", n.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Removed shutdown taint from Ready node", "node", klog.KObj(n))
+	c.metrics.taints.WithLabelValues("remove").Inc()
+	return nil
+}
+
+func (c *Controller) event(n *v1.Node, typ, reason, action, note string, args ...any) {
+	if c.recorder != nil {
+		c.recorder.Eventf(n, nil, typ, reason, action, note, args...)
+	}
+}
+
+// isReady reports whether the Node's Ready condition is True; a missing
+// condition counts as Unknown, as upstream's controller treats it.
+func isReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasShutdownTaint(n *v1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.MatchTaint(&ShutdownTaint) })
+}

@@ -1,0 +1,76 @@
+package nodelifecycle
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names.
+const (
+	MetricDeletions      = "stratus_node_lifecycle_deletions_total"
+	MetricShutdownTaints = "stratus_node_lifecycle_shutdown_taints_total"
+	MetricCloudErrors    = "stratus_node_lifecycle_cloud_errors_total"
+	MetricPeriodDuration = "stratus_node_lifecycle_period_duration_seconds"
+)
+
+type metrics struct {
+	deletions   *prometheus.CounterVec
+	taints      *prometheus.CounterVec
+	cloudErrors prometheus.Counter
+	duration    prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		deletions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricDeletions,
+			Help: "Nodes deleted because their machine is gone, by result (success, error).",
+		}, []string{"result"}),
+		taints: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricShutdownTaints,
+			Help: "Shutdown taints written, by action (add, remove).",
+		}, []string{"action"}),
+		cloudErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricCloudErrors,
+			Help: "Cloud answers that left a NotReady Node undecided (errors, timeouts, rate limits).",
+		}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricPeriodDuration,
+			Help:    "Duration of one monitor period.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	if m.deletions, err = register(reg, m.deletions); err != nil {
+		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
+	}
+	if m.taints, err = register(reg, m.taints); err != nil {
+		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
+	}
+	if m.cloudErrors, err = register(reg, m.cloudErrors); err != nil {
+		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
+	}
+	if m.duration, err = register(reg, m.duration); err != nil {
+		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under
+// its name: the daemon may build a controller more than once per process
+// (tests run it repeatedly), and the counters should simply continue.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			return existing, nil
+		}
+	}
+	return c, err
+}

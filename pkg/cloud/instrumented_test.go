@@ -1,0 +1,224 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+)
+
+// stubProvider answers InstancesV2 calls with a scripted error and counts
+// how often the provider itself was reached.
+type stubProvider struct {
+	calls atomic.Int32
+	err   error
+}
+
+func (p *stubProvider) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+func (p *stubProvider) LoadBalancer() (cloudprovider.LoadBalancer, bool)                  { return nil, false }
+func (p *stubProvider) Instances() (cloudprovider.Instances, bool)                        { return nil, false }
+func (p *stubProvider) InstancesV2() (cloudprovider.InstancesV2, bool)                    { return p, true }
+func (p *stubProvider) Zones() (cloudprovider.Zones, bool)                                { return nil, false }
+func (p *stubProvider) Clusters() (cloudprovider.Clusters, bool)                          { return nil, false }
+func (p *stubProvider) Routes() (cloudprovider.Routes, bool)                              { return nil, false }
+func (p *stubProvider) ProviderName() string                                              { return "stub" }
+func (p *stubProvider) HasClusterID() bool                                                { return true }
+
+func (p *stubProvider) InstanceExists(context.Context, *v1.Node) (bool, error) {
+	p.calls.Add(1)
+	return p.err == nil, p.err
+}
+
+func (p *stubProvider) InstanceShutdown(context.Context, *v1.Node) (bool, error) {
+	p.calls.Add(1)
+	return false, p.err
+}
+
+func (p *stubProvider) InstanceMetadata(context.Context, *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	p.calls.Add(1)
+	return &cloudprovider.InstanceMetadata{ProviderID: "stub://1"}, p.err
+}
+
+// listingProvider adds the list-all-instances extension.
+type listingProvider struct{ stubProvider }
+
+func (p *listingProvider) ListInstances(context.Context) ([]Instance, error) {
+	p.calls.Add(1)
+	return []Instance{{ProviderID: "stub://1", Name: "n1"}}, nil
+}
+
+func instrument(t *testing.T, p cloudprovider.Interface, o Options) (*Cloud, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	o.Registerer = reg
+	c, err := Instrument(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, reg
+}
+
+func requests(t *testing.T, c *Cloud, op, result string) float64 {
+	t.Helper()
+	return testutil.ToFloat64(c.metrics.requests.WithLabelValues(op, result))
+}
+
+func TestCountsCallsByOperationAndResult(t *testing.T) {
+	p := &stubProvider{}
+	c, reg := instrument(t, p, Options{})
+	in, ok := c.InstancesV2()
+	if !ok {
+		t.Fatal("InstancesV2 not exposed")
+	}
+	ctx := context.Background()
+	for range 3 {
+		if _, err := in.InstanceExists(ctx, &v1.Node{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.err = cloudprovider.InstanceNotFound
+	_, _ = in.InstanceMetadata(ctx, &v1.Node{})
+	p.err = errors.New("boom")
+	_, _ = in.InstanceShutdown(ctx, &v1.Node{})
+
+	if got := requests(t, c, "InstanceExists", ResultSuccess); got != 3 {
+		t.Errorf("InstanceExists success = %v, want 3", got)
+	}
+	if got := requests(t, c, "InstanceMetadata", ResultNotFound); got != 1 {
+		t.Errorf("InstanceMetadata not_found = %v, want 1", got)
+	}
+	if got := requests(t, c, "InstanceShutdown", ResultError); got != 1 {
+		t.Errorf("InstanceShutdown error = %v, want 1", got)
+	}
+	n, err := testutil.GatherAndCount(reg, MetricRequestDuration)
+	if err != nil || n != 3 {
+		t.Errorf("duration series = %d (%v), want 3", n, err)
+	}
+}
+
+func TestErrorsPassThroughWrapped(t *testing.T) {
+	p := &stubProvider{err: cloudprovider.InstanceNotFound}
+	c, _ := instrument(t, p, Options{})
+	in, _ := c.InstancesV2()
+	_, err := in.InstanceExists(context.Background(), &v1.Node{})
+	if !errors.Is(err, cloudprovider.InstanceNotFound) {
+		t.Fatalf("errors.Is(InstanceNotFound) lost: %v", err)
+	}
+	if !strings.Contains(err.Error(), "InstanceExists") {
+		t.Errorf("error does not name the operation: %v", err)
+	}
+	if err == cloudprovider.InstanceNotFound { //nolint:errorlint // asserting the error is wrapped, not identical
+		t.Error("error returned bare; want it wrapped with the operation")
+	}
+
+	p.err = cloudproviderapi.NewRetryError("provisioning", 7*time.Second)
+	_, err = in.InstanceExists(context.Background(), &v1.Node{})
+	d, ok := RetryAfter(err)
+	if !ok || d != 7*time.Second {
+		t.Fatalf("RetryAfter = %v, %v; want 7s", d, ok)
+	}
+	if got := requests(t, c, "InstanceExists", ResultRetry); got != 1 {
+		t.Errorf("retry result = %v, want 1", got)
+	}
+}
+
+func TestRateLimitHoldsCallsBack(t *testing.T) {
+	p := &stubProvider{}
+	// One token, refilled every 1000 s: the second call cannot be served
+	// before its context's deadline, so the limiter must refuse it without
+	// reaching the provider.
+	c, _ := instrument(t, p, Options{QPS: 0.001, Burst: 1})
+	in, _ := c.InstancesV2()
+	if _, err := in.InstanceExists(context.Background(), &v1.Node{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := in.InstanceExists(ctx, &v1.Node{})
+	if err == nil {
+		t.Fatal("second call within the limit window succeeded")
+	}
+	if p.calls.Load() != 1 {
+		t.Errorf("provider reached %d times, want 1", p.calls.Load())
+	}
+	if got := requests(t, c, "InstanceExists", ResultCanceled); got != 1 {
+		t.Errorf("canceled = %v, want 1", got)
+	}
+}
+
+func TestExtensionsDetected(t *testing.T) {
+	plain, _ := instrument(t, &stubProvider{}, Options{})
+	if _, ok := plain.InstanceLister(); ok {
+		t.Error("InstanceLister reported for a provider without it")
+	}
+	p := &listingProvider{}
+	c, _ := instrument(t, p, Options{})
+	l, ok := c.InstanceLister()
+	if !ok {
+		t.Fatal("InstanceLister not detected")
+	}
+	got, err := l.ListInstances(context.Background())
+	if err != nil || len(got) != 1 {
+		t.Fatalf("ListInstances = %v, %v", got, err)
+	}
+	if n := requests(t, c, "ListInstances", ResultSuccess); n != 1 {
+		t.Errorf("ListInstances counted %v times, want 1", n)
+	}
+}
+
+func TestInstrumentRejectsBadOptions(t *testing.T) {
+	if _, err := Instrument(&stubProvider{}, Options{QPS: -1}); err == nil || !strings.Contains(err.Error(), "qps") {
+		t.Errorf("negative qps: %v", err)
+	}
+	if _, err := Instrument(&stubProvider{}, Options{QPS: 5}); err == nil || !strings.Contains(err.Error(), "burst") {
+		t.Errorf("zero burst: %v", err)
+	}
+	if _, err := Instrument(nil, Options{}); err == nil {
+		t.Error("nil provider accepted")
+	}
+}
+
+func TestRegistryFallsBackToUpstreamGlobalRegistry(t *testing.T) {
+	const name = "stratus-test-global-registry"
+	cloudprovider.RegisterCloudProvider(name, func(io.Reader) (cloudprovider.Interface, error) {
+		return &stubProvider{}, nil
+	})
+	reg := NewRegistry()
+	p, err := reg.New(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ProviderName() != "stub" {
+		t.Errorf("got provider %q", p.ProviderName())
+	}
+	_, err = reg.New("no-such-provider", nil)
+	if !errors.Is(err, ErrUnknownProvider) || !strings.Contains(err.Error(), "no-such-provider") {
+		t.Errorf("unknown provider: %v", err)
+	}
+}
+
+func TestRegistryPrefersOwnEntries(t *testing.T) {
+	reg := NewRegistry()
+	called := false
+	if err := reg.Register("mine", func(io.Reader) (cloudprovider.Interface, error) {
+		called = true
+		return &stubProvider{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register("mine", func(io.Reader) (cloudprovider.Interface, error) { return nil, nil }); err == nil {
+		t.Error("duplicate registration accepted")
+	}
+	if _, err := reg.New("mine", nil); err != nil || !called {
+		t.Fatalf("New = %v, called = %v", err, called)
+	}
+}

@@ -1,0 +1,25 @@
+package service
+
+// Event reasons, as upstream's service controller spells them, so that
+// alerts and runbooks written for it keep working.
+const (
+	ReasonEnsuringLoadBalancer     = "EnsuringLoadBalancer"
+	ReasonEnsuredLoadBalancer      = "EnsuredLoadBalancer"
+	ReasonSyncLoadBalancerFailed   = "SyncLoadBalancerFailed"
+	ReasonDeletingLoadBalancer     = "DeletingLoadBalancer"
+	ReasonDeletedLoadBalancer      = "DeletedLoadBalancer"
+	ReasonDeleteLoadBalancerFailed = "DeleteLoadBalancerFailed"
+	ReasonUpdatedLoadBalancer      = "UpdatedLoadBalancer"
+	ReasonUpdateLoadBalancerFailed = "UpdateLoadBalancerFailed"
+	ReasonUnAvailableLoadBalancer  = "UnAvailableLoadBalancer"
+)
+
+// Actions of events.k8s.io/v1 Events: what the controller was doing.
+const (
+	actionEnsure = "EnsureLoadBalancer"
+	actionUpdate = "UpdateLoadBalancer"
+	actionDelete = "EnsureLoadBalancerDeleted"
+)
+
+// ComponentName is the reporting controller of the events.
+const ComponentName = "service-lb-controller"

@@ -1,0 +1,271 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	cloudprovider "k8s.io/cloud-provider"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/utils/ptr"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// fakeLB is a cloudprovider.LoadBalancer that records calls and returns
+// programmed errors.
+type fakeLB struct {
+	mu     sync.Mutex
+	calls  []string
+	exists map[types.UID]bool
+	nodes  map[types.UID][]string
+	// errs are returned, in order, by the named operation (then nil).
+	errs map[string][]error
+	vip  string
+}
+
+var _ cloudprovider.LoadBalancer = (*fakeLB)(nil)
+
+func newFakeLB() *fakeLB {
+	return &fakeLB{exists: map[types.UID]bool{}, nodes: map[types.UID][]string{}, errs: map[string][]error{}, vip: "10.0.0.1"}
+}
+
+func (f *fakeLB) failNext(op string, errs ...error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs[op] = append(f.errs[op], errs...)
+}
+
+func (f *fakeLB) record(op string, svc *v1.Service) error {
+	f.calls = append(f.calls, op+" "+svc.Namespace+"/"+svc.Name)
+	if q := f.errs[op]; len(q) > 0 {
+		f.errs[op] = q[1:]
+		return q[0]
+	}
+	return nil
+}
+
+func (f *fakeLB) count(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, op+" ") {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeLB) GetLoadBalancer(_ context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("GetLoadBalancer", svc); err != nil {
+		return nil, false, err
+	}
+	if !f.exists[svc.UID] {
+		return nil, false, nil
+	}
+	return f.status(), true, nil
+}
+
+func (f *fakeLB) status() *v1.LoadBalancerStatus {
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: f.vip, IPMode: ptr.To(v1.LoadBalancerIPModeVIP)}}}
+}
+
+func (f *fakeLB) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	return cloudprovider.DefaultLoadBalancerName(svc)
+}
+
+func (f *fakeLB) EnsureLoadBalancer(_ context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("EnsureLoadBalancer", svc); err != nil {
+		return nil, err
+	}
+	f.exists[svc.UID] = true
+	f.nodes[svc.UID] = names(nodes)
+	return f.status(), nil
+}
+
+func (f *fakeLB) UpdateLoadBalancer(_ context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("UpdateLoadBalancer", svc); err != nil {
+		return err
+	}
+	f.nodes[svc.UID] = names(nodes)
+	return nil
+}
+
+func (f *fakeLB) EnsureLoadBalancerDeleted(_ context.Context, _ string, svc *v1.Service) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("EnsureLoadBalancerDeleted", svc); err != nil {
+		return err
+	}
+	delete(f.exists, svc.UID)
+	return nil
+}
+
+func (f *fakeLB) nodesOf(uid types.UID) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.nodes[uid]
+}
+
+// fakeLister is a cloud.LoadBalancerLister.
+type fakeLister struct {
+	lbs []cloud.LoadBalancer
+	err error
+}
+
+func (f *fakeLister) ListLoadBalancers(context.Context, string) ([]cloud.LoadBalancer, error) {
+	return f.lbs, f.err
+}
+
+func names(nodes []*v1.Node) []string {
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// clientsetReader reads Services from a (fake) clientset.
+type clientsetReader struct{ cs kubernetes.Interface }
+
+func (r clientsetReader) GetService(ctx context.Context, ns, name string) (*v1.Service, error) {
+	return r.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+type harness struct {
+	t        *testing.T
+	c        *Controller
+	cs       *fake.Clientset
+	lb       *fakeLB
+	lister   *fakeLister
+	recorder *events.FakeRecorder
+	reg      *prometheus.Registry
+}
+
+func newHarness(t *testing.T, cfg Config, objs ...runtime.Object) *harness {
+	t.Helper()
+	h := &harness{t: t, cs: fake.NewClientset(objs...), lb: newFakeLB(), lister: &fakeLister{},
+		recorder: events.NewFakeRecorder(100), reg: prometheus.NewRegistry()}
+	if cfg.ClusterName == "" {
+		cfg.ClusterName = "test"
+	}
+	c, err := New(Deps{Client: h.cs, Services: clientsetReader{h.cs}, LoadBalancer: h.lb, Lister: h.lister,
+		Recorder: h.recorder, Registerer: h.reg}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.queue.ShutDown(); c.nodeQueue.ShutDown() })
+	h.c = c
+	for _, o := range objs {
+		if n, ok := o.(*v1.Node); ok {
+			c.nodes.upsert(n)
+		}
+	}
+	return h
+}
+
+func (h *harness) sync(key string) error {
+	h.t.Helper()
+	return h.c.sync(context.Background(), key)
+}
+
+func (h *harness) mustSync(key string) {
+	h.t.Helper()
+	if err := h.sync(key); err != nil {
+		h.t.Fatalf("sync %s: %v", key, err)
+	}
+}
+
+func (h *harness) service(ns, name string) *v1.Service {
+	h.t.Helper()
+	svc, err := h.cs.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return svc
+}
+
+func (h *harness) update(svc *v1.Service) {
+	h.t.Helper()
+	if _, err := h.cs.CoreV1().Services(svc.Namespace).Update(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// events drains the recorded events.
+func (h *harness) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func hasEvent(evs []string, prefix string) bool {
+	for _, e := range evs {
+		if strings.HasPrefix(e, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func lbService(ns, name string, mut ...func(*v1.Service)) *v1.Service {
+	s := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)},
+		Spec: v1.ServiceSpec{
+			Type: v1.ServiceTypeLoadBalancer,
+			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80,
+				TargetPort: intstr.FromInt32(8080), NodePort: 30080}},
+			ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyCluster,
+		},
+	}
+	for _, m := range mut {
+		m(s)
+	}
+	return s
+}
+
+func withFinalizer(s *v1.Service) {
+	s.Finalizers = append(s.Finalizers, servicehelper.LoadBalancerCleanupFinalizer)
+}
+
+func node(name string, mut ...func(*v1.Node)) *v1.Node {
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
+		Spec:       v1.NodeSpec{ProviderID: "fake://" + name},
+	}
+	for _, m := range mut {
+		m(n)
+	}
+	return n
+}
+
+func deleting(t time.Time) func(*v1.Service) {
+	return func(s *v1.Service) { s.DeletionTimestamp = &metav1.Time{Time: t} }
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

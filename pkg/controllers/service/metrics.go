@@ -1,0 +1,105 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names, kept as constants so dashboards and tests agree.
+const (
+	MetricSyncsTotal             = "stratus_service_syncs_total"
+	MetricSyncDuration           = "stratus_service_sync_duration_seconds"
+	MetricLoadBalancerUpdates    = "stratus_service_load_balancer_updates_total"
+	MetricNodeSyncsTotal         = "stratus_service_node_syncs_total"
+	MetricOrphanedLoadBalancers  = "stratus_service_orphaned_load_balancers"
+	MetricOrphanedLBDeletesTotal = "stratus_service_orphaned_load_balancer_deletions_total"
+)
+
+// Values of the "result" label.
+const (
+	resultSuccess = "success"
+	resultRetry   = "retry"
+	resultError   = "error"
+)
+
+type metrics struct {
+	syncs         *prometheus.CounterVec
+	syncDuration  prometheus.Histogram
+	updates       *prometheus.CounterVec
+	nodeSyncs     prometheus.Counter
+	orphans       prometheus.Gauge
+	orphanDeletes *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricSyncsTotal,
+			Help: "Service syncs by result (success, retry: the cloud asked to come back later, error).",
+		}, []string{"result"}),
+		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricSyncDuration,
+			Help:    "Duration of one Service sync, cloud calls included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+		}),
+		updates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricLoadBalancerUpdates,
+			Help: "UpdateLoadBalancer calls made because a load balancer's node set changed, by result.",
+		}, []string{"result"}),
+		nodeSyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricNodeSyncsTotal,
+			Help: "Passes over the load balancers after (coalesced) node changes.",
+		}),
+		orphans: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricOrphanedLoadBalancers,
+			Help: "Load balancers the cloud lists for this cluster whose Service no longer wants them, at the last check.",
+		}),
+		orphanDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricOrphanedLBDeletesTotal,
+			Help: "Deletions of orphaned load balancers, by result.",
+		}, []string{"result"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	m.syncs, err = register(reg, m.syncs)
+	if err == nil {
+		m.syncDuration, err = register(reg, m.syncDuration)
+	}
+	if err == nil {
+		m.updates, err = register(reg, m.updates)
+	}
+	if err == nil {
+		m.nodeSyncs, err = register(reg, m.nodeSyncs)
+	}
+	if err == nil {
+		m.orphans, err = register(reg, m.orphans)
+	}
+	if err == nil {
+		m.orphanDeletes, err = register(reg, m.orphanDeletes)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("service controller metrics: %w", err)
+	}
+	return m, nil
+}
+
+// register adds c to reg, or returns the collector already registered
+// under the same name: a controller restarted in the same process (a new
+// leader term) keeps counting on the same series.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			return existing, nil
+		}
+	}
+	return c, err
+}

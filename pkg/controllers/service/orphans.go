@@ -1,0 +1,144 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// orphanTracker remembers since when each orphan has been seen, so that
+// one is deleted only after staying orphaned for the whole grace period.
+type orphanTracker struct {
+	mu    sync.Mutex
+	since map[string]time.Time
+}
+
+func newOrphanTracker() *orphanTracker { return &orphanTracker{since: map[string]time.Time{}} }
+
+func (c *Controller) runOrphanCollector(ctx context.Context) {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if err := c.collectOrphans(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "Looking for orphaned load balancers failed; will try again", "after", c.cfg.OrphanInterval)
+		}
+	}, c.cfg.OrphanInterval)
+}
+
+// collectOrphans lists the cluster's load balancers once, reports those
+// whose Service no longer wants them and, when enabled, deletes those
+// orphaned for longer than the grace period. A failed list changes
+// nothing: only a complete answer can prove that a Service's load
+// balancer is not among the live ones.
+func (c *Controller) collectOrphans(ctx context.Context) error {
+	lbs, err := c.lister.ListLoadBalancers(ctx, c.cfg.ClusterName)
+	if err != nil {
+		return fmt.Errorf("list load balancers of cluster %q: %w", c.cfg.ClusterName, err)
+	}
+	logger := klog.FromContext(ctx)
+	now := c.now()
+	seen := map[string]time.Time{}
+	for _, lb := range lbs {
+		orphan, why, err := c.isOrphan(ctx, lb, c.reader)
+		if err != nil {
+			logger.Error(err, "Cannot tell whether load balancer is orphaned; leaving it", "loadBalancer", lb.Name)
+			continue
+		}
+		if !orphan {
+			continue
+		}
+		since := c.orphans.firstSeen(lb.Name, now)
+		seen[lb.Name] = since
+		logger.Info("Orphaned load balancer", "loadBalancer", lb.Name,
+			"service", klog.KRef(lb.ServiceNamespace, lb.ServiceName), "serviceUID", lb.ServiceUID,
+			"reason", why, "orphanedFor", now.Sub(since).Round(time.Second), "delete", c.cfg.DeleteOrphans)
+		if c.cfg.DeleteOrphans && now.Sub(since) >= c.cfg.OrphanGrace {
+			if c.deleteOrphan(ctx, lb) {
+				delete(seen, lb.Name)
+			}
+		}
+	}
+	c.orphans.replace(seen)
+	c.metrics.orphans.Set(float64(len(seen)))
+	return nil
+}
+
+// isOrphan decides from r whether lb's Service no longer wants it.
+func (c *Controller) isOrphan(ctx context.Context, lb cloud.LoadBalancer, r ServiceReader) (bool, string, error) {
+	if lb.ServiceName == "" || lb.ServiceNamespace == "" || lb.ServiceUID == "" {
+		// Not identifiable as a Service's: not this controller's to judge.
+		return false, "", nil
+	}
+	svc, err := r.GetService(ctx, lb.ServiceNamespace, lb.ServiceName)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, "service not found", nil
+	case err != nil:
+		return false, "", err
+	case svc.UID != lb.ServiceUID:
+		return true, "service was recreated (different UID)", nil
+	case wantsLoadBalancer(svc, c.cfg.LoadBalancerClass) && svc.DeletionTimestamp == nil:
+		return false, "", nil
+	case servicehelper.HasLBFinalizer(svc):
+		// Cleanup is under way in the Service's own sync.
+		return false, "", nil
+	default:
+		return true, "service does not want a load balancer", nil
+	}
+}
+
+// deleteOrphan confirms against the API server (not the cache, which may
+// lag) that the Service still does not want the load balancer, then
+// deletes it through the standard API with a Service rebuilt from the
+// cloud's tags: providers name load balancers after the Service's UID.
+func (c *Controller) deleteOrphan(ctx context.Context, lb cloud.LoadBalancer) bool {
+	logger := klog.FromContext(ctx).WithValues("loadBalancer", lb.Name)
+	orphan, _, err := c.isOrphan(ctx, lb, liveReader{c})
+	if err != nil || !orphan {
+		logger.Info("Not deleting load balancer: its Service could not be confirmed gone", "err", err)
+		return false
+	}
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{
+		Namespace: lb.ServiceNamespace, Name: lb.ServiceName, UID: lb.ServiceUID,
+	}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}}
+	if err := c.lb.EnsureLoadBalancerDeleted(ctx, c.cfg.ClusterName, svc); err != nil {
+		c.metrics.orphanDeletes.WithLabelValues(resultError).Inc()
+		logger.Error(err, "Deleting orphaned load balancer failed")
+		return false
+	}
+	c.metrics.orphanDeletes.WithLabelValues(resultSuccess).Inc()
+	logger.Info("Deleted orphaned load balancer", "service", klog.KRef(lb.ServiceNamespace, lb.ServiceName), "serviceUID", lb.ServiceUID)
+	return true
+}
+
+// liveReader reads Services straight from the API server.
+type liveReader struct{ c *Controller }
+
+func (r liveReader) GetService(ctx context.Context, namespace, name string) (*v1.Service, error) {
+	return r.c.client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (t *orphanTracker) firstSeen(name string, now time.Time) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.since[name]; ok {
+		return s
+	}
+	return now
+}
+
+// replace keeps only the orphans seen in the last complete pass: one that
+// got its Service back starts its grace period afresh if orphaned again.
+func (t *orphanTracker) replace(seen map[string]time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.since = seen
+}

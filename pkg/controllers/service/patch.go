@@ -1,0 +1,91 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/klog/v2"
+)
+
+// addFinalizer adds the cleanup finalizer and returns the Service as the
+// API server now has it.
+func (c *Controller) addFinalizer(ctx context.Context, svc *v1.Service) (*v1.Service, error) {
+	if servicehelper.HasLBFinalizer(svc) {
+		return svc, nil
+	}
+	updated := svc.DeepCopy()
+	updated.Finalizers = append(updated.Finalizers, servicehelper.LoadBalancerCleanupFinalizer)
+	klog.FromContext(ctx).V(2).Info("Adding load balancer cleanup finalizer")
+	return c.patch(ctx, svc, updated)
+}
+
+// removeFinalizer removes the cleanup finalizer. A Service already gone
+// is fine: that is what removing the last finalizer leads to.
+func (c *Controller) removeFinalizer(ctx context.Context, svc *v1.Service) error {
+	if !servicehelper.HasLBFinalizer(svc) {
+		return nil
+	}
+	updated := svc.DeepCopy()
+	updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool {
+		return f == servicehelper.LoadBalancerCleanupFinalizer
+	})
+	klog.FromContext(ctx).V(2).Info("Removing load balancer cleanup finalizer")
+	_, err := c.patch(ctx, svc, updated)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// patchStatus writes status.loadBalancer only when it differs, ipMode and
+// ports included.
+func (c *Controller) patchStatus(ctx context.Context, svc *v1.Service, status *v1.LoadBalancerStatus) error {
+	if statusEqual(&svc.Status.LoadBalancer, status) {
+		return nil
+	}
+	updated := svc.DeepCopy()
+	updated.Status.LoadBalancer = *status.DeepCopy()
+	klog.FromContext(ctx).V(2).Info("Patching load balancer status", "ingress", status.Ingress)
+	_, err := c.patch(ctx, svc, updated)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("patch status: %w", err)
+	}
+	return nil
+}
+
+// patch sends the difference between old and updated in metadata and
+// status as a strategic merge patch to the status subresource, as
+// upstream's PatchService does: no resourceVersion precondition, so a
+// stale cached copy cannot make the write fail, and only the changed
+// fields are sent.
+func (c *Controller) patch(ctx context.Context, old, updated *v1.Service) (*v1.Service, error) {
+	updated.Spec = old.Spec
+	oldData, err := json.Marshal(old)
+	if err != nil {
+		return nil, fmt.Errorf("patch service %s: %w", klog.KObj(old), err)
+	}
+	newData, err := json.Marshal(updated)
+	if err != nil {
+		return nil, fmt.Errorf("patch service %s: %w", klog.KObj(old), err)
+	}
+	data, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, v1.Service{})
+	if err != nil {
+		return nil, fmt.Errorf("patch service %s: %w", klog.KObj(old), err)
+	}
+	out, err := c.client.CoreV1().Services(old.Namespace).Patch(ctx, old.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return nil, fmt.Errorf("patch service %s: %w", klog.KObj(old), err)
+	}
+	return out, nil
+}

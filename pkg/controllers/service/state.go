@@ -1,0 +1,83 @@
+package service
+
+import (
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// lbState is what the controller last applied to one Service's load
+// balancer. It lets a sync tell a Service change (EnsureLoadBalancer) from
+// a node change (UpdateLoadBalancer with the hosts only) from nothing to
+// do (no cloud call). It lives in memory: after a restart every Service is
+// ensured once, which providers make cheap when nothing differs.
+type lbState struct {
+	uid     types.UID
+	applied *v1.Service // the Service as last ensured; never modified
+	status  v1.LoadBalancerStatus
+	nodes   nodeSet
+}
+
+type stateStore struct {
+	mu       sync.Mutex
+	byKey    map[string]*lbState
+	retrying map[string]bool
+}
+
+func newStateStore() *stateStore {
+	return &stateStore{byKey: map[string]*lbState{}, retrying: map[string]bool{}}
+}
+
+func (s *stateStore) get(key string) *lbState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byKey[key]
+}
+
+// set replaces a key's state; states are never mutated once stored.
+func (s *stateStore) set(key string, st *lbState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byKey[key] = st
+}
+
+func (s *stateStore) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byKey, key)
+	delete(s.retrying, key)
+}
+
+// setRetrying remembers that the last ensure was told to come back later,
+// so that the retry does not announce itself with another event.
+func (s *stateStore) setRetrying(key string, v bool) (was bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was = s.retrying[key]
+	if v {
+		s.retrying[key] = true
+	} else {
+		delete(s.retrying, key)
+	}
+	return was
+}
+
+// outdated returns the keys whose applied node set differs from cur.
+func (s *stateStore) outdated(cur nodeSet) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for k, st := range s.byKey {
+		if !sameNodes(st.nodes, cur) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func (s *stateStore) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byKey)
+}

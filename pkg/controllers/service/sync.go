@@ -1,0 +1,169 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// maxNodeNamesInEvents bounds the node list in events and logs.
+const maxNodeNamesInEvents = 20
+
+// sync brings one Service's load balancer to what the Service asks for.
+// It returns an error carrying a RetryError when the cloud asked to come
+// back later; any other error is retried with backoff.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return fmt.Errorf("sync service %q: %w", key, err)
+	}
+	svc, err := c.reader.GetService(ctx, namespace, name)
+	if apierrors.IsNotFound(err) {
+		// The finalizer guarantees that a Service with a load balancer is
+		// seen with a deletion timestamp first; nothing is left to do.
+		c.state.forget(key)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sync service %s: get: %w", key, err)
+	}
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("service", klog.KObj(svc)))
+	class := c.cfg.LoadBalancerClass
+	switch {
+	case needsCleanup(svc, class):
+		return c.cleanup(ctx, key, svc)
+	case svc.DeletionTimestamp != nil || !wantsLoadBalancer(svc, class):
+		c.state.forget(key)
+		return nil
+	}
+	// The finalizer goes on before the cloud is touched, so the Service
+	// cannot disappear while a load balancer exists for it.
+	if svc, err = c.addFinalizer(ctx, svc); err != nil {
+		return fmt.Errorf("sync service %s: add finalizer: %w", key, err)
+	}
+	st := c.state.get(key)
+	nodes := c.nodes.snapshot()
+	switch {
+	case st == nil || st.uid != svc.UID || !lbConfigEqual(st.applied, svc):
+		return c.ensure(ctx, key, svc, nodes)
+	case !sameNodes(st.nodes, nodes):
+		return c.updateHosts(ctx, key, svc, st, nodes)
+	default:
+		// Nothing changed for the cloud; status may have been reset by
+		// someone else.
+		if err := c.patchStatus(ctx, svc, &st.status); err != nil {
+			return fmt.Errorf("sync service %s: %w", key, err)
+		}
+		return nil
+	}
+}
+
+// ensure creates or updates the load balancer with EnsureLoadBalancer.
+func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, nodes nodeSet) error {
+	logger := klog.FromContext(ctx)
+	if !c.state.setRetrying(key, false) {
+		logger.V(2).Info("Ensuring load balancer", "nodes", len(nodes.nodes))
+		c.event(svc, v1.EventTypeNormal, ReasonEnsuringLoadBalancer, actionEnsure, "Ensuring load balancer")
+	}
+	if len(nodes.nodes) == 0 {
+		c.event(svc, v1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionEnsure, "There are no available nodes for LoadBalancer")
+	}
+	status, err := c.lb.EnsureLoadBalancer(ctx, c.cfg.ClusterName, svc, nodes.nodes)
+	switch {
+	case errors.Is(err, cloudprovider.ImplementedElsewhere):
+		logger.V(4).Info("Load balancer is implemented elsewhere; nothing to do")
+		return nil
+	case err != nil:
+		if _, ok := cloud.RetryAfter(err); ok {
+			// Expected while the cloud provisions: no warning event.
+			c.state.setRetrying(key, true)
+			return fmt.Errorf("sync service %s: ensure load balancer: %w", key, err)
+		}
+		c.event(svc, v1.EventTypeWarning, ReasonSyncLoadBalancerFailed, actionEnsure, "Error syncing load balancer: %v", err)
+		return fmt.Errorf("sync service %s: ensure load balancer: %w", key, err)
+	case status == nil:
+		err := errors.New("the provider's EnsureLoadBalancer returned no status")
+		c.event(svc, v1.EventTypeWarning, ReasonSyncLoadBalancerFailed, actionEnsure, "Error syncing load balancer: %v", err)
+		return fmt.Errorf("sync service %s: %w", key, err)
+	}
+	c.event(svc, v1.EventTypeNormal, ReasonEnsuredLoadBalancer, actionEnsure, "Ensured load balancer")
+	// Recorded before the status write, so that a failed write is retried
+	// without another cloud call.
+	c.state.set(key, &lbState{uid: svc.UID, applied: svc, status: *status.DeepCopy(), nodes: nodes})
+	if err := c.patchStatus(ctx, svc, status); err != nil {
+		return fmt.Errorf("sync service %s: %w", key, err)
+	}
+	return nil
+}
+
+// updateHosts tells the cloud about a new node set, leaving the rest of
+// the load balancer alone (upstream's UpdateLoadBalancer contract).
+func (c *Controller) updateHosts(ctx context.Context, key string, svc *v1.Service, st *lbState, nodes nodeSet) error {
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Updating load balancer hosts", "nodes", len(nodes.nodes), "names", nodeNames(nodes.nodes, maxNodeNamesInEvents))
+	err := c.lb.UpdateLoadBalancer(ctx, c.cfg.ClusterName, svc, nodes.nodes)
+	if err == nil || errors.Is(err, cloudprovider.ImplementedElsewhere) {
+		c.metrics.updates.WithLabelValues(resultSuccess).Inc()
+		c.state.set(key, &lbState{uid: st.uid, applied: st.applied, status: st.status, nodes: nodes})
+		if len(nodes.nodes) == 0 {
+			c.event(svc, v1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionUpdate, "There are no available nodes for LoadBalancer")
+		} else {
+			c.event(svc, v1.EventTypeNormal, ReasonUpdatedLoadBalancer, actionUpdate, "Updated load balancer with new hosts")
+		}
+		return nil
+	}
+	if _, ok := cloud.RetryAfter(err); ok {
+		c.metrics.updates.WithLabelValues(resultRetry).Inc()
+		return fmt.Errorf("sync service %s: update load balancer: %w", key, err)
+	}
+	c.metrics.updates.WithLabelValues(resultError).Inc()
+	// A load balancer removed behind the controller's back is recreated by
+	// a full ensure, at once rather than after a backoff.
+	if _, exists, gerr := c.lb.GetLoadBalancer(ctx, c.cfg.ClusterName, svc); gerr == nil && !exists {
+		logger.Info("Load balancer is gone; ensuring it again")
+		c.state.forget(key)
+		c.queue.Add(key)
+		return nil
+	}
+	c.event(svc, v1.EventTypeWarning, ReasonUpdateLoadBalancerFailed, actionUpdate,
+		"Error updating load balancer with new hosts %v [node names limited, total number of nodes: %d], error: %v",
+		nodeNames(nodes.nodes, maxNodeNamesInEvents), len(nodes.nodes), err)
+	return fmt.Errorf("sync service %s: update load balancer: %w", key, err)
+}
+
+// cleanup deletes the load balancer of a Service that no longer wants one,
+// clears its status and only then removes the finalizer.
+func (c *Controller) cleanup(ctx context.Context, key string, svc *v1.Service) error {
+	klog.FromContext(ctx).V(2).Info("Deleting load balancer", "deleting", svc.DeletionTimestamp != nil, "type", svc.Spec.Type)
+	c.event(svc, v1.EventTypeNormal, ReasonDeletingLoadBalancer, actionDelete, "Deleting load balancer")
+	err := c.lb.EnsureLoadBalancerDeleted(ctx, c.cfg.ClusterName, svc)
+	if err != nil && !errors.Is(err, cloudprovider.ImplementedElsewhere) {
+		if _, ok := cloud.RetryAfter(err); !ok {
+			c.event(svc, v1.EventTypeWarning, ReasonDeleteLoadBalancerFailed, actionDelete, "Error deleting load balancer: %v", err)
+		}
+		return fmt.Errorf("sync service %s: delete load balancer: %w", key, err)
+	}
+	c.state.forget(key)
+	if svc.DeletionTimestamp == nil {
+		if err := c.patchStatus(ctx, svc, &v1.LoadBalancerStatus{}); err != nil {
+			return fmt.Errorf("sync service %s: %w", key, err)
+		}
+	}
+	if err := c.removeFinalizer(ctx, svc); err != nil {
+		return fmt.Errorf("sync service %s: remove finalizer: %w", key, err)
+	}
+	c.event(svc, v1.EventTypeNormal, ReasonDeletedLoadBalancer, actionDelete, "Deleted load balancer")
+	return nil
+}
+
+func (c *Controller) event(svc *v1.Service, eventType, reason, action, note string, args ...any) {
+	c.events.Eventf(svc, nil, eventType, reason, action, note, args...)
+}

@@ -1,0 +1,309 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/utils/ptr"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+func TestSyncCreate(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"), node("n2"))
+	h.mustSync("ns/web")
+
+	svc := h.service("ns", "web")
+	if !servicehelper.HasLBFinalizer(svc) {
+		t.Error("finalizer not added")
+	}
+	if got := svc.Status.LoadBalancer.Ingress; len(got) != 1 || got[0].IP != "10.0.0.1" || got[0].IPMode == nil || *got[0].IPMode != v1.LoadBalancerIPModeVIP {
+		t.Errorf("ingress = %+v, want 10.0.0.1 with ipMode VIP", got)
+	}
+	if got := h.lb.nodesOf(svc.UID); !slices.Equal(got, []string{"n1", "n2"}) {
+		t.Errorf("nodes = %v", got)
+	}
+	evs := h.events()
+	if !hasEvent(evs, "Normal EnsuringLoadBalancer") || !hasEvent(evs, "Normal EnsuredLoadBalancer") {
+		t.Errorf("events = %v", evs)
+	}
+}
+
+func TestSyncUnchangedMakesNoCloudCall(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	h.mustSync("ns/web")
+	h.events()
+	actions := len(h.cs.Actions())
+	h.mustSync("ns/web")
+	if n := len(h.lb.calls); n != 1 {
+		t.Errorf("cloud calls = %v, want one EnsureLoadBalancer", h.lb.calls)
+	}
+	// One GET of the Service, no write.
+	if n := len(h.cs.Actions()) - actions; n != 1 {
+		t.Errorf("API actions on an unchanged sync = %d, want 1 (get)", n)
+	}
+	if evs := h.events(); len(evs) != 0 {
+		t.Errorf("events on an unchanged sync: %v", evs)
+	}
+}
+
+func TestSyncStatusRestoredWithoutCloudCall(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	h.mustSync("ns/web")
+	svc := h.service("ns", "web")
+	svc.Status.LoadBalancer = v1.LoadBalancerStatus{}
+	if _, err := h.cs.CoreV1().Services("ns").UpdateStatus(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.mustSync("ns/web")
+	if got := h.service("ns", "web").Status.LoadBalancer.Ingress; len(got) != 1 {
+		t.Errorf("ingress not restored: %+v", got)
+	}
+	if len(h.lb.calls) != 1 {
+		t.Errorf("cloud calls = %v", h.lb.calls)
+	}
+}
+
+func TestSyncRetryErrorIsQuiet(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
+	err := h.sync("ns/web")
+	if d, ok := cloud.RetryAfter(err); !ok || d != 2*time.Second {
+		t.Fatalf("err = %v, want a RetryError of 2s", err)
+	}
+	evs := h.events()
+	if hasEvent(evs, "Warning") {
+		t.Errorf("a RetryError produced a warning: %v", evs)
+	}
+	if !servicehelper.HasLBFinalizer(h.service("ns", "web")) {
+		t.Error("finalizer must be on before the cloud is called")
+	}
+	h.mustSync("ns/web")
+	evs = h.events()
+	if hasEvent(evs, "Normal EnsuringLoadBalancer") {
+		t.Errorf("the retry announced itself again: %v", evs)
+	}
+	if !hasEvent(evs, "Normal EnsuredLoadBalancer") {
+		t.Errorf("events = %v", evs)
+	}
+}
+
+func TestSyncBadInputWarns(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	h.lb.failNext("EnsureLoadBalancer", errors.New(`port "sctp" (5000/SCTP): protocol SCTP is not supported`))
+	err := h.sync("ns/web")
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	if _, ok := cloud.RetryAfter(err); ok {
+		t.Fatal("a validation error must back off, not retry after a fixed delay")
+	}
+	evs := h.events()
+	if !hasEvent(evs, "Warning SyncLoadBalancerFailed Error syncing load balancer:") {
+		t.Errorf("events = %v", evs)
+	}
+	if len(h.service("ns", "web").Status.LoadBalancer.Ingress) != 0 {
+		t.Error("status set despite the failure")
+	}
+}
+
+func TestSyncNoNodesWarns(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"))
+	h.mustSync("ns/web")
+	if evs := h.events(); !hasEvent(evs, "Warning UnAvailableLoadBalancer") {
+		t.Errorf("events = %v", evs)
+	}
+}
+
+func TestSyncImplementedElsewhere(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	h.lb.failNext("EnsureLoadBalancer", cloudprovider.ImplementedElsewhere)
+	h.mustSync("ns/web")
+	if evs := h.events(); hasEvent(evs, "Warning") {
+		t.Errorf("events = %v", evs)
+	}
+}
+
+func TestSyncNodeChangeUpdatesHostsOnly(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	h.mustSync("ns/web")
+	h.c.nodes.upsert(node("n2"))
+	h.mustSync("ns/web")
+	if h.lb.count("EnsureLoadBalancer") != 1 || h.lb.count("UpdateLoadBalancer") != 1 {
+		t.Errorf("calls = %v, want one ensure then one update", h.lb.calls)
+	}
+	if got := h.lb.nodesOf("uid-web"); !slices.Equal(got, []string{"n1", "n2"}) {
+		t.Errorf("nodes = %v", got)
+	}
+	if evs := h.events(); !hasEvent(evs, "Normal UpdatedLoadBalancer") {
+		t.Errorf("events = %v", evs)
+	}
+	// A node change that does not alter the set costs nothing.
+	n2 := node("n2")
+	n2.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
+	h.c.nodes.upsert(n2)
+	h.mustSync("ns/web")
+	if len(h.lb.calls) != 2 {
+		t.Errorf("calls = %v", h.lb.calls)
+	}
+}
+
+func TestSyncUpdateFailureWarns(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	h.mustSync("ns/web")
+	h.events()
+	h.c.nodes.upsert(node("n2"))
+	h.lb.failNext("UpdateLoadBalancer", errors.New("boom"))
+	if err := h.sync("ns/web"); err == nil {
+		t.Fatal("want an error")
+	}
+	if evs := h.events(); !hasEvent(evs, "Warning UpdateLoadBalancerFailed") {
+		t.Errorf("events = %v", evs)
+	}
+	// The retry updates again (the applied set was not recorded).
+	h.mustSync("ns/web")
+	if h.lb.count("UpdateLoadBalancer") != 2 {
+		t.Errorf("calls = %v", h.lb.calls)
+	}
+}
+
+func TestSyncUpdateOfVanishedLoadBalancerEnsures(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	h.mustSync("ns/web")
+	delete(h.lb.exists, "uid-web")
+	h.c.nodes.upsert(node("n2"))
+	h.lb.failNext("UpdateLoadBalancer", errors.New("not found"))
+	h.mustSync("ns/web")
+	h.mustSync("ns/web")
+	if h.lb.count("EnsureLoadBalancer") != 2 {
+		t.Errorf("calls = %v, want the load balancer ensured again", h.lb.calls)
+	}
+}
+
+func TestSyncServiceChangeEnsures(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	h.mustSync("ns/web")
+	svc := h.service("ns", "web")
+	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053})
+	h.update(svc)
+	h.mustSync("ns/web")
+	if h.lb.count("EnsureLoadBalancer") != 2 {
+		t.Errorf("calls = %v", h.lb.calls)
+	}
+}
+
+func TestSyncDeletion(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web", withFinalizer, deleting(time.Now())), node("n1"))
+	h.lb.exists["uid-web"] = true
+	h.mustSync("ns/web")
+	if h.lb.count("EnsureLoadBalancerDeleted") != 1 {
+		t.Errorf("calls = %v", h.lb.calls)
+	}
+	if servicehelper.HasLBFinalizer(h.service("ns", "web")) {
+		t.Error("finalizer not removed")
+	}
+	evs := h.events()
+	if !hasEvent(evs, "Normal DeletingLoadBalancer") || !hasEvent(evs, "Normal DeletedLoadBalancer") {
+		t.Errorf("events = %v", evs)
+	}
+}
+
+func TestSyncDeletionFailureKeepsFinalizer(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web", withFinalizer, deleting(time.Now())), node("n1"))
+	h.lb.failNext("EnsureLoadBalancerDeleted", errors.New("cloud down"))
+	if err := h.sync("ns/web"); err == nil {
+		t.Fatal("want an error")
+	}
+	if !servicehelper.HasLBFinalizer(h.service("ns", "web")) {
+		t.Error("finalizer removed although the load balancer may still exist")
+	}
+	if evs := h.events(); !hasEvent(evs, "Warning DeleteLoadBalancerFailed") {
+		t.Errorf("events = %v", evs)
+	}
+}
+
+func TestSyncTypeChangeDeletes(t *testing.T) {
+	svc := lbService("ns", "web", withFinalizer, func(s *v1.Service) {
+		s.Spec.Type = v1.ServiceTypeClusterIP
+		s.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "10.0.0.1"}}
+	})
+	h := newHarness(t, Config{}, svc, node("n1"))
+	h.mustSync("ns/web")
+	got := h.service("ns", "web")
+	if servicehelper.HasLBFinalizer(got) || len(got.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("finalizers %v, ingress %v; want both cleared", got.Finalizers, got.Status.LoadBalancer.Ingress)
+	}
+	if h.lb.count("EnsureLoadBalancerDeleted") != 1 {
+		t.Errorf("calls = %v", h.lb.calls)
+	}
+}
+
+func TestSyncLoadBalancerClass(t *testing.T) {
+	other := lbService("ns", "other", func(s *v1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") })
+	mine := lbService("ns", "mine", func(s *v1.Service) { s.Spec.LoadBalancerClass = ptr.To("stratus.io/lb") })
+	plain := lbService("ns", "plain")
+
+	t.Run("no class configured", func(t *testing.T) {
+		h := newHarness(t, Config{}, other.DeepCopy(), mine.DeepCopy(), plain.DeepCopy(), node("n1"))
+		for _, k := range []string{"ns/other", "ns/mine", "ns/plain"} {
+			h.mustSync(k)
+		}
+		if got := h.lb.calls; !slices.Equal(got, []string{"EnsureLoadBalancer ns/plain"}) {
+			t.Errorf("calls = %v", got)
+		}
+		if servicehelper.HasLBFinalizer(h.service("ns", "other")) {
+			t.Error("a Service of another class got the finalizer")
+		}
+	})
+	t.Run("class configured", func(t *testing.T) {
+		h := newHarness(t, Config{LoadBalancerClass: "stratus.io/lb"}, other.DeepCopy(), mine.DeepCopy(), plain.DeepCopy(), node("n1"))
+		for _, k := range []string{"ns/other", "ns/mine", "ns/plain"} {
+			h.mustSync(k)
+		}
+		if got := h.lb.calls; !slices.Equal(got, []string{"EnsureLoadBalancer ns/mine", "EnsureLoadBalancer ns/plain"}) {
+			t.Errorf("calls = %v", got)
+		}
+	})
+	t.Run("other class being deleted keeps its finalizer", func(t *testing.T) {
+		svc := other.DeepCopy()
+		withFinalizer(svc)
+		deleting(time.Now())(svc)
+		h := newHarness(t, Config{}, svc)
+		h.mustSync("ns/other")
+		if len(h.lb.calls) != 0 || !servicehelper.HasLBFinalizer(h.service("ns", "other")) {
+			t.Errorf("calls %v; another implementation's Service was touched", h.lb.calls)
+		}
+	})
+}
+
+func TestSyncMissingServiceForgetsState(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	h.mustSync("ns/web")
+	if err := h.cs.CoreV1().Services("ns").Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.mustSync("ns/web")
+	if h.c.state.get("ns/web") != nil {
+		t.Error("state kept for a deleted Service")
+	}
+	if len(h.lb.calls) != 1 {
+		t.Errorf("calls = %v", h.lb.calls)
+	}
+}
+
+func TestSyncNonLoadBalancerIgnored(t *testing.T) {
+	svc := lbService("ns", "web", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeNodePort })
+	h := newHarness(t, Config{}, svc, node("n1"))
+	h.mustSync("ns/web")
+	if len(h.lb.calls) != 0 || len(h.service("ns", "web").Finalizers) != 0 {
+		t.Errorf("calls %v", h.lb.calls)
+	}
+}

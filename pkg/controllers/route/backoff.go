@@ -1,0 +1,80 @@
+package route
+
+import (
+	"sync"
+	"time"
+)
+
+// backoff remembers failed route creations so that a full route table does
+// not turn every pass into a burst of doomed CreateRoute calls. Entries are
+// keyed by destination CIDR and target node: a CIDR that moves to another
+// node starts afresh.
+type backoff struct {
+	mu      sync.Mutex
+	initial time.Duration
+	max     time.Duration
+	entries map[routeKey]backoffEntry
+}
+
+type routeKey struct {
+	cidr string
+	node string
+}
+
+type backoffEntry struct {
+	failures int
+	retryAt  time.Time
+}
+
+func newBackoff(initial, maxDelay time.Duration) *backoff {
+	return &backoff{initial: initial, max: maxDelay, entries: map[routeKey]backoffEntry{}}
+}
+
+// ready reports whether k may be tried at now.
+func (b *backoff) ready(k routeKey, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[k]
+	return !ok || !now.Before(e.retryAt)
+}
+
+// failed records a failure at now and returns when k may be tried again.
+func (b *backoff) failed(k routeKey, now time.Time) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entries[k]
+	e.failures++
+	d := b.initial
+	for i := 1; i < e.failures && d < b.max; i++ {
+		d *= 2
+	}
+	e.retryAt = now.Add(min(d, b.max))
+	b.entries[k] = e
+	return e.retryAt
+}
+
+func (b *backoff) succeeded(k routeKey) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.entries, k)
+}
+
+// reset forgets every failure: a deleted route may have made room.
+func (b *backoff) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	clear(b.entries)
+}
+
+// retain drops entries for routes no Node wants any more and returns how
+// many remain.
+func (b *backoff) retain(wanted map[routeKey]bool) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k := range b.entries {
+		if !wanted[k] {
+			delete(b.entries, k)
+		}
+	}
+	return len(b.entries)
+}

@@ -1,0 +1,193 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	cloudprovider "k8s.io/cloud-provider"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// ControllerName is the upstream name of this controller.
+const ControllerName = "node-route-controller"
+
+// Event reasons and condition reasons, as upstream spells them.
+const (
+	ReasonFailedToCreateRoute = "FailedToCreateRoute"
+	ConditionRouteCreated     = "RouteCreated"
+	ConditionNoRouteCreated   = "NoRouteCreated"
+	eventAction               = "CreateRoute"
+)
+
+// Defaults.
+const (
+	DefaultReconcilePeriod = 10 * time.Second
+	DefaultConcurrency     = 10
+	DefaultCoalesce        = 500 * time.Millisecond
+	DefaultMaxBackoff      = 5 * time.Minute
+)
+
+// reconcileKey is the single work item: every pass covers the whole table,
+// so concurrent Node events collapse into one pending pass.
+var reconcileKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "routes"}}
+
+// Config is the controller's configuration.
+type Config struct {
+	// ClusterName selects the cloud route table.
+	ClusterName string
+	// ClusterCIDRs bound the routes this controller considers its own.
+	ClusterCIDRs []netip.Prefix
+	// ReconcilePeriod is the longest time between two full passes.
+	ReconcilePeriod time.Duration
+	// Concurrency bounds parallel cloud calls within a pass.
+	Concurrency int
+	// Coalesce delays a pass after a Node event so that a burst of events
+	// costs one pass.
+	Coalesce time.Duration
+	// MaxBackoff caps the delay before a failed creation is retried; the
+	// first retry waits one ReconcilePeriod.
+	MaxBackoff time.Duration
+	// IsQuotaExceeded classifies a CreateRoute error as a full route table,
+	// for the quota metric. Nil counts nothing; every failure is handled
+	// the same way regardless.
+	IsQuotaExceeded func(error) bool
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Deps are the controller's collaborators.
+type Deps struct {
+	// Client lists Nodes (from the manager's cache in production) and
+	// patches their status.
+	Client client.Client
+	// Routes is the cloud's route API.
+	Routes cloudprovider.Routes
+	// Recorder emits events on Nodes.
+	Recorder events.EventRecorder
+}
+
+// Controller reconciles cloud routes with Nodes' pod CIDRs.
+type Controller struct {
+	client   client.Client
+	routes   cloudprovider.Routes
+	recorder events.EventRecorder
+	cfg      Config
+	m        *metrics
+	backoff  *backoff
+}
+
+// New validates cfg and builds the controller. It has no side effects
+// beyond registering metrics.
+func New(deps Deps, cfg Config) (*Controller, error) {
+	if deps.Client == nil || deps.Routes == nil || deps.Recorder == nil {
+		return nil, errors.New("route: Client, Routes and Recorder are required")
+	}
+	if len(cfg.ClusterCIDRs) == 0 {
+		return nil, errors.New("route: at least one cluster CIDR is required to tell this cluster's routes apart")
+	}
+	if cfg.ReconcilePeriod <= 0 {
+		cfg.ReconcilePeriod = DefaultReconcilePeriod
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Coalesce < 0 {
+		cfg.Coalesce = 0
+	} else if cfg.Coalesce == 0 {
+		cfg.Coalesce = DefaultCoalesce
+	}
+	if cfg.MaxBackoff < cfg.ReconcilePeriod {
+		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.ReconcilePeriod)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{
+		client: deps.Client, routes: deps.Routes, recorder: deps.Recorder, cfg: cfg, m: m,
+		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff),
+	}, nil
+}
+
+// SetupWithManager adds the controller to mgr; it may be called after the
+// manager has started.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	err := builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
+		// The first pass must run even in a cluster without Nodes, to delete
+		// stale routes; later passes are scheduled by RequeueAfter.
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(reconcileKey)
+			return nil
+		})).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: 1,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, c.cfg.ReconcilePeriod),
+		}).
+		Complete(c)
+	if err != nil {
+		return fmt.Errorf("route: set up controller: %w", err)
+	}
+	return nil
+}
+
+// nodeHandler schedules a pass, after the coalescing delay, for the Node
+// events that can change the routes.
+func (c *Controller) nodeHandler() handler.TypedEventHandler[*corev1.Node, reconcile.Request] {
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		q.AddAfter(reconcileKey, c.cfg.Coalesce)
+	}
+	return handler.TypedFuncs[*corev1.Node, reconcile.Request]{
+		CreateFunc: func(_ context.Context, _ event.TypedCreateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q)
+		},
+		DeleteFunc: func(_ context.Context, _ event.TypedDeleteEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if routesMayChange(e.ObjectOld, e.ObjectNew) {
+				enqueue(q)
+			}
+		},
+	}
+}
+
+// routesMayChange is true when an update touches what routes derive from.
+func routesMayChange(old, cur *corev1.Node) bool {
+	return !slices.Equal(old.Spec.PodCIDRs, cur.Spec.PodCIDRs) ||
+		old.Spec.ProviderID != cur.Spec.ProviderID ||
+		old.UID != cur.UID ||
+		!slices.Equal(old.Status.Addresses, cur.Status.Addresses) ||
+		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
+}
+
+// Reconcile implements reconcile.Reconciler: one full pass, then the next
+// one a period later at the latest.
+func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if err := c.sync(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: c.cfg.ReconcilePeriod}, nil
+}

@@ -1,0 +1,269 @@
+package nodelifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// fakeCloud knows instances by providerID.
+type fakeCloud struct {
+	mu        sync.Mutex
+	instances map[string]cloud.Instance
+	err       error
+	calls     atomic.Int64
+}
+
+func (f *fakeCloud) find(n *v1.Node) (cloud.Instance, bool, error) {
+	f.calls.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return cloud.Instance{}, false, f.err
+	}
+	for _, inst := range f.instances {
+		if inst.ProviderID == n.Spec.ProviderID || n.Spec.ProviderID == "" && inst.Name == n.Name {
+			return inst, true, nil
+		}
+	}
+	return cloud.Instance{}, false, nil
+}
+
+func (f *fakeCloud) InstanceExists(_ context.Context, n *v1.Node) (bool, error) {
+	_, ok, err := f.find(n)
+	return ok, err
+}
+
+func (f *fakeCloud) InstanceShutdown(_ context.Context, n *v1.Node) (bool, error) {
+	inst, ok, err := f.find(n)
+	if err == nil && !ok {
+		return false, cloudprovider.InstanceNotFound
+	}
+	return inst.Shutdown, err
+}
+
+func (f *fakeCloud) InstanceMetadata(context.Context, *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	return nil, errors.New("not used")
+}
+
+func (f *fakeCloud) ListInstances(context.Context) ([]cloud.Instance, error) {
+	f.calls.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	var out []cloud.Instance
+	for _, inst := range f.instances {
+		out = append(out, inst)
+	}
+	return out, nil
+}
+
+func newCloud(insts ...cloud.Instance) *fakeCloud {
+	f := &fakeCloud{instances: map[string]cloud.Instance{}}
+	for _, i := range insts {
+		f.instances[i.ProviderID] = i
+	}
+	return f
+}
+
+func inst(name string, shutdown bool) cloud.Instance {
+	return cloud.Instance{ProviderID: "fake://" + name, Name: name, Shutdown: shutdown}
+}
+
+func node(name string, ready v1.ConditionStatus, taints ...v1.Taint) *v1.Node {
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+		Spec:       v1.NodeSpec{ProviderID: "fake://" + name, Taints: taints},
+	}
+	if ready != "" {
+		n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: ready}}
+	}
+	return n
+}
+
+type harness struct {
+	c      *Controller
+	client client.Client
+	rec    *events.FakeRecorder
+}
+
+func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*v1.Node) *harness {
+	t.Helper()
+	objs := make([]client.Object, 0, len(nodes))
+	for _, n := range nodes {
+		objs = append(objs, n)
+	}
+	cl := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&v1.Node{}).Build()
+	rec := events.NewFakeRecorder(1000)
+	deps := Deps{Client: cl, Instances: fc, Recorder: rec}
+	if list {
+		deps.Lister = fc
+	}
+	c, err := New(deps, Config{Period: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{c: c, client: cl, rec: rec}
+}
+
+func (h *harness) get(t *testing.T, name string) (*v1.Node, bool) {
+	t.Helper()
+	n := &v1.Node{}
+	err := h.client.Get(context.Background(), client.ObjectKey{Name: name}, n)
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	return n, err == nil
+}
+
+func (h *harness) events() string {
+	var out []string
+	for {
+		select {
+		case e := <-h.rec.Events:
+			out = append(out, e)
+		default:
+			return strings.Join(out, "\n")
+		}
+	}
+}
+
+func modes(t *testing.T, f func(t *testing.T, list bool)) {
+	for _, list := range []bool{false, true} {
+		t.Run(fmt.Sprintf("list=%v", list), func(t *testing.T) { f(t, list) })
+	}
+}
+
+func TestDeletesNotReadyNodeWhoseInstanceIsGone(t *testing.T) {
+	modes(t, func(t *testing.T, list bool) {
+		h := newHarness(t, newCloud(inst("alive", false)), list,
+			node("gone", v1.ConditionFalse), node("unknown", ""), node("alive", v1.ConditionUnknown))
+		sum, err := h.c.sync(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Deleted != 2 {
+			t.Errorf("deleted %d, want 2", sum.Deleted)
+		}
+		for name, want := range map[string]bool{"gone": false, "unknown": false, "alive": true} {
+			if _, ok := h.get(t, name); ok != want {
+				t.Errorf("node %s exists = %v, want %v", name, ok, want)
+			}
+		}
+		if ev := h.events(); !strings.Contains(ev, "Normal "+ReasonDeletingNode) {
+			t.Errorf("events %q lack DeletingNode", ev)
+		}
+	})
+}
+
+func TestNeverDeletesReadyNode(t *testing.T) {
+	modes(t, func(t *testing.T, list bool) {
+		fc := newCloud()
+		h := newHarness(t, fc, list, node("ready-but-gone", v1.ConditionTrue))
+		if _, err := h.c.sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := h.get(t, "ready-but-gone"); !ok {
+			t.Error("a Ready node was deleted")
+		}
+		if fc.calls.Load() != 0 {
+			t.Errorf("cloud calls = %d, want 0 with no NotReady node", fc.calls.Load())
+		}
+	})
+}
+
+func TestCloudErrorsNeverDelete(t *testing.T) {
+	for name, err := range map[string]error{
+		"error":      errors.New("503 service unavailable"),
+		"rate limit": cloudproviderapi.NewRetryError("429", 0),
+		"timeout":    context.DeadlineExceeded,
+	} {
+		t.Run(name, func(t *testing.T) {
+			modes(t, func(t *testing.T, list bool) {
+				fc := newCloud()
+				fc.err = err
+				h := newHarness(t, fc, list, node("n1", v1.ConditionFalse))
+				sum, _ := h.c.sync(context.Background())
+				if _, ok := h.get(t, "n1"); !ok || sum.Deleted != 0 || sum.Undecided != 1 {
+					t.Errorf("node exists %v, summary %+v; want kept and undecided", ok, sum)
+				}
+				if ev := h.events(); !strings.Contains(ev, "Warning "+ReasonCloudCheckFailed) {
+					t.Errorf("events %q lack the warning", ev)
+				}
+			})
+		})
+	}
+}
+
+func TestShutdownTaintAddedAndRemoved(t *testing.T) {
+	modes(t, func(t *testing.T, list bool) {
+		fc := newCloud(inst("n1", true))
+		h := newHarness(t, fc, list, node("n1", v1.ConditionFalse))
+		if sum, err := h.c.sync(context.Background()); err != nil || sum.Tainted != 1 {
+			t.Fatalf("sync: %+v %v", sum, err)
+		}
+		n, _ := h.get(t, "n1")
+		if !hasShutdownTaint(n) {
+			t.Fatalf("taints = %v, want the shutdown taint", n.Spec.Taints)
+		}
+		// A second period does not write again.
+		if sum, _ := h.c.sync(context.Background()); sum.Tainted != 0 {
+			t.Errorf("tainted again: %+v", sum)
+		}
+		// The machine starts and the kubelet reports Ready.
+		n.Status.Conditions[0].Status = v1.ConditionTrue
+		if err := h.client.Status().Update(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+		if sum, err := h.c.sync(context.Background()); err != nil || sum.Untainted != 1 {
+			t.Fatalf("sync: %+v %v", sum, err)
+		}
+		if n, _ := h.get(t, "n1"); hasShutdownTaint(n) {
+			t.Errorf("shutdown taint kept on a Ready node")
+		}
+	})
+}
+
+func TestOneListPerPeriod(t *testing.T) {
+	fc := newCloud()
+	var nodes []*v1.Node
+	for i := range 50 {
+		name := fmt.Sprintf("n%d", i)
+		fc.instances["fake://"+name] = inst(name, false)
+		nodes = append(nodes, node(name, v1.ConditionFalse))
+	}
+	h := newHarness(t, fc, true, nodes...)
+	sum, err := h.c.sync(context.Background())
+	if err != nil || sum.NotReady != 50 || sum.Deleted != 0 {
+		t.Fatalf("sync: %+v %v", sum, err)
+	}
+	if fc.calls.Load() != 1 {
+		t.Errorf("cloud calls = %d, want 1 for 50 NotReady nodes", fc.calls.Load())
+	}
+}
+
+func TestMatchesNodeWithoutProviderIDByName(t *testing.T) {
+	n := node("n1", v1.ConditionFalse)
+	n.Spec.ProviderID = ""
+	h := newHarness(t, newCloud(inst("n1", false)), true, n)
+	if sum, err := h.c.sync(context.Background()); err != nil || sum.Deleted != 0 {
+		t.Fatalf("sync: %+v %v", sum, err)
+	}
+}

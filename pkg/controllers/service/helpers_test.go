@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -267,5 +266,3 @@ func node(name string, mut ...func(*v1.Node)) *v1.Node {
 func deleting(t time.Time) func(*v1.Service) {
 	return func(s *v1.Service) { s.DeletionTimestamp = &metav1.Time{Time: t} }
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

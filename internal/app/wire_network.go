@@ -1,7 +1,138 @@
 package app
 
-// startNodeRouteController wires pkg/controllers into the table (nil until the controller exists).
-func startNodeRouteController() StartFunc { return nil }
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
 
-// startNodeIPAMController wires pkg/controllers into the table (nil until the controller exists).
-func startNodeIPAMController() StartFunc { return nil }
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
+	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam/cidrset"
+	"github.com/stratus-ccm/stratus/pkg/controllers/route"
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+)
+
+// quotaErrors are the sentinel errors of known providers that mean "the
+// route table is full". They only feed the quota metric: the route
+// controller treats every failed creation alike, so a provider missing
+// here loses nothing but that metric.
+var quotaErrors = []error{lcclient.ErrQuotaExceeded}
+
+func isQuotaExceeded(err error) bool {
+	for _, q := range quotaErrors {
+		if errors.Is(err, q) {
+			return true
+		}
+	}
+	return false
+}
+
+// startNodeRouteController programs cloud routes for pod CIDRs. Like
+// upstream's, it needs --allocate-node-cidrs and --configure-cloud-routes
+// and a provider with Routes.
+func startNodeRouteController() StartFunc {
+	return func(ctx context.Context, cc ControllerContext) (bool, string, error) {
+		o := cc.Options
+		if !o.AllocateNodeCIDRs || !o.ConfigureCloudRoutes {
+			return false, fmt.Sprintf("--allocate-node-cidrs=%t --configure-cloud-routes=%t: both must be true", o.AllocateNodeCIDRs, o.ConfigureCloudRoutes), nil
+		}
+		routes, ok := cc.Cloud.Routes()
+		if !ok {
+			return false, fmt.Sprintf("cloud provider %s does not support routes", cc.Cloud.ProviderName()), nil
+		}
+		clusterCIDRs, err := ParseCIDRList("cluster-cidr", o.ClusterCIDR)
+		if err != nil {
+			return false, "", err
+		}
+		mgr := cc.Manager
+		c, err := route.New(route.Deps{
+			Client:   mgr.GetClient(),
+			Routes:   routes,
+			Recorder: mgr.GetEventRecorder(route.ControllerName),
+		}, route.Config{
+			ClusterName:     cc.ClusterName,
+			ClusterCIDRs:    clusterCIDRs,
+			ReconcilePeriod: o.RouteReconciliationPeriod,
+			IsQuotaExceeded: isQuotaExceeded,
+			Registerer:      ctrlmetrics.Registry,
+		})
+		if err != nil {
+			return false, "", err
+		}
+		if err := c.SetupWithManager(mgr); err != nil {
+			return false, "", err
+		}
+		return true, "", nil
+	}
+}
+
+// startNodeIPAMController allocates pod CIDRs when --allocate-node-cidrs is
+// set.
+func startNodeIPAMController() StartFunc {
+	return func(ctx context.Context, cc ControllerContext) (bool, string, error) {
+		o := cc.Options
+		if !o.AllocateNodeCIDRs {
+			return false, "--allocate-node-cidrs=false", nil
+		}
+		cfg, err := nodeIPAMConfig(o)
+		if err != nil {
+			return false, "", err
+		}
+		cfg.Workers = int(o.ConcurrentNodeSyncs)
+		cfg.Registerer = ctrlmetrics.Registry
+		mgr := cc.Manager
+		c, err := nodeipam.New(nodeipam.Deps{
+			Client:   mgr.GetClient(),
+			Recorder: mgr.GetEventRecorder(nodeipam.ControllerName),
+		}, cfg)
+		if err != nil {
+			return false, "", fmt.Errorf("--cluster-cidr=%s --service-cluster-ip-range=%s: %w", o.ClusterCIDR, o.ServiceClusterIPRange, err)
+		}
+		if err := c.SetupWithManager(mgr); err != nil {
+			return false, "", err
+		}
+		return true, "", nil
+	}
+}
+
+// nodeIPAMConfig turns the flags into the allocator's configuration, with
+// upstream's mask rules: --node-cidr-mask-size applies to a single-stack
+// cluster and is refused with two cluster CIDRs, where the per-family flags
+// decide.
+func nodeIPAMConfig(o *Options) (nodeipam.Config, error) {
+	if o.ClusterCIDR == "" {
+		return nodeipam.Config{}, errors.New(`--cluster-cidr="": required when --allocate-node-cidrs=true`)
+	}
+	clusterCIDRs, err := ParseCIDRList("cluster-cidr", o.ClusterCIDR)
+	if err != nil {
+		return nodeipam.Config{}, err
+	}
+	if len(clusterCIDRs) > 1 && o.NodeCIDRMaskSize != 0 {
+		return nodeipam.Config{}, fmt.Errorf("--node-cidr-mask-size=%d: not allowed with a dual-stack --cluster-cidr=%s; use --node-cidr-mask-size-ipv4 and --node-cidr-mask-size-ipv6",
+			o.NodeCIDRMaskSize, o.ClusterCIDR)
+	}
+	var services []netip.Prefix
+	if o.ServiceClusterIPRange != "" {
+		if services, err = ParseCIDRList("service-cluster-ip-range", o.ServiceClusterIPRange); err != nil {
+			return nodeipam.Config{}, err
+		}
+	}
+	cfg := nodeipam.Config{ClusterCIDRs: clusterCIDRs, ServiceCIDRs: services}
+	for _, c := range clusterCIDRs {
+		flag, mask := "node-cidr-mask-size-ipv6", int(o.NodeCIDRMaskSizeIPv6)
+		if c.Addr().Is4() {
+			flag, mask = "node-cidr-mask-size-ipv4", int(o.NodeCIDRMaskSizeIPv4)
+		}
+		if o.NodeCIDRMaskSize != 0 {
+			flag, mask = "node-cidr-mask-size", int(o.NodeCIDRMaskSize)
+		}
+		if mask < c.Bits() || mask > c.Addr().BitLen() || mask-c.Bits() > cidrset.MaxSubnetBits {
+			return nodeipam.Config{}, fmt.Errorf("--%s=%d: does not fit --cluster-cidr %s (must be between %d and %d)",
+				flag, mask, c, c.Bits(), min(c.Addr().BitLen(), c.Bits()+cidrset.MaxSubnetBits))
+		}
+		cfg.MaskSizes = append(cfg.MaskSizes, mask)
+	}
+	return cfg, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -104,6 +105,10 @@ type Controller struct {
 	// list answer is trusted for it only if the list started afterwards.
 	mu   sync.Mutex
 	seen map[string]time.Time
+	// written holds, per Node just initialized, the resourceVersions it
+	// had before the controller's writes: a cached copy at one of them
+	// predates the writes, and acting on it would repeat them.
+	written map[string][]string
 }
 
 // New builds the controller; it starts nothing.
@@ -133,7 +138,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		client: deps.Client, instances: deps.Instances, recorder: deps.Recorder,
-		metrics: m, cfg: cfg, seen: map[string]time.Time{},
+		metrics: m, cfg: cfg, seen: map[string]time.Time{}, written: map[string][]string{},
 	}
 	if deps.Lister != nil {
 		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m)
@@ -160,6 +165,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*v1.Node], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			c.forget(e.Object.Name)
+			c.clearWritten(e.Object.Name)
 		},
 	}
 	err := builder.ControllerManagedBy(mgr).
@@ -185,6 +191,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 // (heartbeats) and are the refresh loop's business.
 func (c *Controller) observe(n *v1.Node, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if !isUninitialized(n) {
+		c.clearWritten(n.Name)
 		return
 	}
 	c.firstSeen(n.Name)
@@ -216,6 +223,29 @@ func (c *Controller) forget(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.seen, name)
+}
+
+// markWritten records the resourceVersions a Node had before this
+// controller initialized it.
+func (c *Controller) markWritten(name string, rvs ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written[name] = rvs
+}
+
+// predatesWrite reports whether a cached Node is older than the
+// controller's own initialization of it: the cache has not caught up yet,
+// and the watch event that brings it up to date needs no sync.
+func (c *Controller) predatesWrite(n *v1.Node) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.written[n.Name], n.ResourceVersion)
+}
+
+func (c *Controller) clearWritten(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.written, name)
 }
 
 // Reconcile adapts sync to controller-runtime.

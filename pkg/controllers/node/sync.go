@@ -41,6 +41,10 @@ func (c *Controller) sync(ctx context.Context, name string) (reconcile.Result, e
 	}
 	if !isUninitialized(node) {
 		c.forget(name)
+		c.clearWritten(name)
+		return reconcile.Result{}, nil
+	}
+	if c.predatesWrite(node) {
 		return reconcile.Result{}, nil
 	}
 	seen := c.firstSeen(name)
@@ -124,6 +128,7 @@ func checkMetadata(node *v1.Node, md *cloudprovider.InstanceMetadata) error {
 // which is the base of the second patch: no GET in between.
 func (c *Controller) writeInit(ctx context.Context, node *v1.Node, md *cloudprovider.InstanceMetadata, addrs []v1.NodeAddress) error {
 	cur := node
+	rvs := []string{node.ResourceVersion}
 	if !slices.Equal(node.Status.Addresses, addrs) {
 		patched := node.DeepCopy()
 		patched.Status.Addresses = addrs
@@ -133,6 +138,7 @@ func (c *Controller) writeInit(ctx context.Context, node *v1.Node, md *cloudprov
 			return &apiError{fmt.Errorf("patch addresses of node %s: %w", node.Name, err)}
 		}
 		cur = patched
+		rvs = append(rvs, cur.ResourceVersion)
 	}
 	want := cur.DeepCopy()
 	if want.Spec.ProviderID == "" {
@@ -152,6 +158,7 @@ func (c *Controller) writeInit(ctx context.Context, node *v1.Node, md *cloudprov
 	if err := c.client.Patch(ctx, want, client.StrategicMergeFrom(cur)); err != nil {
 		return &apiError{fmt.Errorf("patch node %s: %w", node.Name, err)}
 	}
+	c.markWritten(node.Name, rvs...)
 	*node = *want
 	return nil
 }

@@ -250,3 +250,23 @@ func TestSyncIgnoresInitializedAndDeletedNodes(t *testing.T) {
 }
 
 var _ cloud.InstanceLister = (*fakeCloud)(nil)
+
+func TestSyncDoesNotRepeatWritesOnStaleCache(t *testing.T) {
+	n := newNode("n1")
+	h := newHarness(t, newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")), true, n)
+	stale := h.node(t, "n1")
+	if _, err := h.c.sync(context.Background(), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	// The cache still shows the Node as it was before the writes.
+	if err := h.client.Update(context.Background(), stale); err == nil {
+		t.Fatal("stale update accepted; the fake client should refuse it")
+	}
+	if !h.c.predatesWrite(stale) {
+		t.Fatal("a copy from before the writes is not recognised as stale")
+	}
+	fresh := h.node(t, "n1")
+	if h.c.predatesWrite(fresh) {
+		t.Fatal("the current Node is taken as stale")
+	}
+}

@@ -87,7 +87,9 @@ func startCCM(t *testing.T, env *testenv.Env, cloudConfig string, args ...string
 	o := daemonOptions(t, env, cloudConfig, args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &ccm{cancel: cancel, done: make(chan error, 1)}
-	go func() { c.done <- app.Run(ctx, o, app.Deps{Providers: providers(t), Metrics: prometheus.NewRegistry()}) }()
+	go func() {
+		c.done <- app.Run(ctx, o, app.Deps{Providers: providers(t), Metrics: prometheus.NewRegistry()})
+	}()
 	t.Cleanup(func() { c.stop(t) })
 	return c
 }

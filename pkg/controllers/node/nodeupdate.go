@@ -50,7 +50,7 @@ func validateProviderID(id string) error {
 		return fmt.Errorf("%w %q: want <provider>://<instance>", errMalformedID, id)
 	}
 	for _, r := range scheme {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '+') {
+		if !schemeChar(r) {
 			return fmt.Errorf("%w %q: provider name %q has character %q", errMalformedID, id, scheme, r)
 		}
 	}
@@ -60,6 +60,10 @@ func validateProviderID(id string) error {
 		}
 	}
 	return nil
+}
+
+func schemeChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '+'
 }
 
 // desiredAddresses returns the addresses the Node should carry: the cloud's,
@@ -133,7 +137,7 @@ func parseProvidedNodeIP(s string) ([]net.IP, error) {
 	case len(ips) > 2, len(ips) == 2 && netutils.IsIPv6(ips[0]) == netutils.IsIPv6(ips[1]):
 		return nil, fmt.Errorf("%w %q: must be a single IP or a dual-stack pair", errProvidedNodeIP, s)
 	case len(ips) == 2 && (ips[0].IsUnspecified() || ips[1].IsUnspecified()):
-		return nil, fmt.Errorf("%w %q: a dual-stack pair cannot include 0.0.0.0 or ::", errProvidedNodeIP, s)
+		return nil, fmt.Errorf("%w %q: a dual-stack pair cannot include an unspecified address (0.0.0.0, ::)", errProvidedNodeIP, s)
 	}
 	return ips, nil
 }

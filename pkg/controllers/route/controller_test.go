@@ -45,14 +45,14 @@ func TestSteadyStateCostsOneListAndNoWrites(t *testing.T) {
 	cloud := newFakeRoutes()
 	f := newFixture(t, cloud, Config{}, node("a", "lc://a", "10.244.0.0/24"))
 	f.mustSync()
-	patches := f.statusPatchs.Load()
+	patches := f.statusPatches.Load()
 	f.mustSync()
 	f.mustSync()
 	lists, creates, deletes := cloud.counts()
 	if lists != 3 || creates != 1 || deletes != 0 {
 		t.Fatalf("lists/creates/deletes = %d/%d/%d, want 3/1/0", lists, creates, deletes)
 	}
-	if got := f.statusPatchs.Load(); got != patches {
+	if got := f.statusPatches.Load(); got != patches {
 		t.Fatalf("unchanged condition patched again (%d → %d)", patches, got)
 	}
 }

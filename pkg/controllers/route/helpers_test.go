@@ -143,7 +143,7 @@ type fixture struct {
 	cloud        *fakeRoutes
 	rec          *events.FakeRecorder
 	now          time.Time
-	statusPatchs atomic.Int32
+	statusPatches atomic.Int32
 }
 
 func node(name, providerID string, cidrs ...string) *corev1.Node {
@@ -164,7 +164,7 @@ func newFixture(t *testing.T, cloud *fakeRoutes, cfg Config, nodes ...*corev1.No
 	f.cl = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
 		WithStatusSubresource(&corev1.Node{}).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			f.statusPatchs.Add(1)
+			f.statusPatches.Add(1)
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		}}).Build()
 	cfg.ClusterName = "test"

@@ -1,0 +1,190 @@
+// Package servicetest is the test bed shared by the service controller's
+// end-to-end tests and its benchmark: an in-process localcloud, the
+// localcloud provider behind Stratus' instrumented wrapper, nodes backed by
+// localcloud instances, and the controller running in its own
+// controller-runtime manager (so that a restart starts from an empty cache
+// and an empty memory, as a new process would).
+package servicetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/service"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+)
+
+// ClusterName is the cluster the test bed's load balancers belong to.
+const ClusterName = "servicetest"
+
+// Cloud is a running localcloud with the provider pointed at it.
+type Cloud struct {
+	Server   *server.Server
+	Client   *lcclient.Client
+	Provider *lcprovider.Cloud
+	// Cloud is the provider behind Stratus' instrumented wrapper.
+	Cloud *cloud.Cloud
+}
+
+// RandomPools picks a /24 of internal addresses and one of VIPs at random,
+// so that tests of other packages running at the same time on the same
+// loopback do not collide.
+func RandomPools() store.Pools {
+	return store.Pools{
+		Internal: netip.MustParsePrefix(fmt.Sprintf("127.1.%d.0/24", 10+rand.IntN(240))),
+		External: netip.MustParsePrefix("127.2.0.0/16"),
+		VIP:      netip.MustParsePrefix(fmt.Sprintf("127.0.%d.0/24", 110+rand.IntN(140))),
+	}
+}
+
+// StartCloud starts localcloud with knobs until t ends. The wrapper's
+// client-side limit is qps/burst (0: none).
+func StartCloud(t testing.TB, knobs api.Knobs, qps float64, burst int) *Cloud {
+	t.Helper()
+	srv, err := server.New(server.Config{StateDir: t.TempDir(), Knobs: &knobs, Pools: RandomPools()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	c, err := lcclient.New(srv.URL(), srv.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := lcprovider.NewWithClient(c, ClusterName)
+	w, err := cloud.Instrument(p, cloud.Options{QPS: qps, Burst: burst, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Cloud{Server: srv, Client: c, Provider: p, Cloud: w}
+}
+
+// Controller is a service controller running in its own manager.
+type Controller struct {
+	*service.Controller
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartController builds a manager on restCfg and runs the controller in
+// it, against c, until Stop or the end of t.
+func StartController(t testing.TB, restCfg *rest.Config, c *Cloud, cfg service.Config) *Controller {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := manager.New(restCfg, manager.Options{
+		Scheme: scheme, Logger: klog.Background(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := c.Cloud.LoadBalancer()
+	lister, _ := c.Cloud.LoadBalancerLister()
+	if cfg.ClusterName == "" {
+		cfg.ClusterName = ClusterName
+	}
+	ctrl, err := service.New(service.Deps{
+		Client: cs, Services: service.CacheReader{Reader: mgr.GetCache()}, LoadBalancer: lb, Lister: lister,
+		Recorder: mgr.GetEventRecorder(service.ComponentName), Registerer: prometheus.NewRegistry(),
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &Controller{Controller: ctrl, cancel: cancel, done: make(chan error, 1)}
+	go func() { out.done <- mgr.Start(ctx) }()
+	// As in the daemon: the controller joins a manager that already runs.
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	if err := ctrl.Watch(wctx, mgr.GetCache()); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if err := mgr.Add(ctrl); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(out.Stop)
+	return out
+}
+
+// Stop stops the controller and its manager and waits for them.
+func (c *Controller) Stop() {
+	if c.cancel == nil {
+		return
+	}
+	c.cancel()
+	c.cancel = nil
+	select {
+	case <-c.done:
+	case <-time.After(time.Minute):
+	}
+}
+
+// NewNode registers a node for an existing localcloud instance, the way
+// the node controller leaves it: providerID localcloud://<id>, the
+// instance's internal address, and (with kwok) kept Ready.
+func NewNode(inst api.Instance, labels map[string]string, kwok bool) *v1.Node {
+	n := testenv.NewNode(inst.Name, testenv.NodeOptions{
+		ProviderID: lcprovider.ProviderIDPrefix + inst.ID, Labels: labels, Unmanaged: !kwok,
+	})
+	n.Spec.Taints = nil // initialized
+	return n
+}
+
+// AddNode creates a localcloud instance and its Node, with the node's
+// addresses set from the instance.
+func AddNode(ctx context.Context, cs kubernetes.Interface, lc *lcclient.Client, name string, labels map[string]string, kwok bool) (*v1.Node, api.Instance, error) {
+	inst, err := lc.CreateInstance(ctx, api.CreateInstanceRequest{Name: name, Zone: "zone-a", Region: "region-1", Type: "small"})
+	if err != nil {
+		return nil, api.Instance{}, fmt.Errorf("create instance %s: %w", name, err)
+	}
+	n, err := cs.CoreV1().Nodes().Create(ctx, NewNode(*inst, labels, kwok), metav1.CreateOptions{})
+	if err != nil {
+		return nil, *inst, fmt.Errorf("create node %s: %w", name, err)
+	}
+	n.Status.Addresses = []v1.NodeAddress{
+		{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal},
+		{Type: v1.NodeHostName, Address: inst.Addresses.Hostname},
+	}
+	if n, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return nil, *inst, fmt.Errorf("set addresses of node %s: %w", name, err)
+	}
+	return n, *inst, nil
+}

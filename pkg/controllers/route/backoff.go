@@ -1,6 +1,7 @@
 package route
 
 import (
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -17,7 +18,7 @@ type backoff struct {
 }
 
 type routeKey struct {
-	cidr string
+	cidr netip.Prefix
 	node string
 }
 

@@ -59,10 +59,12 @@ func nameHint(n *corev1.Node, i int) string {
 }
 
 func buildPlan(nodes []corev1.Node, routes []*cloudprovider.Route, clusterCIDRs []netip.Prefix) *plan {
-	p := &plan{routable: map[string]*nodeRoutes{}, wanted: map[routeKey]bool{}}
+	// Sized up front: a pass over thousands of Nodes otherwise spends much
+	// of its time growing maps.
+	p := &plan{routable: make(map[string]*nodeRoutes, len(nodes)), wanted: make(map[routeKey]bool, 2*len(nodes))}
 	// owner maps every pod CIDR any Node holds to that Node, including Nodes
 	// without a providerID: their routes are left alone until they have one.
-	owner := map[netip.Prefix]*corev1.Node{}
+	owner := make(map[netip.Prefix]*corev1.Node, 2*len(nodes))
 	for i := range nodes {
 		n := &nodes[i]
 		for _, s := range n.Spec.PodCIDRs {
@@ -74,7 +76,7 @@ func buildPlan(nodes []corev1.Node, routes []*cloudprovider.Route, clusterCIDRs 
 			p.routable[n.Name] = &nodeRoutes{node: n}
 		}
 	}
-	present := map[netip.Prefix]bool{}
+	present := make(map[netip.Prefix]bool, len(routes))
 	for _, r := range routes {
 		c, ok := canonical(r.DestinationCIDR)
 		if !ok || !insideAny(c, clusterCIDRs) {
@@ -94,7 +96,7 @@ func buildPlan(nodes []corev1.Node, routes []*cloudprovider.Route, clusterCIDRs 
 			if !ok {
 				continue
 			}
-			k := routeKey{cidr: c.String(), node: name}
+			k := routeKey{cidr: c, node: name}
 			p.wanted[k] = true
 			if present[c] {
 				continue

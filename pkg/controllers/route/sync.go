@@ -93,7 +93,7 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) {
 		r := &cloudprovider.Route{
 			TargetNode:          types.NodeName(w.node.Name),
 			TargetNodeAddresses: w.node.Status.Addresses,
-			DestinationCIDR:     w.key.cidr,
+			DestinationCIDR:     w.key.cidr.String(),
 		}
 		err := c.routes.CreateRoute(ctx, c.cfg.ClusterName, w.nameHint, r)
 		mu.Lock()

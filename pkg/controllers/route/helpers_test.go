@@ -136,13 +136,13 @@ func (f *fakeRoutes) counts() (lists, creates, deletes int) {
 }
 
 type fixture struct {
-	t            *testing.T
-	ctx          context.Context
-	c            *Controller
-	cl           client.Client
-	cloud        *fakeRoutes
-	rec          *events.FakeRecorder
-	now          time.Time
+	t             *testing.T
+	ctx           context.Context
+	c             *Controller
+	cl            client.Client
+	cloud         *fakeRoutes
+	rec           *events.FakeRecorder
+	now           time.Time
 	statusPatches atomic.Int32
 }
 

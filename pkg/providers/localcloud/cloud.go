@@ -77,7 +77,7 @@ func NewWithClient(c *lcclient.Client, clusterName string) *Cloud {
 		client: c, clusterName: clusterName,
 		instances: &instances{client: c},
 		lbs:       &loadBalancers{client: c, defaultCluster: clusterName},
-		routes:    &routes{client: c, defaultCluster: clusterName},
+		routes:    &routes{client: c, defaultCluster: clusterName, names: newNameIndex(c)},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 type routes struct {
 	client         *lcclient.Client
 	defaultCluster string
+	names          *nameIndex
 }
 
 // ListRoutes returns the cluster's routes; routes to terminated instances
@@ -51,20 +52,22 @@ func routeName(cluster, hint string) string {
 // retry that finds its own route already there succeeds.
 func (r *routes) CreateRoute(ctx context.Context, clusterName, nameHint string, route *cloudprovider.Route) error {
 	cluster := clusterOr(clusterName, r.defaultCluster)
-	page, err := r.client.ListInstances(ctx, lcclient.ListOptions{Name: string(route.TargetNode), MaxResults: 1})
+	id, ok, err := r.names.lookup(ctx, string(route.TargetNode))
 	if err != nil {
 		return fmt.Errorf("localcloud: create route for %s: %w", route.TargetNode, err)
 	}
-	if len(page.Items) == 0 {
+	if !ok {
 		return fmt.Errorf("localcloud: create route for %s: %w", route.TargetNode, cloudprovider.InstanceNotFound)
 	}
-	inst := page.Items[0]
-	req := api.CreateRouteRequest{Name: routeName(cluster, nameHint), DestinationCIDR: route.DestinationCIDR, InstanceID: inst.ID}
+	req := api.CreateRouteRequest{Name: routeName(cluster, nameHint), DestinationCIDR: route.DestinationCIDR, InstanceID: id}
 	_, err = r.client.CreateRoute(ctx, cluster, req)
 	if errors.Is(err, lcclient.ErrConflict) && r.exists(ctx, cluster, req) {
 		return nil
 	}
 	if err != nil {
+		if !errors.Is(err, lcclient.ErrQuotaExceeded) {
+			r.names.forget(string(route.TargetNode))
+		}
 		return fmt.Errorf("localcloud: create route %s -> %s: %w", route.DestinationCIDR, route.TargetNode, err)
 	}
 	return nil

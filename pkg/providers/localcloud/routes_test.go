@@ -1,0 +1,52 @@
+package localcloud_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+)
+
+// Creating routes for many nodes must not cost a name lookup per route:
+// one list fills the provider's name index.
+func TestCreateRoutesShareOneInstanceList(t *testing.T) {
+	e := newEnv(t, time.Millisecond)
+	const n = 40
+	var reqs []api.CreateInstanceRequest
+	for i := range n {
+		reqs = append(reqs, api.CreateInstanceRequest{Name: fmt.Sprintf("rn-%02d", i), Zone: "zone-a", Region: "region-1", Type: "small"})
+	}
+	if _, err := e.admin.BatchCreateInstances(e.ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.UpdateConfig(e.ctx, api.KnobsPatch{Quotas: &api.QuotasPatch{RoutesPerCluster: ptr(100)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.admin.ResetStats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	rt, _ := e.cloud.Routes()
+	for i := range n {
+		r := &cloudprovider.Route{TargetNode: types.NodeName(fmt.Sprintf("rn-%02d", i)), DestinationCIDR: fmt.Sprintf("10.9.%d.0/24", i)}
+		if err := rt.CreateRoute(e.ctx, "kubernetes", fmt.Sprintf("uid-%d", i), r); err != nil {
+			t.Fatalf("route %d: %v", i, err)
+		}
+	}
+	if got := e.count(t, "ListInstances"); got != 1 {
+		t.Errorf("ListInstances calls for %d routes = %d, want 1", n, got)
+	}
+	if got := e.count(t, "CreateRoute"); got != n {
+		t.Errorf("CreateRoute calls = %d, want %d", got, n)
+	}
+	// An unknown node is InstanceNotFound after one refresh, not a guess.
+	err := rt.CreateRoute(e.ctx, "kubernetes", "uid-x", &cloudprovider.Route{TargetNode: "nope", DestinationCIDR: "10.9.200.0/24"})
+	if err == nil {
+		t.Fatal("route to an unknown node created")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -43,8 +43,10 @@ func DefaultOptions() Options {
 		EtcdPort:       12379,
 		LocalcloudPort: 18787,
 		CCMPort:        10258,
-		ClusterCIDR:    "10.244.0.0/16",
-		ReadyTimeout:   10 * time.Minute,
+		// Room for 16,384 nodes at /24, clear of the apiserver's default
+		// Service range (10.0.0.0/24).
+		ClusterCIDR:  "10.64.0.0/10",
+		ReadyTimeout: 10 * time.Minute,
 	}
 }
 

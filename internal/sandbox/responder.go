@@ -11,11 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
-
-	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
-	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 )
 
 // responder stands in for kube-proxy and the pods behind a Service: on
@@ -31,22 +30,29 @@ type responder struct {
 
 func (s *sandbox) startResponder(ctx context.Context) error {
 	r := &responder{listeners: map[string]func(){}}
-	// One pass now so errors surface at startup, then keep in sync.
-	if err := r.sync(ctx, s); err != nil {
-		return err
+	// Watches, not polls: with 1,000 nodes a periodic list would cost more
+	// than everything else the sandbox does. Node addresses come from the
+	// Node objects, i.e. from what the CCM wrote, as kube-proxy would see them.
+	factory := informers.NewSharedInformerFactory(s.kube, 0)
+	nodes := factory.Core().V1().Nodes().Lister()
+	services := factory.Core().V1().Services().Lister()
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("responder: %v cache did not sync", typ)
+		}
 	}
 	go func() {
-		t := time.NewTicker(2 * time.Second)
+		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		defer r.closeAll()
+		defer factory.Shutdown()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := r.sync(ctx, s); err != nil && ctx.Err() == nil {
-					klog.FromContext(ctx).V(2).Info("node-port responder sync failed", "err", err)
-				}
+				r.sync(ctx, nodes, services)
 			}
 		}
 	}()
@@ -62,35 +68,29 @@ func (e endpoint) key() string {
 	return e.proto + "/" + net.JoinHostPort(e.ip, strconv.Itoa(int(e.port))) + "/" + e.service
 }
 
-func (r *responder) sync(ctx context.Context, s *sandbox) error {
-	instances, err := s.cloud.ListAllInstances(ctx, lcclient.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("responder: list instances: %w", err)
-	}
-	svcs, err := s.kube.CoreV1().Services("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		return fmt.Errorf("responder: list services: %w", err)
-	}
+func (r *responder) sync(ctx context.Context, nodeLister corelisters.NodeLister, svcLister corelisters.ServiceLister) {
+	nodes, _ := nodeLister.List(labels.Everything())
+	svcs, _ := svcLister.List(labels.Everything())
 	want := map[string]endpoint{}
-	for _, in := range instances {
-		if in.State != api.InstanceRunning || in.Addresses.Internal == "" {
+	for _, n := range nodes {
+		ip := internalIP(n)
+		if ip == "" {
 			continue
 		}
-		for i := range svcs.Items {
-			svc := &svcs.Items[i]
+		for _, svc := range svcs {
 			if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 				continue
 			}
+			name := svc.Namespace + "/" + svc.Name
 			for _, p := range svc.Spec.Ports {
 				if p.NodePort == 0 {
 					continue
 				}
-				e := endpoint{proto: string(p.Protocol), ip: in.Addresses.Internal, node: in.Name,
-					service: svc.Namespace + "/" + svc.Name, port: p.NodePort}
+				e := endpoint{proto: string(p.Protocol), ip: ip, node: n.Name, service: name, port: p.NodePort}
 				want[e.key()] = e
 			}
 			if hc := svc.Spec.HealthCheckNodePort; hc != 0 {
-				e := endpoint{proto: "TCP", ip: in.Addresses.Internal, node: in.Name, service: svc.Namespace + "/" + svc.Name, port: hc}
+				e := endpoint{proto: "TCP", ip: ip, node: n.Name, service: name, port: hc}
 				want[e.key()] = e
 			}
 		}
@@ -114,7 +114,15 @@ func (r *responder) sync(ctx context.Context, s *sandbox) error {
 		}
 		r.listeners[k] = stop
 	}
-	return nil
+}
+
+func internalIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
 }
 
 func (r *responder) closeAll() {

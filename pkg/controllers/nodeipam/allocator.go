@@ -13,10 +13,6 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam/cidrset"
 )
 
-// errExhausted is wrapped by allocate when a cluster CIDR has no free
-// sub-CIDR left, so the controller can tell exhaustion from other failures.
-var errExhausted = cidrset.ErrCIDRRangeNoCIDRsRemaining
-
 // allocator is the controller's picture of which sub-CIDR belongs to which
 // Node. One mutex serializes every change, so concurrent workers can never
 // take the same sub-CIDR, and the bookkeeping maps always agree with the

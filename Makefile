@@ -62,3 +62,13 @@ sandbox: tools build
 
 clean:
 	rm -rf $(BIN)
+
+# bench: Stratus against the upstream cloud-controller-manager (bench/ is
+# its own module). Regenerates docs/benchmarks.md between its markers, the
+# charts in docs/benchmarks/ and bench/results/*.json. BENCH_QUICK=1 is a
+# smoke run; BENCH_SCENARIOS=nodeinit,lb,steady,failover selects scenarios.
+.PHONY: bench
+bench: tools build
+	cd bench && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/upstream-ccm ./cmd/upstream-ccm
+	cd bench && $(GO) build -o $(BIN)/bench ./cmd/bench
+	$(BIN)/bench -root $(CURDIR) -bin $(BIN)

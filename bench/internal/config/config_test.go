@@ -1,0 +1,54 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(env(nil), "/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.S.Nodes != 1000 || c.S.Services != 300 || c.S.Reps != 3 || c.S.SteadyReps != 1 || c.S.SteadyWindow != 10*time.Minute {
+		t.Fatalf("defaults = %+v", c.S)
+	}
+	if c.DocPath != "/repo/docs/benchmarks.md" || c.ResultsPath != "/repo/bench/results/default.json" || len(c.S.Scenarios) != 4 {
+		t.Fatalf("paths/scenarios = %s %s %v", c.DocPath, c.ResultsPath, c.S.Scenarios)
+	}
+}
+
+func TestQuickWritesElsewhere(t *testing.T) {
+	c, err := Load(env(map[string]string{"BENCH_QUICK": "1", "BENCH_SCALE": "large"}), "/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.S.Quick || c.S.Reps != 1 || c.S.Nodes >= 1000 || strings.HasPrefix(c.DocPath, "/repo/docs") {
+		t.Fatalf("quick = %+v, doc %s", c.S, c.DocPath)
+	}
+}
+
+func TestSelectionsAndOverrides(t *testing.T) {
+	c, err := Load(env(map[string]string{"BENCH_SCENARIOS": "failover, nodeinit", "BENCH_REPS": "5", "BENCH_STEADY_WINDOW": "5m", "BENCH_SCALE": "large"}), "/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.S.Scenarios, ",") != "nodeinit,failover" || c.S.Reps != 5 || c.S.SteadyWindow != 5*time.Minute || c.S.Nodes != 5000 {
+		t.Fatalf("settings = %+v", c.S)
+	}
+}
+
+func TestBadValuesNameTheVariable(t *testing.T) {
+	_, err := Load(env(map[string]string{"BENCH_SCENARIOS": "nodeinit,bogus", "BENCH_REPS": "0", "BENCH_SCALE": "huge"}), "/r")
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{"BENCH_SCENARIOS", "bogus", "BENCH_REPS", "BENCH_SCALE"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package harness
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+)
+
+// KwokAnnotation marks the nodes kwok manages.
+const KwokAnnotation = "kwok.x-k8s.io/node"
+
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
+// CloudKnobs configure localcloud for a run.
+type CloudKnobs struct {
+	Latency   time.Duration
+	RateLimit float64
+	RateBurst int
+	// VIPPool is localcloud's --vip-pool; clusters that run side by side
+	// need disjoint pools, since their load balancers bind real sockets.
+	VIPPool string
+}
+
+// Cluster is a fresh control plane, kwok and localcloud for one run.
+type Cluster struct {
+	BinDir     string
+	Dir        string
+	Kubeconfig string
+	Config     *rest.Config
+	Kube       kubernetes.Interface
+	// Cloud is the runner's localcloud client; its requests are counted
+	// by CloudCounter so that they can be subtracted from the stats.
+	Cloud        *lcclient.Client
+	CloudCounter *CountingTransport
+	CloudURL     string
+	CloudConfig  string // provider --cloud-config file
+
+	plane      *envtest.Environment
+	kwok       *Proc
+	localcloud *Proc
+}
+
+// ClusterName is the --cluster-name of every contestant.
+const ClusterName = "bench"
+
+// StartCluster starts etcd, kube-apiserver, kwok and localcloud under dir.
+func StartCluster(ctx context.Context, binDir, dir string, knobs CloudKnobs) (c *Cluster, err error) {
+	c = &Cluster{BinDir: binDir, Dir: dir}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	if err := c.startControlPlane(); err != nil {
+		return nil, err
+	}
+	if err := c.startKwok(); err != nil {
+		return nil, err
+	}
+	if err := c.startLocalcloud(ctx, knobs); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) logFile(name string) string { return filepath.Join(c.Dir, "logs", name+".log") }
+
+func (c *Cluster) startControlPlane() error {
+	apiLog, err := os.Create(c.logFile("kube-apiserver"))
+	if err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	etcdLog, err := os.Create(c.logFile("etcd"))
+	if err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	api := &envtest.APIServer{Path: filepath.Join(c.BinDir, "kube-apiserver"), Out: apiLog, Err: apiLog, StartTimeout: 3 * time.Minute}
+	// Room for thousands of nodes and hundreds of Services: the envtest
+	// default service range (/24) holds only 254 ClusterIPs.
+	api.Configure().
+		Set("max-requests-inflight", "1000").
+		Set("max-mutating-requests-inflight", "500").
+		Set("service-cluster-ip-range", "10.96.0.0/16")
+	c.plane = &envtest.Environment{
+		ControlPlane:             envtest.ControlPlane{APIServer: api, Etcd: &envtest.Etcd{Path: filepath.Join(c.BinDir, "etcd"), Out: etcdLog, Err: etcdLog, StartTimeout: 2 * time.Minute}},
+		BinaryAssetsDirectory:    c.BinDir,
+		ControlPlaneStartTimeout: 3 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	cfg, err := c.plane.Start()
+	if err != nil {
+		c.plane = nil
+		return fmt.Errorf("harness: start etcd and kube-apiserver (logs in %s): %w", filepath.Dir(c.logFile("x")), err)
+	}
+	// The runner creates thousands of objects as fast as the API server
+	// takes them; its client must not be the bottleneck.
+	cfg.QPS, cfg.Burst = 2000, 4000
+	c.Config = cfg
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("harness: client: %w", err)
+	}
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	return WriteKubeconfig(cfg, c.Kubeconfig)
+}
+
+func (c *Cluster) startKwok() error {
+	stages := filepath.Join(c.Dir, "kwok-stages.yaml")
+	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	p, err := StartProc("kwok", c.logFile("kwok"), filepath.Join(c.BinDir, "kwok"),
+		"--kubeconfig="+c.Kubeconfig,
+		"--config="+stages,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+KwokAnnotation+"=fake",
+		"--server-address=127.0.0.1:0",
+		"--node-lease-duration-seconds=40")
+	if err != nil {
+		return err
+	}
+	c.kwok = p
+	return nil
+}
+
+func (c *Cluster) startLocalcloud(ctx context.Context, k CloudKnobs) error {
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	stateDir := filepath.Join(c.Dir, "localcloud")
+	c.CloudURL = "http://127.0.0.1:" + strconv.Itoa(port)
+	burst := k.RateBurst
+	if burst <= 0 {
+		burst = 10
+	}
+	vipPool := k.VIPPool
+	if vipPool == "" {
+		// The default VIP pool is a /24: too small for hundreds of Services.
+		vipPool = VIPPool(0)
+	}
+	p, err := StartProc("localcloud", c.logFile("localcloud"), filepath.Join(c.BinDir, "stratus"),
+		"localcloud", "serve",
+		"--listen=127.0.0.1:"+strconv.Itoa(port),
+		"--state-dir="+stateDir,
+		"--latency="+k.Latency.String(),
+		"--rate-limit="+strconv.FormatFloat(k.RateLimit, 'f', -1, 64),
+		"--rate-burst="+strconv.Itoa(burst),
+		"--quota-instances=20000",
+		"--quota-lbs=5000",
+		"--vip-pool="+vipPool)
+	if err != nil {
+		return err
+	}
+	c.localcloud = p
+	if err := Poll(ctx, 100*time.Millisecond, time.Minute, "localcloud /healthz", func(ctx context.Context) (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("localcloud exited (see %s)", p.Log)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.CloudURL+"/healthz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		return err
+	}
+	token, err := os.ReadFile(filepath.Join(stateDir, "token"))
+	if err != nil {
+		return fmt.Errorf("harness: localcloud token: %w", err)
+	}
+	c.CloudCounter = NewCountingTransport(http.DefaultTransport)
+	c.Cloud, err = lcclient.New(c.CloudURL, strings.TrimSpace(string(token)),
+		lcclient.WithMaxRetries(20), lcclient.WithHTTPClient(&http.Client{Transport: c.CloudCounter, Timeout: time.Minute}))
+	if err != nil {
+		return fmt.Errorf("harness: localcloud client: %w", err)
+	}
+	c.CloudConfig = filepath.Join(c.Dir, "cloud.conf")
+	cfg := "url: " + c.CloudURL + "\ntokenFile: " + filepath.Join(stateDir, "token") + "\nclusterName: " + ClusterName + "\n"
+	if err := os.WriteFile(c.CloudConfig, []byte(cfg), 0o600); err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	return nil
+}
+
+// Stop stops everything the cluster started, in reverse order.
+func (c *Cluster) Stop() {
+	if c.localcloud != nil {
+		c.localcloud.Stop(10 * time.Second)
+	}
+	if c.kwok != nil {
+		c.kwok.Stop(10 * time.Second)
+	}
+	if c.plane != nil {
+		_ = c.plane.Stop()
+	}
+}
+
+// WriteKubeconfig writes cfg (certificate or token based) as a kubeconfig.
+func WriteKubeconfig(cfg *rest.Config, path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["bench"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
+	kc.CurrentContext = "bench"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("harness: write kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("harness: free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Poll calls cond every interval until it returns true or an error, or
+// timeout passes.
+func Poll(ctx context.Context, interval, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		ok, err := cond(ctx)
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// VIPPool returns the i-th of four disjoint /20 VIP pools (127.0.96.0/20,
+// 127.0.112.0/20, ...), each large enough for thousands of Services.
+func VIPPool(i int) string { return fmt.Sprintf("127.0.%d.0/20", 96+16*(i%4)) }

@@ -1,0 +1,90 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/stratus-ccm/stratus/bench/internal/results"
+)
+
+// palette colours the contestants in report order: upstream in greys,
+// Stratus in blues.
+var palette = []color.Color{
+	color.RGBA{R: 120, G: 120, B: 120, A: 255},
+	color.RGBA{R: 180, G: 180, B: 180, A: 255},
+	color.RGBA{R: 120, G: 170, B: 230, A: 255},
+	color.RGBA{R: 30, G: 90, B: 180, A: 255},
+}
+
+// rangeBars are the min–max whiskers drawn over the median bars.
+type rangeBars struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// WriteCharts draws one bar chart (median, with min–max whiskers) per
+// scenario, cloud mode and charted figure into dir, and returns the file
+// names written.
+func WriteCharts(dir string, in Input) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	g := results.Group(in.Results.Runs)
+	var files []string
+	for _, sc := range Scenarios {
+		for _, cloud := range []string{results.CloudRealistic, results.CloudIdeal} {
+			if !ranIn(in.Results.Runs, sc.Name, cloud) {
+				continue
+			}
+			for _, fig := range sc.Charts {
+				file := ChartFile(sc.Name, cloud, fig)
+				if err := chart(filepath.Join(dir, file), sc, cloud, fig, in.Contestants, g); err != nil {
+					return files, err
+				}
+				files = append(files, file)
+			}
+		}
+	}
+	return files, nil
+}
+
+func chart(path string, sc Scenario, cloud, fig string, cs []Contestant, g map[results.Key]map[string]results.Summary) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s: %s (%s cloud)", sc.Title, columnTitle(sc, fig), cloud)
+	p.Y.Label.Text = columnTitle(sc, fig)
+	p.Y.Min = 0
+	var labels []string
+	w := vg.Points(40)
+	for i, c := range cs {
+		s := g[results.Key{Scenario: sc.Name, Cloud: cloud, Contestant: c.Name}][fig]
+		labels = append(labels, c.Name)
+		bars, err := plotter.NewBarChart(plotter.Values{s.Median}, w)
+		if err != nil {
+			return fmt.Errorf("report: chart %s: %w", path, err)
+		}
+		bars.Color = palette[i%len(palette)]
+		bars.LineStyle.Width = 0
+		bars.XMin = float64(i)
+		p.Add(bars)
+		if s.N > 1 {
+			rb := rangeBars{XYs: plotter.XYs{{X: float64(i), Y: s.Median}}, YErrors: plotter.YErrors{{Low: s.Median - s.Min, High: s.Max - s.Median}}}
+			eb, err := plotter.NewYErrorBars(rb)
+			if err != nil {
+				return fmt.Errorf("report: chart %s: %w", path, err)
+			}
+			p.Add(eb)
+		}
+	}
+	p.NominalX(labels...)
+	p.X.Min, p.X.Max = -0.6, float64(len(cs))-0.4
+	if err := p.Save(6*vg.Inch, 3.5*vg.Inch, path); err != nil {
+		return fmt.Errorf("report: save chart %s: %w", path, err)
+	}
+	return nil
+}

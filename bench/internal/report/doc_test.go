@@ -1,0 +1,78 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReplaceSectionKeepsTextOutsideMarkers(t *testing.T) {
+	doc := "# Title\n\nhand text before\n" + BeginMarker + "\nold generated\nlines\n" + EndMarker + "\n\n## Why\nhuman reasons\n"
+	got, err := ReplaceSection(doc, "new table\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Title\n\nhand text before\n" + BeginMarker + "\nnew table\n" + EndMarker + "\n\n## Why\nhuman reasons\n"
+	if got != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestReplaceSectionIsIdempotent(t *testing.T) {
+	doc := NewDocument()
+	once, err := ReplaceSection(doc, "section A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := ReplaceSection(once, "section A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if once != twice {
+		t.Fatalf("second update changed the document:\n%s\n---\n%s", once, twice)
+	}
+}
+
+func TestReplaceSectionAppendsMarkersWhenAbsent(t *testing.T) {
+	got, err := ReplaceSection("# Hand written\n\nkeep me", "gen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "# Hand written\n\nkeep me\n\n"+BeginMarker+"\ngen\n"+EndMarker) {
+		t.Fatalf("unexpected document:\n%s", got)
+	}
+}
+
+func TestReplaceSectionRejectsBrokenMarkers(t *testing.T) {
+	for name, doc := range map[string]string{
+		"end only":     "x\n" + EndMarker + "\n",
+		"begin only":   BeginMarker + "\nx\n",
+		"reversed":     EndMarker + "\n" + BeginMarker + "\n",
+		"two sections": BeginMarker + EndMarker + BeginMarker + EndMarker,
+	} {
+		if _, err := ReplaceSection(doc, "gen"); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}
+
+func TestUpdateFileCreatesAndPreserves(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docs", "benchmarks.md")
+	if err := UpdateFile(path, "first"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	edited := strings.Replace(string(b), "say why here.", "say why here.\nThe cloud was slow.", 1)
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := UpdateFile(path, "second"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(path)
+	s := string(b)
+	if !strings.Contains(s, "The cloud was slow.") || !strings.Contains(s, BeginMarker+"\nsecond\n"+EndMarker) || strings.Contains(s, "first") {
+		t.Fatalf("unexpected document:\n%s", s)
+	}
+}

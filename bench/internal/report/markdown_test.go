@@ -1,0 +1,106 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratus-ccm/stratus/bench/internal/results"
+)
+
+func run(sc, cloud, c string, figs map[string]float64, ops map[string]int64) results.Run {
+	return results.Run{Scenario: sc, Cloud: cloud, Contestant: c, Figures: figs, CloudOps: ops}
+}
+
+func sampleInput() Input {
+	var runs []results.Run
+	for _, v := range []float64{40, 50, 45} {
+		runs = append(runs, run("nodeinit", results.CloudRealistic, "upstream", map[string]float64{results.FigConverge: v, results.FigCloudCalls: 2000}, map[string]int64{"ListInstances": 2000}))
+	}
+	for _, v := range []float64{4, 6, 5} {
+		runs = append(runs, run("nodeinit", results.CloudRealistic, "stratus", map[string]float64{results.FigConverge: v, results.FigCloudCalls: 400}, map[string]int64{"ListInstances": 400}))
+	}
+	runs = append(runs, results.Run{Scenario: "nodeinit", Cloud: results.CloudRealistic, Contestant: "stratus", Error: "boom"})
+	start := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	return Input{
+		Results: results.Results{
+			Started: start, Finished: start.Add(30 * time.Minute),
+			Machine:  results.Machine{CPUs: 2, MemoryMB: 24000, CPUModel: "Test CPU"},
+			Versions: results.Versions{Go: "go1.26", Kubernetes: "v1.36.3", StratusCommit: "abc123"},
+			Settings: results.Settings{Scale: "default", Reps: 3, Nodes: 1000, Latency: 20 * time.Millisecond, RateLimit: 50, RateBurst: 10, LeaseSeconds: 15},
+			Runs:     runs,
+		},
+		Contestants: []Contestant{{"upstream", "upstream (defaults)"}, {"stratus", "Stratus (as shipped)"}},
+		Baseline:    "upstream", Candidate: "stratus",
+		ChartLink: func(f string) string { return "benchmarks/" + f },
+	}
+}
+
+func TestRenderTablesRatiosAndTargets(t *testing.T) {
+	out := Render(sampleInput())
+	for _, want := range []string{
+		"2 CPUs (Test CPU)",
+		"Stratus abc123",
+		"### 1. Node initialization",
+		"| upstream (defaults) | 45.0 (40.0–50.0) | 2000 |",
+		"| Stratus (as shipped) | 5.0 (4.0–6.0) | 400 |",
+		"3 ok, **1 failed**",
+		"| ListInstances |",
+		"![1. Node initialization, time to converge (s)](benchmarks/nodeinit-realistic-converge.png)",
+		"| node initialization ≥ 5× faster | 9.0× (upstream 45, Stratus 5) | met |",
+		"| node initialization with ≥ 10× fewer cloud calls | 5.0× (upstream 2000, Stratus 400) | **MISSED** |",
+		"1 target(s) missed",
+		"| steady state ≥ 10× fewer cloud calls per hour | not measured in this run | – |",
+		"0.111 (9.0× less)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "### 2. Load balancers") {
+		t.Error("scenarios that did not run must not get a section")
+	}
+	if strings.Contains(out, "Ideal cloud") {
+		t.Error("cloud modes that did not run must not get a table")
+	}
+}
+
+func TestRenderMarksQuickRuns(t *testing.T) {
+	in := sampleInput()
+	in.Results.Settings.Quick = true
+	if !strings.Contains(Render(in), "not a measurement") {
+		t.Fatal("a quick run must say it is not a measurement")
+	}
+}
+
+func TestCell(t *testing.T) {
+	for _, c := range []struct {
+		s    results.Summary
+		want string
+	}{
+		{results.Summary{}, "–"},
+		{results.Summary{Median: 2, Min: 2, Max: 2, N: 3}, "2.0"},
+		{results.Summary{Median: 2, Min: 1, Max: 3.25, N: 3}, "2.0 (1.0–3.2)"},
+	} {
+		if got := Cell(c.s, 1); got != c.want {
+			t.Errorf("Cell(%+v) = %q, want %q", c.s, got, c.want)
+		}
+	}
+}
+
+func TestWriteCharts(t *testing.T) {
+	dir := t.TempDir()
+	files, err := WriteCharts(dir, sampleInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 {
+		t.Fatalf("files = %v, want the two node initialization charts", files)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, files[0]))
+	if err != nil || len(b) < 8 || string(b[1:4]) != "PNG" {
+		t.Fatalf("%s is not a PNG (err %v)", files[0], err)
+	}
+}

@@ -1,0 +1,163 @@
+// Package results holds the benchmark's raw records, as written to
+// bench/results/*.json, and the statistics the report draws from them.
+package results
+
+import (
+	"sort"
+	"time"
+)
+
+// Cloud modes: localcloud with realistic latency and rate limit, or with
+// neither, so that the controllers' own cost shows.
+const (
+	CloudRealistic = "realistic"
+	CloudIdeal     = "ideal"
+)
+
+// Results is one invocation of the benchmark runner.
+type Results struct {
+	Machine  Machine   `json:"machine"`
+	Versions Versions  `json:"versions"`
+	Settings Settings  `json:"settings"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Runs     []Run     `json:"runs"`
+}
+
+// Machine describes where the benchmark ran.
+type Machine struct {
+	CPUs     int    `json:"cpus"`
+	MemoryMB int64  `json:"memoryMiB"`
+	CPUModel string `json:"cpuModel"`
+	Kernel   string `json:"kernel,omitempty"`
+}
+
+// Versions of what was measured.
+type Versions struct {
+	Go            string `json:"go"`
+	Kubernetes    string `json:"kubernetes"`
+	StratusCommit string `json:"stratusCommit"`
+}
+
+// Settings are the knobs of the invocation.
+type Settings struct {
+	Scale        string        `json:"scale"`
+	Quick        bool          `json:"quick"`
+	Scenarios    []string      `json:"scenarios"`
+	Contestants  []string      `json:"contestants"`
+	Reps         int           `json:"reps"`
+	SteadyReps   int           `json:"steadyReps"`
+	SteadyWindow time.Duration `json:"steadyWindowNs"`
+	Nodes        int           `json:"nodes"`
+	Services     int           `json:"services"`
+	LBNodes      int           `json:"lbNodes"`
+	JoinNodes    int           `json:"joinNodes"`
+	FailoverSvcs int           `json:"failoverServices"`
+	KubeAPIQPS   int           `json:"kubeAPIQPS"`
+	KubeAPIBurst int           `json:"kubeAPIBurst"`
+	Latency      time.Duration `json:"latencyNs"`
+	RateLimit    float64       `json:"rateLimit"`
+	RateBurst    int           `json:"rateBurst"`
+	LeaseSeconds float64       `json:"leaseSeconds"`
+}
+
+// Run is one contestant in one scenario, once.
+type Run struct {
+	Scenario   string `json:"scenario"`
+	Cloud      string `json:"cloud"`
+	Contestant string `json:"contestant"`
+	Rep        int    `json:"rep"`
+	// Error is set when the run failed; its figures are then left out of
+	// the statistics.
+	Error string `json:"error,omitempty"`
+	// Figures are the scenario's measurements by name (see the Fig*
+	// constants).
+	Figures map[string]float64 `json:"figures"`
+	// CloudOps counts localcloud requests by operation during the
+	// measured phase, the runner's own requests subtracted.
+	CloudOps map[string]int64 `json:"cloudOps,omitempty"`
+	// Started and Duration frame the whole run, setup included.
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"durationNs"`
+}
+
+// Figure names.
+const (
+	FigConverge      = "converge_s"       // time to converge (scenario's main figure)
+	FigJoin          = "join_s"           // lb: time until joined nodes are in every LB
+	FigCloudCalls    = "cloud_calls"      // every localcloud request in the measured phase
+	FigCloudThrottle = "cloud_429"        // of which answered 429
+	FigJoinUpdates   = "join_update_lb"   // lb: UpdateLoadBalancer calls after the join
+	FigJoinCalls     = "join_cloud_calls" // lb: every cloud call after the join
+	FigAPIRequests   = "api_requests"     // rest_client_requests_total delta
+	FigCPU           = "cpu_s"            // utime+stime delta, children included
+	FigPeakRSS       = "peak_rss_mib"     // VmHWM at the end
+	FigCloudPerHour  = "cloud_calls_per_h"
+	FigAPIPerHour    = "api_requests_per_h"
+	FigCPUPerHour    = "cpu_s_per_h"
+	FigFailover      = "failover_s"    // failover: kill → all Services have ingress
+	FigTakeover      = "takeover_s"    // failover: kill → standby leads
+	FigDuplicates    = "duplicate_lbs" // failover: load balancers beyond one per Service
+)
+
+// Summary is the median of a figure over repetitions, with its range.
+type Summary struct {
+	Median, Min, Max float64
+	N                int
+}
+
+// Summarize returns the median, minimum and maximum of xs (N=0 when xs is
+// empty). An even count takes the mean of the two middle values.
+func Summarize(xs []float64) Summary {
+	if len(xs) == 0 {
+		return Summary{}
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Summary{Median: m, Min: s[0], Max: s[len(s)-1], N: len(s)}
+}
+
+// Key groups runs that are repetitions of one another.
+type Key struct {
+	Scenario, Cloud, Contestant string
+}
+
+// Group summarizes every figure of the successful runs, by key and figure.
+func Group(runs []Run) map[Key]map[string]Summary {
+	vals := map[Key]map[string][]float64{}
+	for _, r := range runs {
+		if r.Error != "" {
+			continue
+		}
+		k := Key{r.Scenario, r.Cloud, r.Contestant}
+		if vals[k] == nil {
+			vals[k] = map[string][]float64{}
+		}
+		for f, v := range r.Figures {
+			vals[k][f] = append(vals[k][f], v)
+		}
+	}
+	out := map[Key]map[string]Summary{}
+	for k, figs := range vals {
+		out[k] = map[string]Summary{}
+		for f, xs := range figs {
+			out[k][f] = Summarize(xs)
+		}
+	}
+	return out
+}
+
+// Failures counts the failed runs by key.
+func Failures(runs []Run) map[Key]int {
+	out := map[Key]int{}
+	for _, r := range runs {
+		if r.Error != "" {
+			out[Key{r.Scenario, r.Cloud, r.Contestant}]++
+		}
+	}
+	return out
+}

@@ -1,0 +1,244 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/stratus-ccm/stratus/bench/internal/harness"
+	"github.com/stratus-ccm/stratus/bench/internal/results"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+)
+
+// Scenario names, as BENCH_SCENARIOS spells them.
+const (
+	NodeInit = "nodeinit"
+	LB       = "lb"
+	Steady   = "steady"
+	Failover = "failover"
+)
+
+// All lists the scenarios in the order they run.
+var All = []string{NodeInit, LB, Steady, Failover}
+
+// Env is what every run needs.
+type Env struct {
+	BinDir  string
+	WorkDir string
+	S       results.Settings
+	// PhaseTimeout bounds every wait for convergence.
+	PhaseTimeout time.Duration
+	Log          io.Writer
+	// KeepDirs keeps each run's directory (logs) after success.
+	KeepDirs bool
+}
+
+func (e *Env) logf(format string, args ...any) {
+	_, _ = fmt.Fprintf(e.Log, "    "+format+"\n", args...)
+}
+
+// knobs returns localcloud's settings for a cloud mode.
+func (e *Env) knobs(cloud string, pool int) harness.CloudKnobs {
+	k := harness.CloudKnobs{VIPPool: harness.VIPPool(pool)}
+	if cloud == results.CloudRealistic {
+		k.Latency, k.RateLimit, k.RateBurst = e.S.Latency, e.S.RateLimit, e.S.RateBurst
+	}
+	return k
+}
+
+func (e *Env) ccmOptions() harness.CCMOptions {
+	return harness.CCMOptions{KubeAPIQPS: e.S.KubeAPIQPS, KubeAPIBurst: e.S.KubeAPIBurst}
+}
+
+// runDir makes a fresh directory for one run.
+func (e *Env) runDir(name string) (string, error) {
+	dir := filepath.Join(e.WorkDir, name)
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("scenario: %w", err)
+	}
+	return dir, nil
+}
+
+func names(f func(int) string, from, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = f(from + i)
+	}
+	return out
+}
+
+func alive(ccms ...*harness.CCM) func() error {
+	return func() error {
+		for _, c := range ccms {
+			if c.Exited() {
+				return fmt.Errorf("%s exited: %w (see %s)", c.Name, c.ExitError(), c.Log)
+			}
+		}
+		return nil
+	}
+}
+
+// meter measures one CCM over a phase: API requests, CPU, peak RSS.
+type meter struct {
+	ccm     *harness.CCM
+	token   string
+	api0    float64
+	cpu0    float64
+	cloud   *harness.Cluster
+	runner0 map[string]int64
+}
+
+// startMeter resets localcloud's counters and takes the starting values.
+func startMeter(ctx context.Context, cl *harness.Cluster, ccm *harness.CCM, token string) (*meter, error) {
+	m := &meter{ccm: ccm, token: token, cloud: cl}
+	var err error
+	if m.api0, err = ccm.APIRequests(ctx, token); err != nil {
+		return nil, err
+	}
+	u, err := ccm.Usage()
+	if err != nil {
+		return nil, err
+	}
+	m.cpu0 = u.CPUSeconds
+	if err := cl.Cloud.ResetStats(ctx); err != nil {
+		return nil, err
+	}
+	m.runner0 = cl.CloudCounter.Snapshot()
+	return m, nil
+}
+
+// cloudOps returns localcloud's counts since the meter started, less the
+// runner's own requests, and the number of 429 answers.
+func (m *meter) cloudOps(ctx context.Context) (map[string]int64, int64, error) {
+	st, err := m.cloud.Cloud.Stats(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	return subtractRunner(st, m.runner0, m.cloud.CloudCounter.Snapshot())
+}
+
+func subtractRunner(st *api.Stats, before, after map[string]int64) (map[string]int64, int64, error) {
+	ops := map[string]int64{}
+	var throttled int64
+	for op, s := range st.Operations {
+		n := s.Total - (after[op] - before[op])
+		if n > 0 {
+			ops[op] = n
+		}
+		throttled += s.ByCode["429"]
+	}
+	return ops, throttled, nil
+}
+
+func sum(ops map[string]int64) int64 {
+	var t int64
+	for _, v := range ops {
+		t += v
+	}
+	return t
+}
+
+// finish records the meter's figures into figs and returns the cloud ops.
+func (m *meter) finish(ctx context.Context, figs map[string]float64) (map[string]int64, error) {
+	ops, throttled, err := m.cloudOps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	api1, err := m.ccm.APIRequests(ctx, m.token)
+	if err != nil {
+		return nil, err
+	}
+	u, err := m.ccm.Usage()
+	if err != nil {
+		return nil, err
+	}
+	figs[results.FigCloudCalls] = float64(sum(ops))
+	figs[results.FigCloudThrottle] = float64(throttled)
+	figs[results.FigAPIRequests] = api1 - m.api0
+	figs[results.FigCPU] = u.CPUSeconds - m.cpu0
+	figs[results.FigPeakRSS] = u.PeakRSSMiB
+	return ops, nil
+}
+
+// started brings up a cluster with n instances, a scrape token and the
+// benchmark namespace.
+func (e *Env) startCluster(ctx context.Context, dir, cloud string, pool int) (*harness.Cluster, string, error) {
+	cl, err := harness.StartCluster(ctx, e.BinDir, dir, e.knobs(cloud, pool))
+	if err != nil {
+		return nil, "", err
+	}
+	token, err := cl.ScrapeToken(ctx)
+	if err == nil {
+		err = cl.EnsureNamespace(ctx)
+	}
+	if err != nil {
+		cl.Stop()
+		return nil, "", err
+	}
+	return cl, token, nil
+}
+
+// startLeader starts one replica and waits until it holds the lease.
+func (e *Env) startLeader(ctx context.Context, cl *harness.Cluster, c harness.Contestant, replica string) (*harness.CCM, error) {
+	ccm, err := cl.StartCCM(c, replica, e.ccmOptions())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cl.WaitLeading(ctx, 2*time.Minute, ccm); err != nil {
+		ccm.Stop(10 * time.Second)
+		return nil, err
+	}
+	return ccm, nil
+}
+
+// initNodes creates the named nodes and waits until they are initialized.
+func (e *Env) initNodes(ctx context.Context, cl *harness.Cluster, nodes []string, ccms ...*harness.CCM) (time.Duration, error) {
+	tr := cl.TrackNodes()
+	defer tr.Stop()
+	t0 := time.Now()
+	if err := cl.CreateNodes(ctx, nodes); err != nil {
+		return 0, err
+	}
+	last, err := tr.Wait(ctx, nodes, e.PhaseTimeout, alive(ccms...))
+	if err != nil {
+		return 0, fmt.Errorf("nodes initialized: %w", err)
+	}
+	return last.Sub(t0), nil
+}
+
+// waitBackends polls localcloud until every load balancer of the cluster
+// (want of them) has every instance id in ids among its backends. It
+// returns when that was first seen.
+func (e *Env) waitBackends(ctx context.Context, cl *harness.Cluster, want int, ids []string, every, timeout time.Duration, check func() error) (time.Time, error) {
+	var at time.Time
+	err := harness.Poll(ctx, every, timeout, "load balancer backends", func(ctx context.Context) (bool, error) {
+		if err := check(); err != nil {
+			return false, err
+		}
+		lbs, err := cl.Cloud.ListAllLoadBalancers(ctx, lcList())
+		if err != nil {
+			return false, nil
+		}
+		if len(lbs) < want {
+			return false, nil
+		}
+		for _, lb := range lbs {
+			have := make(map[string]bool, len(lb.Backends))
+			for _, b := range lb.Backends {
+				have[b] = true
+			}
+			for _, id := range ids {
+				if !have[id] {
+					return false, nil
+				}
+			}
+		}
+		at = time.Now()
+		return true, nil
+	})
+	return at, err
+}

@@ -1,0 +1,101 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stratus-ccm/stratus/bench/internal/harness"
+	"github.com/stratus-ccm/stratus/bench/internal/results"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+)
+
+// failover: two replicas; Services are created one every 100 ms and the
+// leader is SIGKILLed after a third of them. Measured: time from the kill
+// until the standby leads and until every Service has an ingress, and
+// load balancers beyond one per Service (must be 0).
+func (e *Env) failover(ctx context.Context, c harness.Contestant, cloud, dir string) (map[string]float64, map[string]int64, error) {
+	cl, token, err := e.startCluster(ctx, dir, cloud, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Stop()
+	nodes := names(harness.NodeName, 1, e.S.LBNodes)
+	if _, err := cl.CreateInstances(ctx, nodes); err != nil {
+		return nil, nil, err
+	}
+	leader, err := e.startLeader(ctx, cl, c, "a")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer leader.Stop(10 * time.Second)
+	holderA, err := cl.LeaseHolder(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	standby, err := cl.StartCCM(c, "b", e.ccmOptions())
+	if err != nil {
+		return nil, nil, err
+	}
+	defer standby.Stop(30 * time.Second)
+	if _, err := e.initNodes(ctx, cl, nodes, leader, standby); err != nil {
+		return nil, nil, err
+	}
+	m, err := startMeter(ctx, cl, standby, token)
+	if err != nil {
+		return nil, nil, err
+	}
+	svcs := names(harness.ServiceName, 1, e.S.FailoverSvcs)
+	tr := cl.TrackServices()
+	defer tr.Stop()
+	killAt := len(svcs) / 3
+	var tKill time.Time
+	for i, s := range svcs {
+		if i == killAt {
+			leader.Kill()
+			tKill = time.Now()
+		}
+		if err := cl.CreateService(ctx, s); err != nil {
+			return nil, nil, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	figs := map[string]float64{}
+	if err := harness.Poll(ctx, 100*time.Millisecond, 2*time.Minute, "the standby to take over", func(ctx context.Context) (bool, error) {
+		h, err := cl.LeaseHolder(ctx)
+		return err == nil && h != "" && h != holderA, nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	figs[results.FigTakeover] = time.Since(tKill).Seconds()
+	last, err := tr.Wait(ctx, svcs, e.PhaseTimeout, alive(standby))
+	if err != nil {
+		return nil, nil, fmt.Errorf("services published after failover: %w", err)
+	}
+	figs[results.FigFailover] = last.Sub(tKill).Seconds()
+	lbs, err := cl.Cloud.ListAllLoadBalancers(ctx, lcList())
+	if err != nil {
+		return nil, nil, err
+	}
+	figs[results.FigDuplicates] = float64(duplicates(lbs))
+	ops, err := m.finish(ctx, figs)
+	return figs, ops, err
+}
+
+// duplicates counts load balancers beyond the first for each Service,
+// recognized by the Service UID tag the provider writes.
+func duplicates(lbs []api.LoadBalancer) int {
+	per := map[string]int{}
+	extra := 0
+	for _, lb := range lbs {
+		uid := lb.Tags[api.TagServiceUID]
+		if uid == "" {
+			uid = lb.Name
+		}
+		per[uid]++
+		if per[uid] > 1 {
+			extra++
+		}
+	}
+	return extra
+}

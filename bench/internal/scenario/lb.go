@@ -1,0 +1,119 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stratus-ccm/stratus/bench/internal/harness"
+	"github.com/stratus-ccm/stratus/bench/internal/results"
+)
+
+// backendPoll is how often the runner lists load balancers while waiting
+// for joined nodes: one localcloud request per poll, subtracted from the
+// counters but taken from the same rate limit as the contestant's.
+const backendPoll = 500 * time.Millisecond
+
+// joinTimeout bounds the wait for joined nodes: upstream's node sync can
+// lose an update for good when the cloud throttles it (it records the node
+// set before the update succeeds), and a run that never converges must not
+// eat the benchmark's time budget.
+const joinTimeout = 3 * time.Minute
+
+// lb: S LoadBalancer Services are created at once on initialized nodes;
+// then J nodes join within two seconds. Measured: time until every Service
+// has an ingress, time until every load balancer's backends include the
+// joined nodes, and UpdateLoadBalancer calls after the join.
+func (e *Env) lb(ctx context.Context, c harness.Contestant, cloud, dir string) (map[string]float64, map[string]int64, error) {
+	cl, token, err := e.startCluster(ctx, dir, cloud, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Stop()
+	first := names(harness.NodeName, 1, e.S.LBNodes)
+	joined := names(harness.NodeName, 1+e.S.LBNodes, e.S.JoinNodes)
+	ids, err := cl.CreateInstances(ctx, append(append([]string{}, first...), joined...))
+	if err != nil {
+		return nil, nil, err
+	}
+	ccm, err := e.startLeader(ctx, cl, c, "a")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ccm.Stop(30 * time.Second)
+	if _, err := e.initNodes(ctx, cl, first, ccm); err != nil {
+		return nil, nil, err
+	}
+	svcs := names(harness.ServiceName, 1, e.S.Services)
+	tr := cl.TrackServices()
+	defer tr.Stop()
+	m, err := startMeter(ctx, cl, ccm, token)
+	if err != nil {
+		return nil, nil, err
+	}
+	t0 := time.Now()
+	if err := cl.CreateServices(ctx, svcs); err != nil {
+		return nil, nil, err
+	}
+	last, err := tr.Wait(ctx, svcs, e.PhaseTimeout, alive(ccm))
+	if err != nil {
+		return nil, nil, fmt.Errorf("services published: %w", err)
+	}
+	figs := map[string]float64{results.FigConverge: last.Sub(t0).Seconds()}
+	before, _, err := m.cloudOps(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	joinedAt, err := e.join(ctx, cl, joined, ids, ccm)
+	if err != nil {
+		return nil, nil, err
+	}
+	figs[results.FigJoin] = joinedAt.Seconds()
+	ops, err := m.finish(ctx, figs)
+	if err != nil {
+		return nil, nil, err
+	}
+	figs[results.FigJoinUpdates] = float64(ops["UpdateLoadBalancer"] - before["UpdateLoadBalancer"])
+	figs[results.FigJoinCalls] = float64(sum(ops) - sum(before))
+	return figs, ops, nil
+}
+
+// join registers the nodes spread over two seconds and returns the time
+// from the first registration until every load balancer has all of them.
+func (e *Env) join(ctx context.Context, cl *harness.Cluster, joined []string, ids map[string]string, ccm *harness.CCM) (time.Duration, error) {
+	want := make([]string, 0, len(ids))
+	for _, id := range ids {
+		want = append(want, id)
+	}
+	gap := 2 * time.Second / time.Duration(max(1, len(joined)))
+	t0 := time.Now()
+	errc := make(chan error, 1)
+	go func() {
+		for _, n := range joined {
+			if err := cl.CreateNodes(ctx, []string{n}); err != nil {
+				errc <- err
+				return
+			}
+			time.Sleep(gap)
+		}
+		errc <- nil
+	}()
+	var createErr error
+	check := func() error {
+		select {
+		case err := <-errc:
+			createErr = err
+			errc <- err
+		default:
+		}
+		if createErr != nil {
+			return createErr
+		}
+		return alive(ccm)()
+	}
+	at, err := e.waitBackends(ctx, cl, e.S.Services, want, backendPoll, min(e.PhaseTimeout, joinTimeout), check)
+	if err != nil {
+		return 0, err
+	}
+	return at.Sub(t0), nil
+}

@@ -1,0 +1,95 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/stratus-ccm/stratus/bench/internal/harness"
+	"github.com/stratus-ccm/stratus/bench/internal/results"
+)
+
+// single is a scenario that runs one contestant on its own cluster.
+type single func(e *Env, ctx context.Context, c harness.Contestant, cloud, dir string) (map[string]float64, map[string]int64, error)
+
+var singles = map[string]single{
+	NodeInit: (*Env).nodeInit,
+	LB:       (*Env).lb,
+	Failover: (*Env).failover,
+}
+
+// Clouds returns the cloud modes a scenario runs in: node initialization
+// and load balancers also without latency or limits.
+func Clouds(scenario string) []string {
+	if scenario == NodeInit || scenario == LB {
+		return []string{results.CloudRealistic, results.CloudIdeal}
+	}
+	return []string{results.CloudRealistic}
+}
+
+// Run executes the plan: scenarios in order, then cloud modes, then
+// repetitions, and within a repetition every contestant in turn (the order
+// rotates with the repetition so that none always runs first). record is
+// called after every run, so that a crash keeps what was measured.
+func (e *Env) Run(ctx context.Context, scenarios []string, cs []harness.Contestant, steadyParallel bool, record func(results.Run)) {
+	for _, sc := range scenarios {
+		if sc == Steady {
+			for rep := 1; rep <= e.S.SteadyReps; rep++ {
+				_, _ = fmt.Fprintf(e.Log, "== %s rep %d/%d\n", sc, rep, e.S.SteadyReps)
+				for _, r := range e.steady(ctx, cs, rep, steadyParallel) {
+					report(e, r)
+					record(r)
+				}
+			}
+			continue
+		}
+		for _, cloud := range Clouds(sc) {
+			for rep := 1; rep <= e.S.Reps; rep++ {
+				for i := range cs {
+					c := cs[(i+rep-1)%len(cs)]
+					_, _ = fmt.Fprintf(e.Log, "== %s (%s cloud) rep %d/%d: %s\n", sc, cloud, rep, e.S.Reps, c.Name)
+					r := e.runOne(ctx, sc, c, cloud, rep)
+					report(e, r)
+					record(r)
+				}
+			}
+		}
+	}
+}
+
+func report(e *Env, r results.Run) {
+	if r.Error != "" {
+		_, _ = fmt.Fprintf(e.Log, "   FAILED after %v: %s\n", r.Duration.Round(time.Second), r.Error)
+		return
+	}
+	_, _ = fmt.Fprintf(e.Log, "   done in %v: %s\n", r.Duration.Round(time.Second), brief(r.Figures))
+}
+
+func brief(f map[string]float64) string {
+	out := ""
+	for _, k := range []string{results.FigConverge, results.FigJoin, results.FigFailover, results.FigTakeover, results.FigDuplicates,
+		results.FigCloudCalls, results.FigJoinUpdates, results.FigCloudPerHour, results.FigAPIRequests, results.FigCPU, results.FigPeakRSS} {
+		if v, ok := f[k]; ok {
+			out += fmt.Sprintf("%s=%.4g ", k, v)
+		}
+	}
+	return out
+}
+
+func (e *Env) runOne(ctx context.Context, sc string, c harness.Contestant, cloud string, rep int) results.Run {
+	r := results.Run{Scenario: sc, Cloud: cloud, Contestant: c.Name, Rep: rep, Started: time.Now()}
+	name := fmt.Sprintf("%s-%s-%s-%d", sc, cloud, c.Name, rep)
+	dir, err := e.runDir(name)
+	if err == nil {
+		r.Figures, r.CloudOps, err = singles[sc](e, ctx, c, cloud, dir)
+	}
+	r.Duration = time.Since(r.Started)
+	if err != nil {
+		r.Error = err.Error()
+		_, _ = fmt.Fprintf(e.Log, "   logs kept in %s\n", dir)
+	} else if !e.KeepDirs {
+		_ = os.RemoveAll(dir)
+	}
+	return r
+}

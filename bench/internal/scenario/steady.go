@@ -1,0 +1,160 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/stratus-ccm/stratus/bench/internal/harness"
+	"github.com/stratus-ccm/stratus/bench/internal/results"
+)
+
+// steadySettle is the pause between convergence and the window, so that
+// the tail of the setup (queued retries, status patches) is not counted.
+const steadySettle = 30 * time.Second
+
+// steadyRun is one contestant's prepared steady-state cluster.
+type steadyRun struct {
+	c     harness.Contestant
+	dir   string
+	cl    *harness.Cluster
+	ccm   *harness.CCM
+	token string
+	m     *meter
+	err   error
+	figs  map[string]float64
+	ops   map[string]int64
+}
+
+func (r *steadyRun) stop() {
+	if r.ccm != nil {
+		r.ccm.Stop(30 * time.Second)
+	}
+	if r.cl != nil {
+		r.cl.Stop()
+	}
+}
+
+// prepareSteady brings a cluster to the idle state: N initialized nodes
+// and S published Services whose load balancers hold every node.
+func (e *Env) prepareSteady(ctx context.Context, r *steadyRun, pool int) error {
+	var err error
+	if r.cl, r.token, err = e.startCluster(ctx, r.dir, results.CloudRealistic, pool); err != nil {
+		return err
+	}
+	nodes := names(harness.NodeName, 1, e.S.Nodes)
+	ids, err := r.cl.CreateInstances(ctx, nodes)
+	if err != nil {
+		return err
+	}
+	if r.ccm, err = e.startLeader(ctx, r.cl, r.c, "a"); err != nil {
+		return err
+	}
+	if _, err := e.initNodes(ctx, r.cl, nodes, r.ccm); err != nil {
+		return err
+	}
+	svcs := names(harness.ServiceName, 1, e.S.Services)
+	tr := r.cl.TrackServices()
+	defer tr.Stop()
+	if err := r.cl.CreateServices(ctx, svcs); err != nil {
+		return err
+	}
+	if _, err := tr.Wait(ctx, svcs, e.PhaseTimeout, alive(r.ccm)); err != nil {
+		return fmt.Errorf("services published: %w", err)
+	}
+	want := make([]string, 0, len(ids))
+	for _, id := range ids {
+		want = append(want, id)
+	}
+	if _, err := e.waitBackends(ctx, r.cl, e.S.Services, want, 2*time.Second, e.PhaseTimeout, alive(r.ccm)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// steady prepares every contestant's cluster in turn, then measures all of
+// them over one common window when parallel is set (the figures are
+// counts and CPU seconds, which side-by-side runs barely disturb), or one
+// after the other otherwise.
+func (e *Env) steady(ctx context.Context, cs []harness.Contestant, rep int, parallel bool) []results.Run {
+	runs := make([]*steadyRun, len(cs))
+	for i, c := range cs {
+		runs[i] = &steadyRun{c: c, dir: filepath.Join(e.WorkDir, fmt.Sprintf("steady-%s-%d", c.Name, rep))}
+	}
+	out := make([]results.Run, len(cs))
+	started := make([]time.Time, len(cs))
+	measure := func(rs []*steadyRun) {
+		var wg sync.WaitGroup
+		for _, r := range rs {
+			if r.err != nil {
+				continue
+			}
+			if r.m, r.err = startMeter(ctx, r.cl, r.ccm, r.token); r.err != nil {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				e.window(ctx, r)
+			}()
+		}
+		wg.Wait()
+	}
+	for i, r := range runs {
+		started[i] = time.Now()
+		e.logf("steady: preparing %s (%d nodes, %d Services)", r.c.Name, e.S.Nodes, e.S.Services)
+		if _, err := e.runDir(filepath.Base(r.dir)); err != nil {
+			r.err = err
+			continue
+		}
+		r.err = e.prepareSteady(ctx, r, i)
+		if r.err == nil {
+			time.Sleep(steadySettle)
+		}
+		if !parallel {
+			e.logf("steady: measuring %s for %v", r.c.Name, e.S.SteadyWindow)
+			measure([]*steadyRun{r})
+			r.stop()
+		}
+	}
+	if parallel {
+		e.logf("steady: measuring every contestant side by side for %v", e.S.SteadyWindow)
+		measure(runs)
+		for _, r := range runs {
+			r.stop()
+		}
+	}
+	for i, r := range runs {
+		out[i] = results.Run{Scenario: Steady, Cloud: results.CloudRealistic, Contestant: r.c.Name, Rep: rep,
+			Figures: r.figs, CloudOps: r.ops, Started: started[i], Duration: time.Since(started[i])}
+		if r.err != nil {
+			out[i].Error = r.err.Error()
+		}
+	}
+	return out
+}
+
+// window idles for the steady window and records the figures, with the
+// per-hour extrapolation.
+func (e *Env) window(ctx context.Context, r *steadyRun) {
+	select {
+	case <-ctx.Done():
+		r.err = ctx.Err()
+		return
+	case <-time.After(e.S.SteadyWindow):
+	}
+	if err := alive(r.ccm)(); err != nil {
+		r.err = err
+		return
+	}
+	r.figs = map[string]float64{}
+	if r.ops, r.err = r.m.finish(ctx, r.figs); r.err != nil {
+		return
+	}
+	perHour := float64(time.Hour) / float64(e.S.SteadyWindow)
+	r.figs[results.FigCloudPerHour] = r.figs[results.FigCloudCalls] * perHour
+	r.figs[results.FigAPIPerHour] = r.figs[results.FigAPIRequests] * perHour
+	r.figs[results.FigCPUPerHour] = r.figs[results.FigCPU] * perHour
+}

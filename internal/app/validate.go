@@ -16,9 +16,9 @@ func (o *Options) Validate() error {
 	bad := func(flag string, value any, why string) {
 		errs = append(errs, fmt.Errorf("--%s=%v: %s", flag, value, why))
 	}
-	for name, v := range o.unsupported {
-		if v != nil && *v != unsetSentinel {
-			bad(name, *v, "this upstream cloud-controller-manager flag is not supported by Stratus; remove it")
+	for _, f := range unsupportedFlags {
+		if v := o.unsupported[f.name]; v != nil && *v != unsetSentinel {
+			bad(f.name, *v, "this upstream cloud-controller-manager flag is not supported by Stratus; remove it")
 		}
 	}
 	if o.Profiling {

@@ -38,8 +38,11 @@ $(BIN)/kube-apiserver: $(TOOLS_MOD)
 $(BIN)/etcd: $(TOOLS_MOD) hack/tools/etcd/main.go
 	cd hack/tools && $(GO) build -o $@ ./etcd
 
-# kwok installs as its own module, at the version pinned here.
-$(BIN)/kwok: Makefile
+# kwok installs as its own module, at the version pinned here; the stamp
+# file makes a version bump rebuild it and nothing else.
+$(BIN)/kwok: $(BIN)/.kwok-$(KWOK_VERSION)
+
+$(BIN)/.kwok-$(KWOK_VERSION):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 	touch $@
 

@@ -36,7 +36,7 @@ var contestants = []string{"upstream", "upstream-tuned", "stratus-std", "stratus
 func Load(getenv func(string) string, root string) (Config, error) {
 	c := Config{SteadyParallel: true, PhaseTimeout: 15 * time.Minute}
 	s := results.Settings{
-		Scale: "default", Nodes: 1000, Services: 300, LBNodes: 20, JoinNodes: 20, FailoverSvcs: 60,
+		Scale: "default", Nodes: 1000, Services: 300, LBNodes: 20, JoinNodes: 20, FailoverSvcs: 30,
 		Reps: 3, SteadyReps: 1, SteadyWindow: 10 * time.Minute,
 		KubeAPIQPS: 200, KubeAPIBurst: 300,
 		Latency: 20 * time.Millisecond, RateLimit: 50, RateBurst: 10, LeaseSeconds: 15,

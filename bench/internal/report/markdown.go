@@ -108,6 +108,7 @@ func Render(in Input) string {
 	}
 	b.WriteString("._\n\n")
 	writeSetup(&b, r)
+	b.WriteString(reproduce)
 	for _, sc := range Scenarios {
 		if !ran(r.Runs, sc.Name) {
 			continue
@@ -133,6 +134,15 @@ func Render(in Input) string {
 	writeTargets(&b, in, groups)
 	return b.String()
 }
+
+// reproduce tells how to run the benchmark; it sits in the generated
+// section so that it stays true to the runner that wrote the figures.
+const reproduce = "**Reproduce**: `make bench` (builds the tools, `bin/stratus` and the peer `bin/upstream-ccm`, then runs `bin/bench`). " +
+	"`BENCH_SCENARIOS=nodeinit,lb,steady,failover` selects scenarios (the others keep their previous figures), " +
+	"`BENCH_CONTESTANTS=upstream,upstream-tuned,stratus-std,stratus` selects contestants, `BENCH_REPS` (default 3), " +
+	"`BENCH_STEADY_WINDOW` (default 10m; figures are extrapolated to one hour) and `BENCH_STEADY_REPS` (default 1) set the repetitions, " +
+	"`BENCH_SCALE=large` registers 5,000 nodes instead of 1,000, `BENCH_QUICK=1` is a smoke run at tiny scale written under " +
+	"`bench/results/quick/` instead of here, and `BENCH_KEEP=1` keeps every run's logs. Raw results: `bench/results/<scale>.json`.\n\n"
 
 func writeSetup(b *strings.Builder, r results.Results) {
 	m, v, s := r.Machine, r.Versions, r.Settings

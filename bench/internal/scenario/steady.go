@@ -74,10 +74,10 @@ func (e *Env) prepareSteady(ctx context.Context, r *steadyRun, pool int) error {
 	return nil
 }
 
-// steady prepares every contestant's cluster in turn, then measures all of
-// them over one common window when parallel is set (the figures are
-// counts and CPU seconds, which side-by-side runs barely disturb), or one
-// after the other otherwise.
+// steady prepares every contestant's cluster and measures all of them over
+// one common window when parallel is set (the figures are counts and CPU
+// seconds, which side-by-side runs barely disturb), or prepares and
+// measures one after the other otherwise.
 func (e *Env) steady(ctx context.Context, cs []harness.Contestant, rep int, parallel bool) []results.Run {
 	runs := make([]*steadyRun, len(cs))
 	for i, c := range cs {
@@ -102,24 +102,38 @@ func (e *Env) steady(ctx context.Context, cs []harness.Contestant, rep int, para
 		}
 		wg.Wait()
 	}
-	for i, r := range runs {
+	prepare := func(i int, r *steadyRun) {
 		started[i] = time.Now()
 		e.logf("steady: preparing %s (%d nodes, %d Services)", r.c.Name, e.S.Nodes, e.S.Services)
 		if _, err := e.runDir(filepath.Base(r.dir)); err != nil {
 			r.err = err
-			continue
+			return
 		}
 		r.err = e.prepareSteady(ctx, r, i)
-		if r.err == nil {
-			time.Sleep(steadySettle)
-		}
-		if !parallel {
-			e.logf("steady: measuring %s for %v", r.c.Name, e.S.SteadyWindow)
-			measure([]*steadyRun{r})
+	}
+	if !parallel {
+		for i, r := range runs {
+			prepare(i, r)
+			if r.err == nil {
+				time.Sleep(steadySettle)
+				e.logf("steady: measuring %s for %v", r.c.Name, e.S.SteadyWindow)
+				measure([]*steadyRun{r})
+			}
 			r.stop()
 		}
-	}
-	if parallel {
+	} else {
+		// Preparation is mostly waiting on cloud latency, so the clusters
+		// are prepared side by side too; the window starts once all are.
+		var wg sync.WaitGroup
+		for i, r := range runs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				prepare(i, r)
+			}()
+		}
+		wg.Wait()
+		time.Sleep(steadySettle)
 		e.logf("steady: measuring every contestant side by side for %v", e.S.SteadyWindow)
 		measure(runs)
 		for _, r := range runs {

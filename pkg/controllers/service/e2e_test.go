@@ -52,7 +52,7 @@ func newBed(t *testing.T) *bed {
 	knobs.LBDeletionTime = api.Duration(200 * time.Millisecond)
 	b := &bed{
 		t: t, root: t, ctx: testenv.Context(t, 8*time.Minute), env: env, cs: env.Clientset,
-		cloud: servicetest.StartCloud(t, knobs, 0, 0),
+		cloud: servicetest.StartCloud(t, knobs, servicetest.CloudOptions{}),
 		cfg: service.Config{
 			NodeSyncDelay: 200 * time.Millisecond, MinRetryDelay: 200 * time.Millisecond, MaxRetryDelay: 2 * time.Second,
 			DeleteOrphans: true, OrphanGrace: time.Second, OrphanInterval: 500 * time.Millisecond,

@@ -10,17 +10,20 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -61,11 +64,32 @@ func RandomPools() store.Pools {
 	}
 }
 
-// StartCloud starts localcloud with knobs until t ends. The wrapper's
-// client-side limit is qps/burst (0: none).
-func StartCloud(t testing.TB, knobs api.Knobs, qps float64, burst int) *Cloud {
+// CloudOptions shape the test cloud and the CCM side's client-side rate
+// limits.
+type CloudOptions struct {
+	// VIPPool replaces the random /24 of VIPs (a benchmark needs more).
+	VIPPool netip.Prefix
+	// CallQPS and CallBurst configure Stratus' instrumented wrapper
+	// (--cloud-api-qps/--cloud-api-burst): one token per provider call.
+	CallQPS   float64
+	CallBurst int
+	// RequestQPS and RequestBurst, when set, pace the provider's HTTP
+	// requests, as a cloud SDK's own limiter does. A provider call can
+	// make several requests (localcloud's EnsureLoadBalancer: a lookup and
+	// a create), so only a per-request limit can match a cloud's per-request
+	// quota exactly.
+	RequestQPS   float64
+	RequestBurst int
+}
+
+// StartCloud starts localcloud with knobs until t ends.
+func StartCloud(t testing.TB, knobs api.Knobs, lim CloudOptions) *Cloud {
 	t.Helper()
-	srv, err := server.New(server.Config{StateDir: t.TempDir(), Knobs: &knobs, Pools: RandomPools()})
+	pools := RandomPools()
+	if lim.VIPPool.IsValid() {
+		pools.VIP = lim.VIPPool
+	}
+	srv, err := server.New(server.Config{StateDir: t.TempDir(), Knobs: &knobs, Pools: pools})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,12 +101,32 @@ func StartCloud(t testing.TB, knobs api.Knobs, qps float64, burst int) *Cloud {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := lcprovider.NewWithClient(c, ClusterName)
-	w, err := cloud.Instrument(p, cloud.Options{QPS: qps, Burst: burst, Registerer: prometheus.NewRegistry()})
+	pc := c
+	if lim.RequestQPS > 0 {
+		h := &http.Client{Transport: &pacedTransport{lim: rate.NewLimiter(rate.Limit(lim.RequestQPS), lim.RequestBurst), next: http.DefaultTransport}}
+		if pc, err = lcclient.New(srv.URL(), srv.Token(), lcclient.WithHTTPClient(h)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := lcprovider.NewWithClient(pc, ClusterName)
+	w, err := cloud.Instrument(p, cloud.Options{QPS: lim.CallQPS, Burst: lim.CallBurst, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &Cloud{Server: srv, Client: c, Provider: p, Cloud: w}
+}
+
+// pacedTransport waits for a token before each request.
+type pacedTransport struct {
+	lim  *rate.Limiter
+	next http.RoundTripper
+}
+
+func (p *pacedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := p.lim.Wait(r.Context()); err != nil {
+		return nil, fmt.Errorf("client-side request rate limit: %w", err)
+	}
+	return p.next.RoundTrip(r)
 }
 
 // Controller is a service controller running in its own manager.
@@ -95,6 +139,15 @@ type Controller struct {
 // StartController builds a manager on restCfg and runs the controller in
 // it, against c, until Stop or the end of t.
 func StartController(t testing.TB, restCfg *rest.Config, c *Cloud, cfg service.Config) *Controller {
+	t.Helper()
+	lb, _ := c.Cloud.LoadBalancer()
+	lister, _ := c.Cloud.LoadBalancerLister()
+	return StartControllerWith(t, restCfg, lb, lister, cfg)
+}
+
+// StartControllerWith is StartController with the cloud seams given
+// directly (a benchmark wraps them to observe the calls).
+func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.LoadBalancer, lister cloud.LoadBalancerLister, cfg service.Config) *Controller {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -114,8 +167,6 @@ func StartController(t testing.TB, restCfg *rest.Config, c *Cloud, cfg service.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb, _ := c.Cloud.LoadBalancer()
-	lister, _ := c.Cloud.LoadBalancerLister()
 	if cfg.ClusterName == "" {
 		cfg.ClusterName = ClusterName
 	}

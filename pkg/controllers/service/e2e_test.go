@@ -310,7 +310,7 @@ func TestEndToEnd(t *testing.T) {
 		ghost := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ghost", UID: "0b4c6a57-0000-4000-8000-000000000001"}}
 		_, err := b.cloud.Client.CreateLoadBalancer(b.ctx, api.CreateLoadBalancerRequest{
 			Name: cloudprovider.DefaultLoadBalancerName(ghost), Cluster: servicetest.ClusterName,
-			Tags: map[string]string{api.TagServiceNamespace: "default", api.TagServiceName: "ghost", api.TagServiceUID: string(ghost.UID)},
+			Tags:             map[string]string{api.TagServiceNamespace: "default", api.TagServiceName: "ghost", api.TagServiceUID: string(ghost.UID)},
 			LoadBalancerSpec: api.LoadBalancerSpec{Listeners: []api.Listener{{Protocol: api.ProtocolTCP, Port: 9999, NodePort: 31999}}},
 		})
 		if err != nil {

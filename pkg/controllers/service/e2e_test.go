@@ -278,6 +278,27 @@ func TestEndToEnd(t *testing.T) {
 		b.waitGone("default", "sctp")
 	})
 
+	b.run("quota exceeded warns, then recovers", func(t *testing.T) {
+		lbs, err := b.cloud.Client.ListAllLoadBalancers(b.ctx, lcclient.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.cloud.Client.UpdateConfig(b.ctx, api.KnobsPatch{Quotas: &api.QuotasPatch{LoadBalancers: ptrTo(len(lbs))}}); err != nil {
+			t.Fatal(err)
+		}
+		q := b.createService(webService("default", "quota"))
+		b.poll("a warning naming the quota", func(ctx context.Context) (bool, error) {
+			return hasEventNote(ctx, b.cs, q, service.ReasonSyncLoadBalancerFailed, "loadBalancers"), nil
+		})
+		if n := len(b.lbsOf(q)); n != 0 {
+			t.Errorf("%d load balancers beyond the quota", n)
+		}
+		if _, err := b.cloud.Client.UpdateConfig(b.ctx, api.KnobsPatch{Quotas: &api.QuotasPatch{LoadBalancers: ptrTo(1000)}}); err != nil {
+			t.Fatal(err)
+		}
+		b.waitIngress("default", "quota") // retried with backoff
+	})
+
 	b.run("type change away from LoadBalancer", func(t *testing.T) {
 		tc := b.createService(webService("default", "typechange"))
 		b.waitIngress("default", "typechange")

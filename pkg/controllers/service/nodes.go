@@ -97,11 +97,11 @@ func (t *nodeTracker) snapshot() nodeSet {
 	return *s
 }
 
-// nodeNames lists up to max names for logs and events.
-func nodeNames(nodes []*v1.Node, max int) []string {
-	out := make([]string, 0, min(len(nodes), max+1))
+// nodeNames lists up to limit names for logs and events.
+func nodeNames(nodes []*v1.Node, limit int) []string {
+	out := make([]string, 0, min(len(nodes), limit+1))
 	for i, n := range nodes {
-		if i == max {
+		if i == limit {
 			out = append(out, "...")
 			break
 		}

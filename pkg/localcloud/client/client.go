@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 )
 
@@ -30,6 +32,8 @@ type Client struct {
 	http         *http.Client
 	maxRetries   int
 	maxRetryWait time.Duration
+	// limiter paces every HTTP request, retries included (nil: none).
+	limiter *rate.Limiter
 }
 
 // Option configures a Client.
@@ -43,6 +47,18 @@ func WithMaxRetries(n int) Option { return func(c *Client) { c.maxRetries = max(
 
 // WithMaxRetryWait caps the wait before one retry, whatever Retry-After says.
 func WithMaxRetryWait(d time.Duration) Option { return func(c *Client) { c.maxRetryWait = d } }
+
+// WithRateLimit paces the client's HTTP requests, retries included, to qps
+// with the given burst, as cloud SDKs do: a caller that makes several
+// requests per logical operation then stays under the cloud's own limit
+// instead of collecting 429s. qps <= 0 disables pacing.
+func WithRateLimit(qps float64, burst int) Option {
+	return func(c *Client) {
+		if qps > 0 {
+			c.limiter = rate.NewLimiter(rate.Limit(qps), max(1, burst))
+		}
+	}
+}
 
 // New returns a client for the API at baseURL (e.g. http://127.0.0.1:8787)
 // authenticating with token.
@@ -79,6 +95,11 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	u.Path += api.Version + path
 	u.RawQuery = query.Encode()
 	for attempt := 0; ; attempt++ {
+		if c.limiter != nil {
+			if err := c.limiter.Wait(ctx); err != nil {
+				return fmt.Errorf("%s %s: waiting for the client rate limit: %w", method, path, err)
+			}
+		}
 		err := c.once(ctx, method, u.String(), body, out)
 		wait, limited := RetryAfter(err)
 		if !limited || attempt >= c.maxRetries {

@@ -60,6 +60,9 @@ func NewFromConfig(cfg Config) (*Cloud, error) {
 	if cfg.MaxRetries >= 0 {
 		opts = append(opts, lcclient.WithMaxRetries(cfg.MaxRetries))
 	}
+	if cfg.RateLimitQPS > 0 {
+		opts = append(opts, lcclient.WithRateLimit(cfg.RateLimitQPS, max(1, cfg.RateLimitBurst)))
+	}
 	c, err := lcclient.New(cfg.URL, token, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("localcloud: %w", err)

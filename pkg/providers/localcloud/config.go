@@ -21,6 +21,11 @@ type Config struct {
 	ClusterName string
 	// MaxRetries bounds the retries of rate-limited calls (-1: default).
 	MaxRetries int
+	// RateLimitQPS and RateLimitBurst pace the provider's HTTP requests
+	// (0: unpaced). Set them to the cloud's limit: one provider call can be
+	// several requests, so a limit on calls alone still draws 429s.
+	RateLimitQPS   float64
+	RateLimitBurst int
 }
 
 // DefaultClusterName matches the upstream --cluster-name default.
@@ -74,8 +79,20 @@ func (c *Config) set(key, val string) error {
 			return fmt.Errorf("maxRetries: %q is not a non-negative integer", val)
 		}
 		c.MaxRetries = n
+	case "rateLimitQPS":
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil || f < 0 {
+			return fmt.Errorf("rateLimitQPS: %q is not a non-negative number", val)
+		}
+		c.RateLimitQPS = f
+	case "rateLimitBurst":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 1 {
+			return fmt.Errorf("rateLimitBurst: %q is not a positive integer", val)
+		}
+		c.RateLimitBurst = n
 	default:
-		return fmt.Errorf("unknown key %q (known: url, token, tokenFile, clusterName, maxRetries)", key)
+		return fmt.Errorf("unknown key %q (known: url, token, tokenFile, clusterName, maxRetries, rateLimitQPS, rateLimitBurst)", key)
 	}
 	return nil
 }

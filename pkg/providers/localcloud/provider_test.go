@@ -100,6 +100,8 @@ func TestNewConfig(t *testing.T) {
 		{"url: http://127.0.0.1:1\ntoken: x\nmaxRetries: -2\n", "maxRetries"},
 		{"url: http://127.0.0.1:1\ntokenFile: /nonexistent/token\n", "tokenFile"},
 		{"url: ftp://x\ntoken: x\n", "ftp://x"},
+		{"url: http://127.0.0.1:1\ntoken: x\nrateLimitQPS: fast\n", "rateLimitQPS"},
+		{"url: http://127.0.0.1:1\ntoken: x\nrateLimitBurst: 0\n", "rateLimitBurst"},
 	} {
 		if _, err := localcloud.New(strings.NewReader(tc.cfg)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: want error naming %s, got %v", tc.cfg, tc.want, err)

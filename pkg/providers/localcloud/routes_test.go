@@ -1,6 +1,8 @@
 package localcloud_test
 
 import (
+	"strings"
+
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	localcloud "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 // Creating routes for many nodes must not cost a name lookup per route:
@@ -50,3 +53,45 @@ func TestCreateRoutesShareOneInstanceList(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// With rateLimitQPS below the cloud's limit, concurrent provider calls that
+// each make several requests never draw a 429.
+func TestRateLimitConfigPacesRequests(t *testing.T) {
+	e := newEnv(t, time.Millisecond)
+	for i := range 3 {
+		e.instance(t, fmt.Sprintf("paced-%d", i))
+	}
+	if _, err := e.admin.UpdateConfig(e.ctx, api.KnobsPatch{RateLimit: ptr(20.0), RateBurst: ptr(2)}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("url: %s\ntoken: %s\nrateLimitQPS: 10\nrateLimitBurst: 1\nmaxRetries: 0\n", e.srv.URL(), e.srv.Token())
+	paced, err := localcloud.New(strings.NewReader(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.admin.ResetStats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := paced.InstancesV2()
+	errs := make(chan error, 15)
+	for i := range 15 {
+		go func() {
+			_, err := in.InstanceMetadata(e.ctx, node(fmt.Sprintf("paced-%d", i%3), ""))
+			errs <- err
+		}()
+	}
+	for range 15 {
+		if err := <-errs; err != nil {
+			t.Errorf("paced call failed: %v", err)
+		}
+	}
+	st, err := e.admin.Stats(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for op, s := range st.Operations {
+		if n := s.ByCode["429"]; n > 0 {
+			t.Errorf("%s drew %d 429 answers despite client pacing", op, n)
+		}
+	}
+}

@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/stratus-ccm/stratus/internal/testenv"
-	"github.com/stratus-ccm/stratus/internal/testenv/fakeprovider"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
+	"github.com/stratus-ccm/stratus/pkg/testbed/fakeprovider"
 )
 
 // buildFakeCCM builds the stratus command with a provider that is only in
@@ -37,7 +37,7 @@ func buildFakeCCM(t *testing.T) string {
 	return out
 }
 
-func startCCM(t *testing.T, bin string, env *testenv.Env, name string, port int, extra ...string) *testenv.Process {
+func startCCM(t *testing.T, bin string, env *testbed.Env, name string, port int, extra ...string) *testbed.Process {
 	t.Helper()
 	args := append([]string{
 		"controller-manager",
@@ -50,7 +50,7 @@ func startCCM(t *testing.T, bin string, env *testenv.Env, name string, port int,
 		"--leader-elect-retry-period=500ms",
 		"--v=2",
 	}, extra...)
-	return testenv.StartProcess(t, filepath.Join(t.TempDir(), name+".log"), bin, args...)
+	return testbed.StartProcess(t, filepath.Join(t.TempDir(), name+".log"), bin, args...)
 }
 
 // initializedBy returns who ran the provider's Initialize, i.e. the leader.
@@ -69,14 +69,14 @@ func pidOf(by string) int {
 }
 
 func TestLeaderElectionFailover(t *testing.T) {
-	env := testenv.Start(t)
+	env := testbed.Start(t)
 	bin := buildFakeCCM(t)
-	ctx := testenv.Context(t, 3*time.Minute)
+	ctx := testbed.Context(t, 3*time.Minute)
 	cs := env.Clientset
 
-	a := startCCM(t, bin, env, "a", testenv.FreePort(t))
-	b := startCCM(t, bin, env, "b", testenv.FreePort(t))
-	procs := map[int]*testenv.Process{a.Pid(): a, b.Pid(): b}
+	a := startCCM(t, bin, env, "a", testbed.FreePort(t))
+	b := startCCM(t, bin, env, "b", testbed.FreePort(t))
+	procs := map[int]*testbed.Process{a.Pid(): a, b.Pid(): b}
 
 	var leader string
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -109,7 +109,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	if err := lead.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	var standby *testenv.Process
+	var standby *testbed.Process
 	for pid, p := range procs {
 		if pid != lead.Pid() {
 			standby = p
@@ -140,9 +140,9 @@ func TestLeaderElectionFailover(t *testing.T) {
 }
 
 func TestLostLeaseExitsNonZero(t *testing.T) {
-	env := testenv.Start(t)
+	env := testbed.Start(t)
 	bin := buildFakeCCM(t)
-	ctx := testenv.Context(t, 2*time.Minute)
+	ctx := testbed.Context(t, 2*time.Minute)
 	a := startCCM(t, bin, env, "a", 0)
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return initializedBy(ctx, env.Clientset) != "", nil
@@ -177,10 +177,10 @@ func TestLostLeaseExitsNonZero(t *testing.T) {
 }
 
 func TestServingHealthAndMetricsAuth(t *testing.T) {
-	env := testenv.Start(t)
+	env := testbed.Start(t)
 	bin := buildFakeCCM(t)
-	ctx := testenv.Context(t, 2*time.Minute)
-	port := testenv.FreePort(t)
+	ctx := testbed.Context(t, 2*time.Minute)
+	port := testbed.FreePort(t)
 	startCCM(t, bin, env, "a", port)
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
 	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{

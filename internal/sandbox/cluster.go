@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 )
 
@@ -157,7 +157,7 @@ func (s *sandbox) startControlPlane(_ context.Context) error {
 	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return fmt.Errorf("sandbox: client: %w", err)
 	}
-	return testenv.WriteKubeconfig(cfg, filepath.Join(s.state, "kubeconfig"))
+	return testbed.WriteKubeconfig(cfg, filepath.Join(s.state, "kubeconfig"))
 }
 
 // startLocalcloud runs `stratus localcloud serve` as a child process.

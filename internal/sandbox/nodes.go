@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 )
@@ -70,7 +70,7 @@ func (s *sandbox) startNodes(ctx context.Context) error {
 	for i := 1; i <= s.o.Nodes; i++ {
 		name := nodeName(i)
 		g.Go(func() error {
-			_, err := testenv.CreateNode(gctx, s.kube, name, testenv.NodeOptions{})
+			_, err := testbed.CreateNode(gctx, s.kube, name, testbed.NodeOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
 			}
@@ -81,7 +81,7 @@ func (s *sandbox) startNodes(ctx context.Context) error {
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	kc := filepath.Join(s.state, "kubeconfig")
-	c, err := startChild("kwok", s.logs, filepath.Join(s.o.BinDir, "kwok"), testenv.KwokArgs(kc, s.writeKwokStages())...)
+	c, err := startChild("kwok", s.logs, filepath.Join(s.o.BinDir, "kwok"), testbed.KwokArgs(kc, s.writeKwokStages())...)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (s *sandbox) startNodes(ctx context.Context) error {
 
 func (s *sandbox) writeKwokStages() string {
 	path := filepath.Join(s.state, "run", "kwok-stages.yaml")
-	_ = writeFile(path, testenv.KwokStages)
+	_ = writeFile(path, testbed.KwokStages)
 	return path
 }
 

@@ -19,7 +19,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/internal/sandbox"
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 func buildStratus(t *testing.T) string {
@@ -37,7 +37,7 @@ type sandboxRun struct {
 	ports              []int
 }
 
-func (r sandboxRun) start(t *testing.T, logName string) *testenv.Process {
+func (r sandboxRun) start(t *testing.T, logName string) *testbed.Process {
 	t.Helper()
 	args := []string{"sandbox",
 		"--state-dir=" + r.state, "--bin-dir=" + r.binDir, "--nodes=3", "--zones=3",
@@ -45,10 +45,10 @@ func (r sandboxRun) start(t *testing.T, logName string) *testenv.Process {
 		"--localcloud-port=" + strconv.Itoa(r.ports[2]), "--ccm-port=" + strconv.Itoa(r.ports[3]),
 		"--ready-timeout=4m",
 	}
-	return testenv.StartProcess(t, filepath.Join(t.TempDir(), logName), r.bin, args...)
+	return testbed.StartProcess(t, filepath.Join(t.TempDir(), logName), r.bin, args...)
 }
 
-func waitReady(ctx context.Context, t *testing.T, p *testenv.Process, state string) {
+func waitReady(ctx context.Context, t *testing.T, p *testbed.Process, state string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
 		if p.Exited() {
@@ -83,7 +83,7 @@ func leftovers(state string) []string {
 	return out
 }
 
-func stopAndCheck(t *testing.T, p *testenv.Process, r sandboxRun) {
+func stopAndCheck(t *testing.T, p *testbed.Process, r sandboxRun) {
 	t.Helper()
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -122,11 +122,11 @@ func kubeClient(t *testing.T, state string) kubernetes.Interface {
 }
 
 func TestSandboxAsAUser(t *testing.T) {
-	r := sandboxRun{bin: buildStratus(t), binDir: testenv.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state")}
+	r := sandboxRun{bin: buildStratus(t), binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state")}
 	for range 4 {
-		r.ports = append(r.ports, testenv.FreePort(t))
+		r.ports = append(r.ports, testbed.FreePort(t))
 	}
-	ctx := testenv.Context(t, 12*time.Minute)
+	ctx := testbed.Context(t, 12*time.Minute)
 
 	p := r.start(t, "first.log")
 	waitReady(ctx, t, p, r.state)
@@ -198,7 +198,7 @@ func TestSandboxAsAUser(t *testing.T) {
 
 func TestSandboxBadInput(t *testing.T) {
 	bin := buildStratus(t)
-	binDir := testenv.RequireBinaries(t, "kube-apiserver", "etcd", "kwok")
+	binDir := testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok")
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -223,8 +223,8 @@ func TestSandboxBadInput(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			state := filepath.Join(t.TempDir(), "state")
 			args := append([]string{"sandbox", "--state-dir=" + state, "--bin-dir=" + binDir,
-				"--etcd-port=" + strconv.Itoa(testenv.FreePort(t)), "--localcloud-port=" + strconv.Itoa(testenv.FreePort(t)),
-				"--ccm-port=" + strconv.Itoa(testenv.FreePort(t)), "--apiserver-port=" + strconv.Itoa(testenv.FreePort(t))}, c.args...)
+				"--etcd-port=" + strconv.Itoa(testbed.FreePort(t)), "--localcloud-port=" + strconv.Itoa(testbed.FreePort(t)),
+				"--ccm-port=" + strconv.Itoa(testbed.FreePort(t)), "--apiserver-port=" + strconv.Itoa(testbed.FreePort(t))}, c.args...)
 			out, err := exec.Command(bin, args...).CombinedOutput()
 			if err == nil {
 				t.Fatalf("accepted: %s", out)

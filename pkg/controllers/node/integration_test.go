@@ -17,7 +17,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node/nodetest"
@@ -65,7 +65,7 @@ func (o *addressOverride) ListInstances(ctx context.Context) ([]cloud.Instance, 
 }
 
 func TestIntegration(t *testing.T) {
-	env := testenv.Start(t)
+	env := testbed.Start(t)
 	env.StartKwok(t)
 	lc := nodetest.StartCloud(t, nil, 3)
 	in, lister := lc.Instances(t)
@@ -84,14 +84,14 @@ func TestIntegration(t *testing.T) {
 	cs := env.Clientset
 
 	t.Run("initialization", func(t *testing.T) {
-		ctx := testenv.Context(t, 2*time.Minute)
+		ctx := testbed.Context(t, 2*time.Minute)
 		names := nodetest.Names("init", 3)
 		insts, err := lc.CreateInstances(ctx, names...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range names {
-			if _, err := testenv.CreateNode(ctx, cs, name, testenv.NodeOptions{}); err != nil {
+			if _, err := testbed.CreateNode(ctx, cs, name, testbed.NodeOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -120,16 +120,16 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("provided node IP", func(t *testing.T) {
-		ctx := testenv.Context(t, 2*time.Minute)
+		ctx := testbed.Context(t, 2*time.Minute)
 		insts, err := lc.CreateInstances(ctx, "pip-ok", "pip-bad")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ext := insts["pip-ok"].Addresses.External
-		if _, err := testenv.CreateNode(ctx, cs, "pip-ok", testenv.NodeOptions{ProvidedNodeIP: ext}); err != nil {
+		if _, err := testbed.CreateNode(ctx, cs, "pip-ok", testbed.NodeOptions{ProvidedNodeIP: ext}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := testenv.CreateNode(ctx, cs, "pip-bad", testenv.NodeOptions{ProvidedNodeIP: "192.0.2.99"}); err != nil {
+		if _, err := testbed.CreateNode(ctx, cs, "pip-bad", testbed.NodeOptions{ProvidedNodeIP: "192.0.2.99"}); err != nil {
 			t.Fatal(err)
 		}
 		n := waitInitialized(ctx, t, cs, "pip-ok")
@@ -147,8 +147,8 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("missing instance stays tainted", func(t *testing.T) {
-		ctx := testenv.Context(t, 2*time.Minute)
-		if _, err := testenv.CreateNode(ctx, cs, "no-instance", testenv.NodeOptions{}); err != nil {
+		ctx := testbed.Context(t, 2*time.Minute)
+		if _, err := testbed.CreateNode(ctx, cs, "no-instance", testbed.NodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitEvent(ctx, t, cs, "no-instance", node.ReasonInstanceNotFound)
@@ -159,11 +159,11 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("refresh after address change", func(t *testing.T) {
-		ctx := testenv.Context(t, 2*time.Minute)
+		ctx := testbed.Context(t, 2*time.Minute)
 		if _, err := lc.CreateInstances(ctx, "refresh"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := testenv.CreateNode(ctx, cs, "refresh", testenv.NodeOptions{}); err != nil {
+		if _, err := testbed.CreateNode(ctx, cs, "refresh", testbed.NodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitInitialized(ctx, t, cs, "refresh")

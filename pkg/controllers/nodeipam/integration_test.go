@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stratus-ccm/stratus/internal/app"
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -57,7 +57,7 @@ func startCloud(t *testing.T) string {
 	return path
 }
 
-func daemonOptions(t *testing.T, env *testenv.Env, cloudConfig string, args ...string) *app.Options {
+func daemonOptions(t *testing.T, env *testbed.Env, cloudConfig string, args ...string) *app.Options {
 	t.Helper()
 	o := app.NewOptions()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
@@ -82,7 +82,7 @@ func providers(t *testing.T) *cloud.Registry {
 	return reg
 }
 
-func startCCM(t *testing.T, env *testenv.Env, cloudConfig string, args ...string) *ccm {
+func startCCM(t *testing.T, env *testbed.Env, cloudConfig string, args ...string) *ccm {
 	t.Helper()
 	o := daemonOptions(t, env, cloudConfig, args...)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -139,7 +139,7 @@ func waitPodCIDRs(ctx context.Context, t *testing.T, cs kubernetes.Interface, wa
 func createNodes(ctx context.Context, t *testing.T, cs kubernetes.Interface, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		if _, err := testenv.CreateNode(ctx, cs, n, testenv.NodeOptions{}); err != nil {
+		if _, err := testbed.CreateNode(ctx, cs, n, testbed.NodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -179,11 +179,11 @@ func checkDisjoint(t *testing.T, all map[string][]string, cluster []netip.Prefix
 }
 
 func TestIntegration(t *testing.T) {
-	env := testenv.Start(t)
+	env := testbed.Start(t)
 	env.StartKwok(t)
 	cloudConfig := startCloud(t)
 	cs := env.Clientset
-	ctx := testenv.Context(t, 5*time.Minute)
+	ctx := testbed.Context(t, 5*time.Minute)
 
 	t.Run("dual-stack allocation survives a restart", func(t *testing.T) {
 		defer deleteAllNodes(ctx, t, cs)
@@ -233,7 +233,7 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("a node with a CIDR outside the cluster is reported", func(t *testing.T) {
 		defer deleteAllNodes(ctx, t, cs)
-		stray := testenv.NewNode("stray", testenv.NodeOptions{})
+		stray := testbed.NewNode("stray", testbed.NodeOptions{})
 		stray.Spec.PodCIDR, stray.Spec.PodCIDRs = "192.168.7.0/24", []string{"192.168.7.0/24"}
 		if _, err := cs.CoreV1().Nodes().Create(ctx, stray, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node/nodetest"
 	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -25,7 +25,7 @@ import (
 const period = 300 * time.Millisecond
 
 func TestIntegration(t *testing.T) {
-	env := testenv.Start(t)
+	env := testbed.Start(t)
 	// No retries of 429 in the provider's client: the test wants the
 	// rate-limit answer to reach the controller at once.
 	lc := nodetest.StartCloud(t, nil, 0)
@@ -52,18 +52,18 @@ func TestIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		inst := insts[name]
-		opts := testenv.NodeOptions{ProviderID: lcprovider.ProviderID(inst.ID), Unmanaged: true}
-		if _, err := testenv.CreateNode(ctx, cs, name, opts); err != nil {
+		opts := testbed.NodeOptions{ProviderID: lcprovider.ProviderID(inst.ID), Unmanaged: true}
+		if _, err := testbed.CreateNode(ctx, cs, name, opts); err != nil {
 			t.Fatal(err)
 		}
-		if err := testenv.SetReady(ctx, cs, name, ready); err != nil {
+		if err := testbed.SetReady(ctx, cs, name, ready); err != nil {
 			t.Fatal(err)
 		}
 		return inst
 	}
 
 	t.Run("deletes node whose instance was deleted", func(t *testing.T) {
-		ctx := testenv.Context(t, 2*time.Minute)
+		ctx := testbed.Context(t, 2*time.Minute)
 		inst := newNode(ctx, t, "gone", v1.ConditionFalse)
 		keep := newNode(ctx, t, "notready-alive", v1.ConditionFalse)
 		if _, err := lc.Admin.DeleteInstance(ctx, inst.ID); err != nil {
@@ -77,26 +77,26 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("shutdown taint added and removed", func(t *testing.T) {
-		ctx := testenv.Context(t, 2*time.Minute)
+		ctx := testbed.Context(t, 2*time.Minute)
 		inst := newNode(ctx, t, "stopped", v1.ConditionTrue)
 		if _, err := lc.Admin.StopInstance(ctx, inst.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := testenv.SetReady(ctx, cs, "stopped", v1.ConditionFalse); err != nil {
+		if err := testbed.SetReady(ctx, cs, "stopped", v1.ConditionFalse); err != nil {
 			t.Fatal(err)
 		}
 		waitTaint(ctx, t, cs, "stopped", true)
 		if _, err := lc.Admin.StartInstance(ctx, inst.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := testenv.SetReady(ctx, cs, "stopped", v1.ConditionTrue); err != nil {
+		if err := testbed.SetReady(ctx, cs, "stopped", v1.ConditionTrue); err != nil {
 			t.Fatal(err)
 		}
 		waitTaint(ctx, t, cs, "stopped", false)
 	})
 
 	t.Run("no deletion when the cloud answers 5xx or 429", func(t *testing.T) {
-		ctx := testenv.Context(t, 2*time.Minute)
+		ctx := testbed.Context(t, 2*time.Minute)
 		inst := newNode(ctx, t, "flaky", v1.ConditionTrue)
 		if _, err := lc.Admin.DeleteInstance(ctx, inst.ID); err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func TestIntegration(t *testing.T) {
 		if err := lc.Admin.ResetStats(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := testenv.SetReady(ctx, cs, "flaky", v1.ConditionFalse); err != nil {
+		if err := testbed.SetReady(ctx, cs, "flaky", v1.ConditionFalse); err != nil {
 			t.Fatal(err)
 		}
 		stillThere(ctx, t, cs, lc, "flaky", "503")

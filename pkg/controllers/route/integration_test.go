@@ -23,7 +23,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/stratus-ccm/stratus/internal/app"
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/route"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -39,7 +39,7 @@ const clusterName = "kubernetes"
 type bed struct {
 	t     *testing.T
 	ctx   context.Context
-	env   *testenv.Env
+	env   *testbed.Env
 	cs    kubernetes.Interface
 	cloud *lcclient.Client // admin view of the cloud
 	conf  string           // --cloud-config
@@ -47,7 +47,7 @@ type bed struct {
 
 func newBed(t *testing.T) *bed {
 	t.Helper()
-	b := &bed{t: t, ctx: testenv.Context(t, 6*time.Minute), env: testenv.Start(t)}
+	b := &bed{t: t, ctx: testbed.Context(t, 6*time.Minute), env: testbed.Start(t)}
 	b.cs = b.env.Clientset
 	b.env.StartKwok(t)
 	k := api.DefaultKnobs()
@@ -111,7 +111,7 @@ func (b *bed) addNode(name string) *api.Instance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := testenv.CreateNode(b.ctx, b.cs, name, testenv.NodeOptions{}); err != nil {
+	if _, err := testbed.CreateNode(b.ctx, b.cs, name, testbed.NodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b.poll("node "+name+" Ready", func(ctx context.Context) (bool, error) {

@@ -14,7 +14,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/stratus-ccm/stratus/internal/app"
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service/servicetest"
@@ -25,11 +25,11 @@ import (
 // The daemon, configured by flags, starts the controller through its
 // wiring and a LoadBalancer Service gets its ingress.
 func TestDaemonRunsServiceController(t *testing.T) {
-	env := testenv.Start(t)
+	env := testbed.Start(t)
 	knobs := api.DefaultKnobs()
 	knobs.LBProvisioningTime = api.Duration(200 * time.Millisecond)
 	lc := servicetest.StartCloud(t, knobs, servicetest.CloudOptions{})
-	ctx := testenv.Context(t, 3*time.Minute)
+	ctx := testbed.Context(t, 3*time.Minute)
 
 	cfgFile := filepath.Join(t.TempDir(), "cloud.conf")
 	conf := fmt.Sprintf("url: %s\ntoken: %s\nclusterName: %s\n", lc.Server.URL(), lc.Server.Token(), servicetest.ClusterName)

@@ -22,7 +22,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service/servicetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -36,7 +36,7 @@ type bed struct {
 	t     *testing.T // the running (sub)test
 	root  *testing.T
 	ctx   context.Context
-	env   *testenv.Env
+	env   *testbed.Env
 	cs    kubernetes.Interface
 	cloud *servicetest.Cloud
 	cfg   service.Config
@@ -45,13 +45,13 @@ type bed struct {
 }
 
 func newBed(t *testing.T) *bed {
-	env := testenv.Start(t)
+	env := testbed.Start(t)
 	env.StartKwok(t)
 	knobs := api.DefaultKnobs()
 	knobs.LBProvisioningTime = api.Duration(300 * time.Millisecond)
 	knobs.LBDeletionTime = api.Duration(200 * time.Millisecond)
 	b := &bed{
-		t: t, root: t, ctx: testenv.Context(t, 8*time.Minute), env: env, cs: env.Clientset,
+		t: t, root: t, ctx: testbed.Context(t, 8*time.Minute), env: env, cs: env.Clientset,
 		cloud: servicetest.StartCloud(t, knobs, servicetest.CloudOptions{}),
 		cfg: service.Config{
 			NodeSyncDelay: 200 * time.Millisecond, MinRetryDelay: 200 * time.Millisecond, MaxRetryDelay: 2 * time.Second,

@@ -27,7 +27,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node/nodetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -67,13 +67,13 @@ func BenchmarkInit1000(b *testing.B) { benchInit(b, true) }
 func BenchmarkInit1000PerNode(b *testing.B) { benchInit(b, false) }
 
 func benchInit(b *testing.B, useLister bool) {
-	env := testenv.Start(b)
+	env := testbed.Start(b)
 	env.StartKwok(b)
 	knobs := api.DefaultKnobs()
 	knobs.Latency = api.Duration(20 * time.Millisecond)
 	knobs.RateLimit, knobs.RateBurst = 50, 10
 	lc := nodetest.StartCloud(b, &knobs, 3)
-	ctx := testenv.Context(b, 10*time.Minute)
+	ctx := testbed.Context(b, 10*time.Minute)
 	names := nodetest.Names("bench", nodes)
 	if _, err := lc.CreateInstances(ctx, names...); err != nil {
 		b.Fatal(err)
@@ -154,7 +154,7 @@ func registerNodes(ctx context.Context, b *testing.B, base *rest.Config, names [
 	for range 32 {
 		wg.Go(func() {
 			for name := range work {
-				if _, err := testenv.CreateNode(ctx, cs, name, testenv.NodeOptions{}); err != nil {
+				if _, err := testbed.CreateNode(ctx, cs, name, testbed.NodeOptions{}); err != nil {
 					errs <- err
 				}
 			}

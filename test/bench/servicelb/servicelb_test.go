@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service/servicetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -131,7 +131,7 @@ func (c *countingLB) maxUpdates() int {
 }
 
 func runScenario(b *testing.B) {
-	ctx := testenv.Context(b, 15*time.Minute)
+	ctx := testbed.Context(b, 15*time.Minute)
 	restCfg := startAPIServer(b)
 	driverCfg := rest.CopyConfig(restCfg)
 	driverCfg.QPS, driverCfg.Burst = 1000, 2000
@@ -167,12 +167,12 @@ func runScenario(b *testing.B) {
 	nodeFigures(b, ctx, driver, lc.Client, counting)
 }
 
-// startAPIServer starts etcd and kube-apiserver as testenv does, with a
+// startAPIServer starts etcd and kube-apiserver as testbed does, with a
 // Service IP range large enough for the scenario (envtest's default /24
 // holds fewer than 300 Services).
 func startAPIServer(b *testing.B) *rest.Config {
 	env := &envtest.Environment{
-		BinaryAssetsDirectory:    testenv.RequireBinaries(b, "kube-apiserver", "etcd"),
+		BinaryAssetsDirectory:    testbed.RequireBinaries(b, "kube-apiserver", "etcd"),
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/stratus-ccm/stratus/internal/cli"
-	"github.com/stratus-ccm/stratus/internal/testenv/fakeprovider"
+	"github.com/stratus-ccm/stratus/pkg/testbed/fakeprovider"
 )
 
 func main() {

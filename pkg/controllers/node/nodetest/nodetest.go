@@ -1,5 +1,5 @@
 // Package nodetest is the integration test bed of the node controllers and
-// their benchmark: a real API server (internal/testenv), an in-process
+// their benchmark: a real API server (pkg/testbed), an in-process
 // localcloud behind the real localcloud provider, and a controller-runtime
 // manager configured as the daemon configures its own.
 package nodetest

@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/stratus-ccm/stratus/internal/testenv"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -212,7 +212,7 @@ func (c *Controller) Stop() {
 // the node controller leaves it: providerID localcloud://<id>, the
 // instance's internal address, and (with kwok) kept Ready.
 func NewNode(inst api.Instance, labels map[string]string, kwok bool) *v1.Node {
-	n := testenv.NewNode(inst.Name, testenv.NodeOptions{
+	n := testbed.NewNode(inst.Name, testbed.NodeOptions{
 		ProviderID: lcprovider.ProviderIDPrefix + inst.ID, Labels: labels, Unmanaged: !kwok,
 	})
 	n.Spec.Taints = nil // initialized

@@ -1,4 +1,4 @@
-package testenv
+package testbed
 
 import (
 	"context"
@@ -55,18 +55,18 @@ func (e *Env) StartKwok(t testing.TB) *Kwok {
 func StartKwokProcess(ctx context.Context, binary, kubeconfig, workDir, logFile string) (*Kwok, error) {
 	stages := filepath.Join(workDir, "kwok-stages.yaml")
 	if err := os.WriteFile(stages, KwokStages, 0o600); err != nil {
-		return nil, fmt.Errorf("testenv: write kwok stages: %w", err)
+		return nil, fmt.Errorf("testbed: write kwok stages: %w", err)
 	}
 	out, err := os.Create(logFile)
 	if err != nil {
-		return nil, fmt.Errorf("testenv: kwok log: %w", err)
+		return nil, fmt.Errorf("testbed: kwok log: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, binary, KwokArgs(kubeconfig, stages)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = out.Close()
-		return nil, fmt.Errorf("testenv: start kwok: %w", err)
+		return nil, fmt.Errorf("testbed: start kwok: %w", err)
 	}
 	k := &Kwok{cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); _ = out.Close(); close(k.done) }()

@@ -1,4 +1,4 @@
-package testenv
+package testbed
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func BinDir() (string, error) {
 	}
 	dir, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("testenv: %w", err)
+		return "", fmt.Errorf("testbed: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -49,7 +49,7 @@ func BinDir() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("testenv: cannot find the repository root (no go.mod with hack/tools above the working directory); set STRATUS_BIN_DIR")
+			return "", errors.New("testbed: cannot find the repository root (no go.mod with hack/tools above the working directory); set STRATUS_BIN_DIR")
 		}
 		dir = parent
 	}
@@ -64,7 +64,7 @@ func RequireBinaries(t testing.TB, names ...string) string {
 	}
 	for _, n := range names {
 		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
-			t.Fatalf("testenv: %s is missing from %s; build it with `make tools`", n, dir)
+			t.Fatalf("testbed: %s is missing from %s; build it with `make tools`", n, dir)
 		}
 	}
 	return dir
@@ -79,7 +79,7 @@ func Start(t testing.TB) *Env {
 	}
 	t.Cleanup(func() {
 		if err := e.Stop(); err != nil {
-			t.Errorf("testenv: stop: %v", err)
+			t.Errorf("testbed: stop: %v", err)
 		}
 	})
 	return e
@@ -102,12 +102,12 @@ func StartEnv(binDir, workDir string) (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("testenv: start control plane: %w", err)
+		return nil, fmt.Errorf("testbed: start control plane: %w", err)
 	}
 	e := &Env{Config: cfg, env: env, BinDir: binDir}
 	if e.Clientset, err = kubernetes.NewForConfig(cfg); err != nil {
 		_ = env.Stop()
-		return nil, fmt.Errorf("testenv: clientset: %w", err)
+		return nil, fmt.Errorf("testbed: clientset: %w", err)
 	}
 	e.Kubeconfig = filepath.Join(workDir, "kubeconfig")
 	if err := WriteKubeconfig(cfg, e.Kubeconfig); err != nil {
@@ -120,7 +120,7 @@ func StartEnv(binDir, workDir string) (*Env, error) {
 // Stop stops the control plane.
 func (e *Env) Stop() error {
 	if err := e.env.Stop(); err != nil {
-		return fmt.Errorf("testenv: stop control plane: %w", err)
+		return fmt.Errorf("testbed: stop control plane: %w", err)
 	}
 	return nil
 }
@@ -140,7 +140,7 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
 	kc.CurrentContext = "test"
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("testenv: write kubeconfig %s: %w", path, err)
+		return fmt.Errorf("testbed: write kubeconfig %s: %w", path, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package testenv
+package testbed
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func NewNode(name string, o NodeOptions) *corev1.Node {
 func CreateNode(ctx context.Context, cs kubernetes.Interface, name string, o NodeOptions) (*corev1.Node, error) {
 	n, err := cs.CoreV1().Nodes().Create(ctx, NewNode(name, o), metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("testenv: create node %s: %w", name, err)
+		return nil, fmt.Errorf("testbed: create node %s: %w", name, err)
 	}
 	return n, nil
 }
@@ -83,7 +83,7 @@ func CreateNode(ctx context.Context, cs kubernetes.Interface, name string, o Nod
 func SetReady(ctx context.Context, cs kubernetes.Interface, name string, status corev1.ConditionStatus) error {
 	n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("testenv: get node %s: %w", name, err)
+		return fmt.Errorf("testbed: get node %s: %w", name, err)
 	}
 	now := metav1.Now()
 	cond := corev1.NodeCondition{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: now, LastTransitionTime: now, Reason: "Test", Message: "set by the test"}
@@ -98,7 +98,7 @@ func SetReady(ctx context.Context, cs kubernetes.Interface, name string, status 
 		n.Status.Conditions = append(n.Status.Conditions, cond)
 	}
 	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("testenv: set node %s Ready=%s: %w", name, status, err)
+		return fmt.Errorf("testbed: set node %s Ready=%s: %w", name, status, err)
 	}
 	return nil
 }

@@ -10,13 +10,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -103,8 +101,8 @@ func StartCloud(t testing.TB, knobs api.Knobs, lim CloudOptions) *Cloud {
 	}
 	pc := c
 	if lim.RequestQPS > 0 {
-		h := &http.Client{Transport: &pacedTransport{lim: rate.NewLimiter(rate.Limit(lim.RequestQPS), lim.RequestBurst), next: http.DefaultTransport}}
-		if pc, err = lcclient.New(srv.URL(), srv.Token(), lcclient.WithHTTPClient(h)); err != nil {
+		// The same pacing as rateLimitQPS/rateLimitBurst in the provider config.
+		if pc, err = lcclient.New(srv.URL(), srv.Token(), lcclient.WithRateLimit(lim.RequestQPS, lim.RequestBurst)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,19 +112,6 @@ func StartCloud(t testing.TB, knobs api.Knobs, lim CloudOptions) *Cloud {
 		t.Fatal(err)
 	}
 	return &Cloud{Server: srv, Client: c, Provider: p, Cloud: w}
-}
-
-// pacedTransport waits for a token before each request.
-type pacedTransport struct {
-	lim  *rate.Limiter
-	next http.RoundTripper
-}
-
-func (p *pacedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if err := p.lim.Wait(r.Context()); err != nil {
-		return nil, fmt.Errorf("client-side request rate limit: %w", err)
-	}
-	return p.next.RoundTrip(r)
 }
 
 // Controller is a service controller running in its own manager.

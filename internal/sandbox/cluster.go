@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/stratus-ccm/stratus/pkg/testbed"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 // stateFormat is bumped whenever the layout of the state dir changes in a

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
-	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 const (

@@ -17,10 +17,10 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
-	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node/nodetest"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 // addressOverride wraps the real localcloud provider and replaces the

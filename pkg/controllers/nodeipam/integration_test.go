@@ -20,13 +20,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stratus-ccm/stratus/internal/app"
-	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 // ccm is one run of the daemon (app.Run) in this process.

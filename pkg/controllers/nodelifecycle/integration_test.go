@@ -15,11 +15,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node/nodetest"
 	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 const period = 300 * time.Millisecond

@@ -22,11 +22,11 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service/servicetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 const pollTimeout = 90 * time.Second

@@ -27,10 +27,10 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node/nodetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 const nodes = 1000

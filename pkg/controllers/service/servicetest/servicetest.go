@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -37,6 +36,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 // ClusterName is the cluster the test bed's load balancers belong to.

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"io"
 	"net"
@@ -15,24 +14,23 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
-
-// KwokAnnotation marks the nodes kwok manages.
-const KwokAnnotation = "kwok.x-k8s.io/node"
-
-//go:embed kwok-stages.yaml
-var kwokStages []byte
 
 // CloudKnobs configure localcloud for a run.
 type CloudKnobs struct {
 	Latency   time.Duration
 	RateLimit float64
 	RateBurst int
+	// ClientQPS and ClientBurst go into the provider config every
+	// contestant shares (rateLimitQPS, rateLimitBurst): the provider paces
+	// its HTTP requests to the cloud's limit, as cloud SDKs do. Zero
+	// leaves the provider unpaced.
+	ClientQPS   float64
+	ClientBurst int
 	// VIPPool is localcloud's --vip-pool; clusters that run side by side
 	// need disjoint pools, since their load balancers bind real sockets.
 	VIPPool string
@@ -53,7 +51,7 @@ type Cluster struct {
 	CloudConfig  string // provider --cloud-config file
 
 	plane      *envtest.Environment
-	kwok       *Proc
+	kwok       *testbed.Kwok
 	localcloud *Proc
 }
 
@@ -74,7 +72,7 @@ func StartCluster(ctx context.Context, binDir, dir string, knobs CloudKnobs) (c 
 	if err := c.startControlPlane(); err != nil {
 		return nil, err
 	}
-	if err := c.startKwok(); err != nil {
+	if err := c.startKwok(ctx); err != nil {
 		return nil, err
 	}
 	if err := c.startLocalcloud(ctx, knobs); err != nil {
@@ -120,25 +118,20 @@ func (c *Cluster) startControlPlane() error {
 		return fmt.Errorf("harness: client: %w", err)
 	}
 	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
-	return WriteKubeconfig(cfg, c.Kubeconfig)
-}
-
-func (c *Cluster) startKwok() error {
-	stages := filepath.Join(c.Dir, "kwok-stages.yaml")
-	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
+	if err := testbed.WriteKubeconfig(cfg, c.Kubeconfig); err != nil {
 		return fmt.Errorf("harness: %w", err)
 	}
-	p, err := StartProc("kwok", c.logFile("kwok"), filepath.Join(c.BinDir, "kwok"),
-		"--kubeconfig="+c.Kubeconfig,
-		"--config="+stages,
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+KwokAnnotation+"=fake",
-		"--server-address=127.0.0.1:0",
-		"--node-lease-duration-seconds=40")
+	return nil
+}
+
+// startKwok runs kwok with the test bed's stages and flags, so that the
+// benchmark's fake kubelets behave exactly as the tests' do.
+func (c *Cluster) startKwok(ctx context.Context) error {
+	k, err := testbed.StartKwokProcess(ctx, filepath.Join(c.BinDir, "kwok"), c.Kubeconfig, c.Dir, c.logFile("kwok"))
 	if err != nil {
-		return err
+		return fmt.Errorf("harness: %w", err)
 	}
-	c.kwok = p
+	c.kwok = k
 	return nil
 }
 
@@ -198,8 +191,7 @@ func (c *Cluster) startLocalcloud(ctx context.Context, k CloudKnobs) error {
 		return fmt.Errorf("harness: localcloud client: %w", err)
 	}
 	c.CloudConfig = filepath.Join(c.Dir, "cloud.conf")
-	cfg := "url: " + c.CloudURL + "\ntokenFile: " + filepath.Join(stateDir, "token") + "\nclusterName: " + ClusterName + "\n"
-	if err := os.WriteFile(c.CloudConfig, []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(c.CloudConfig, []byte(ProviderConfig(c.CloudURL, filepath.Join(stateDir, "token"), k)), 0o600); err != nil {
 		return fmt.Errorf("harness: %w", err)
 	}
 	return nil
@@ -211,24 +203,23 @@ func (c *Cluster) Stop() {
 		c.localcloud.Stop(10 * time.Second)
 	}
 	if c.kwok != nil {
-		c.kwok.Stop(10 * time.Second)
+		c.kwok.Stop()
 	}
 	if c.plane != nil {
 		_ = c.plane.Stop()
 	}
 }
 
-// WriteKubeconfig writes cfg (certificate or token based) as a kubeconfig.
-func WriteKubeconfig(cfg *rest.Config, path string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["bench"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
-	kc.CurrentContext = "bench"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("harness: write kubeconfig %s: %w", path, err)
+// ProviderConfig is the localcloud provider's --cloud-config, the same
+// file for every contestant. The client-side pacing keys are written only
+// when the knobs ask for them.
+func ProviderConfig(url, tokenFile string, k CloudKnobs) string {
+	cfg := "url: " + url + "\ntokenFile: " + tokenFile + "\nclusterName: " + ClusterName + "\n"
+	if k.ClientQPS > 0 {
+		cfg += "rateLimitQPS: " + strconv.FormatFloat(k.ClientQPS, 'f', -1, 64) + "\n" +
+			"rateLimitBurst: " + strconv.Itoa(max(1, k.ClientBurst)) + "\n"
 	}
-	return nil
+	return cfg
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.

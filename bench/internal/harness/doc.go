@@ -3,7 +3,11 @@
 // serve`, and the contestant controller managers. It reads CPU time and
 // peak RSS from /proc and client request counts from a manager's /metrics.
 //
-// The start logic mirrors internal/testenv and internal/sandbox, which a
-// separate module cannot import; kwok-stages.yaml is a copy of the test
-// bed's stage file.
+// kwok (its stages and flags), the kubeconfig and the Node objects come
+// from the project's test bed, pkg/testbed, so that the benchmark's fake
+// kubelets are the tests'. What is bench-specific stays here: an apiserver
+// with a /16 service range and raised in-flight limits for hundreds of
+// Services, localcloud with room for thousands of instances and load
+// balancers, and the contestants' processes, whose CPU and RSS are read
+// from /proc.
 package harness

@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
@@ -17,6 +16,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 // Benchmark object names and places.
@@ -28,25 +28,6 @@ const (
 
 // NodeName is the i-th node's (and instance's) name.
 func NodeName(i int) string { return fmt.Sprintf("node-%05d", i) }
-
-// NewNode returns a Node as a kubelet with --cloud-provider=external
-// registers it (uninitialized taint, no providerID, no addresses),
-// annotated for kwok to keep it Ready.
-func NewNode(name string) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Labels:      map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
-			Annotations: map[string]string{KwokAnnotation: "fake"},
-		},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{
-			Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule,
-		}}},
-		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
-		}},
-	}
-}
 
 // Initialized reports whether the cloud node controller is done with n.
 func Initialized(n *corev1.Node) bool {
@@ -91,10 +72,10 @@ func (cl *Cluster) CreateNodes(ctx context.Context, names []string) error {
 	g.SetLimit(64)
 	for _, n := range names {
 		g.Go(func() error {
-			if _, err := cl.Kube.CoreV1().Nodes().Create(gctx, NewNode(n), metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("harness: create node %s: %w", n, err)
-			}
-			return nil
+			// The test bed's node: the uninitialized taint, no providerID, no
+			// addresses, annotated for kwok to keep it Ready.
+			_, err := testbed.CreateNode(gctx, cl.Kube, n, testbed.NodeOptions{})
+			return err
 		})
 	}
 	return g.Wait()

@@ -94,6 +94,7 @@ func run() error {
 		if r.Error != "" {
 			failed++
 		}
+		r.LoadAvg = loadAvg()
 		res.Runs = append(res.Runs, r)
 		res.Finished = time.Now()
 		if err := save(cfg.ResultsPath, res); err != nil {
@@ -202,6 +203,20 @@ func findRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// loadAvg returns the 1-minute load average (0 if unknown).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 func machine() results.Machine {

@@ -40,6 +40,7 @@ func Load(getenv func(string) string, root string) (Config, error) {
 		Reps: 3, SteadyReps: 1, SteadyWindow: 10 * time.Minute,
 		KubeAPIQPS: 200, KubeAPIBurst: 300,
 		Latency: 20 * time.Millisecond, RateLimit: 50, RateBurst: 10, LeaseSeconds: 15,
+		ProviderQPS: 50, ProviderBurst: 5,
 		Scenarios: scenarios, Contestants: contestants,
 	}
 	var errs []string

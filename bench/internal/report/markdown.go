@@ -153,8 +153,29 @@ func writeSetup(b *strings.Builder, r results.Results) {
 	fmt.Fprintf(b, ".  \n**Versions**: %s, Kubernetes %s (kube-apiserver, etcd, k8s.io/cloud-provider for the peer), Stratus %s.  \n", v.Go, v.Kubernetes, v.StratusCommit)
 	fmt.Fprintf(b, "**Settings**: scale %s; %d repetitions (median, min–max shown), steady state %d × %v; every contestant with "+
 		"`--kube-api-qps=%d --kube-api-burst=%d --leader-elect=true`; localcloud as a separate `stratus localcloud serve` process, "+
-		"realistic = `--latency=%v --rate-limit=%g --rate-burst=%d`, ideal = no latency, no limit.\n\n",
+		"realistic = `--latency=%v --rate-limit=%g --rate-burst=%d`",
 		s.Scale, s.Reps, s.SteadyReps, s.SteadyWindow, s.KubeAPIQPS, s.KubeAPIBurst, s.Latency, s.RateLimit, s.RateBurst)
+	if s.ProviderQPS > 0 {
+		fmt.Fprintf(b, " with every contestant's provider pacing its requests client-side (`rateLimitQPS: %g`, `rateLimitBurst: %d` in the shared provider config, as a cloud SDK does)",
+			s.ProviderQPS, s.ProviderBurst)
+	}
+	b.WriteString(", ideal = no latency, no limit, no pacing.")
+	if l := loadSummary(r.Runs); l.N > 0 {
+		fmt.Fprintf(b, "  \n**Load**: 1-minute load average at the end of each run: median %.1f (%.1f–%.1f) on %d CPUs; "+
+			"times measured under load from other work are noisier, counts are not.", l.Median, l.Min, l.Max, m.CPUs)
+	}
+	b.WriteString("\n\n")
+}
+
+// loadSummary summarizes the load averages the runs recorded.
+func loadSummary(runs []results.Run) results.Summary {
+	var xs []float64
+	for _, r := range runs {
+		if r.LoadAvg > 0 {
+			xs = append(xs, r.LoadAvg)
+		}
+	}
+	return results.Summarize(xs)
 }
 
 func cloudTitle(cloud string, s results.Settings) string {

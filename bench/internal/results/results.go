@@ -58,7 +58,12 @@ type Settings struct {
 	Latency      time.Duration `json:"latencyNs"`
 	RateLimit    float64       `json:"rateLimit"`
 	RateBurst    int           `json:"rateBurst"`
-	LeaseSeconds float64       `json:"leaseSeconds"`
+	// ProviderQPS and ProviderBurst pace the provider's requests on the
+	// client side (rateLimitQPS/rateLimitBurst in the provider config),
+	// the same for every contestant, in the realistic cloud only.
+	ProviderQPS   float64 `json:"providerRateLimitQPS,omitempty"`
+	ProviderBurst int     `json:"providerRateLimitBurst,omitempty"`
+	LeaseSeconds  float64 `json:"leaseSeconds"`
 }
 
 // Run is one contestant in one scenario, once.
@@ -79,6 +84,9 @@ type Run struct {
 	// Started and Duration frame the whole run, setup included.
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"durationNs"`
+	// LoadAvg is the machine's 1-minute load average when the run ended:
+	// times measured under load from other work are noisier.
+	LoadAvg float64 `json:"loadAvg1m,omitempty"`
 }
 
 // Figure names.

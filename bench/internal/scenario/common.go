@@ -40,11 +40,17 @@ func (e *Env) logf(format string, args ...any) {
 	_, _ = fmt.Fprintf(e.Log, "    "+format+"\n", args...)
 }
 
-// knobs returns localcloud's settings for a cloud mode.
+// knobs returns localcloud's settings for a cloud mode. In the realistic
+// mode every contestant's provider also paces its requests to the cloud's
+// limit, as a cloud SDK does: without it, ten workers each making two or
+// three requests per provider call draw 429s and retry-after sleeps that
+// a single worker never sees, which measures the provider's retry policy
+// rather than the controllers.
 func (e *Env) knobs(cloud string, pool int) harness.CloudKnobs {
 	k := harness.CloudKnobs{VIPPool: harness.VIPPool(pool)}
 	if cloud == results.CloudRealistic {
 		k.Latency, k.RateLimit, k.RateBurst = e.S.Latency, e.S.RateLimit, e.S.RateBurst
+		k.ClientQPS, k.ClientBurst = e.S.ProviderQPS, e.S.ProviderBurst
 	}
 	return k
 }

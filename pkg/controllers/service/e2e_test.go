@@ -177,9 +177,9 @@ func TestEndToEnd(t *testing.T) {
 	b.addNode("node-x", map[string]string{v1.LabelNodeExcludeBalancers: "true"})
 	b.start()
 
-	svc := b.createService(webService("default", "web"))
+	b.createService(webService("default", "web"))
 	vip := b.waitIngress("default", "web")
-	svc, _ = b.cs.CoreV1().Services("default").Get(b.ctx, "web", metav1.GetOptions{})
+	svc, _ := b.cs.CoreV1().Services("default").Get(b.ctx, "web", metav1.GetOptions{})
 
 	b.run("created with finalizer, ingress and the eligible nodes", func(t *testing.T) {
 		if !servicehelper.HasLBFinalizer(svc) {
@@ -457,7 +457,7 @@ func askTCP(ip string, port int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
 	buf := make([]byte, 64)
 	n, err := c.Read(buf)
@@ -469,7 +469,7 @@ func askUDP(ip string, port int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
 	if _, err := c.Write([]byte("ping")); err != nil {
 		return "", err

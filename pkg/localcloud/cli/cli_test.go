@@ -61,6 +61,21 @@ func TestClientCommands(t *testing.T) {
 			t.Fatalf("%s: %v", verb, err)
 		}
 	}
+	out, err = run(ctx, "instances", "attach-external-address", id, "-o", "json")
+	var attached api.Instance
+	if err != nil || json.Unmarshal([]byte(out), &attached) != nil || attached.Addresses.External == "" {
+		t.Fatalf("attach-external-address: %v %q", err, out)
+	}
+	if _, err := run(ctx, "instances", "attach-external-address", id); err == nil || !strings.Contains(err.Error(), "Conflict") {
+		t.Fatalf("second attach: %v", err)
+	}
+	out, err = run(ctx, "instances", "detach-external-address", id)
+	if err != nil || !strings.Contains(out, "EXTERNAL") || strings.Contains(out, attached.Addresses.External) {
+		t.Fatalf("detach-external-address: %v\n%s", err, out)
+	}
+	if _, err := run(ctx, "instances", "detach-external-address", id); err == nil || !strings.Contains(err.Error(), "NotFound") {
+		t.Fatalf("second detach: %v", err)
+	}
 	out, err = run(ctx, "instances", "list")
 	if err != nil || !strings.Contains(out, "NAME") || !strings.Contains(out, "node-1") || !strings.Contains(out, "pool=a") {
 		t.Fatalf("table: %v\n%s", err, out)

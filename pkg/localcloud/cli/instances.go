@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
@@ -27,8 +28,18 @@ func instanceRows(items []api.Instance) func() [][]string {
 func newInstancesCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "instances", Aliases: []string{"instance", "i"}, Short: "Manage instances"}
 	cmd.AddCommand(instancesList(g), instancesCreate(g))
-	for _, a := range []struct{ use, short string }{{"get", "Show an instance"}, {"stop", "Stop an instance"}, {"start", "Start an instance"}, {"delete", "Terminate an instance"}} {
-		cmd.AddCommand(instanceAction(g, a.use, a.short))
+	for _, a := range []struct {
+		use, short string
+		call       instanceFunc
+	}{
+		{"get", "Show an instance", (*client.Client).GetInstance},
+		{"stop", "Stop an instance", (*client.Client).StopInstance},
+		{"start", "Start an instance", (*client.Client).StartInstance},
+		{"delete", "Terminate an instance", (*client.Client).DeleteInstance},
+		{"attach-external-address", "Allocate an external address to an instance", (*client.Client).AttachExternalAddress},
+		{"detach-external-address", "Release an instance's external address", (*client.Client).DetachExternalAddress},
+	} {
+		cmd.AddCommand(instanceAction(g, a.use, a.short, a.call))
 	}
 	return cmd
 }
@@ -108,7 +119,11 @@ func instancesCreate(g *globals) *cobra.Command {
 	return cmd
 }
 
-func instanceAction(g *globals, use, short string) *cobra.Command {
+// instanceFunc is a client call on one instance, as a method expression
+// such as (*client.Client).StopInstance.
+type instanceFunc func(*client.Client, context.Context, string) (*api.Instance, error)
+
+func instanceAction(g *globals, use, short string, call instanceFunc) *cobra.Command {
 	return &cobra.Command{
 		Use: use + " ID", Short: short, Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -116,18 +131,7 @@ func instanceAction(g *globals, use, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			var inst *api.Instance
-			switch use {
-			case "get":
-				inst, err = c.GetInstance(ctx, args[0])
-			case "stop":
-				inst, err = c.StopInstance(ctx, args[0])
-			case "start":
-				inst, err = c.StartInstance(ctx, args[0])
-			default:
-				inst, err = c.DeleteInstance(ctx, args[0])
-			}
+			inst, err := call(c, cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -132,6 +132,28 @@ func (c *Client) DeleteInstance(ctx context.Context, id string) (*api.Instance, 
 	return c.instanceAction(ctx, http.MethodDelete, id, "")
 }
 
+// AttachExternalAddress allocates an external address from the cloud's
+// pool to an instance and returns the instance with it. An instance that
+// already has one fails with ErrConflict, a terminated one too.
+func (c *Client) AttachExternalAddress(ctx context.Context, id string) (*api.Instance, error) {
+	var out api.Instance
+	if err := c.do(ctx, http.MethodPost, "/instances/"+pathEscape(id)+"/externalAddress", nil, nil, &out); err != nil {
+		return nil, fmt.Errorf("localcloud: attach external address to instance %s: %w", id, err)
+	}
+	return &out, nil
+}
+
+// DetachExternalAddress releases an instance's external address back to
+// the pool and returns the instance without it. An instance without one
+// fails with ErrNotFound.
+func (c *Client) DetachExternalAddress(ctx context.Context, id string) (*api.Instance, error) {
+	var out api.Instance
+	if err := c.do(ctx, http.MethodDelete, "/instances/"+pathEscape(id)+"/externalAddress", nil, nil, &out); err != nil {
+		return nil, fmt.Errorf("localcloud: detach external address from instance %s: %w", id, err)
+	}
+	return &out, nil
+}
+
 // CreateLoadBalancer creates a load balancer; it starts provisioning. A
 // duplicate name within the cluster fails with ErrConflict.
 func (c *Client) CreateLoadBalancer(ctx context.Context, req api.CreateLoadBalancerRequest) (*api.LoadBalancer, error) {

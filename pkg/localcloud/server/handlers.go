@@ -114,6 +114,31 @@ func (s *Server) setInstanceState(w http.ResponseWriter, r *http.Request, state 
 	writeJSON(w, http.StatusOK, inst)
 }
 
+func (s *Server) attachExternalAddress(w http.ResponseWriter, r *http.Request) {
+	s.changeExternalAddress(w, r, s.store.AttachExternalAddress)
+}
+
+func (s *Server) detachExternalAddress(w http.ResponseWriter, r *http.Request) {
+	s.changeExternalAddress(w, r, s.store.DetachExternalAddress)
+}
+
+// changeExternalAddress answers with the whole instance, so that a caller
+// learns the allocated address without another call. Load balancers need
+// no update: they forward to internal addresses.
+func (s *Server) changeExternalAddress(w http.ResponseWriter, r *http.Request, change func(id string) (api.Instance, error)) {
+	id := r.PathValue("id")
+	if err := api.ValidID("id", "i", id); err != nil {
+		fail(w, r, err)
+		return
+	}
+	inst, err := change(id)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, inst)
+}
+
 func (s *Server) listRoutes(w http.ResponseWriter, r *http.Request) {
 	cluster := r.PathValue("cluster")
 	if err := api.ValidName("cluster", cluster); err != nil {

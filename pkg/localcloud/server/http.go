@@ -51,6 +51,8 @@ func (s *Server) routes() *http.ServeMux {
 	handle("DELETE "+v+"/instances/{id}", "DeleteInstance", s.deleteInstance)
 	handle("POST "+v+"/instances/{id}/stop", "StopInstance", s.stopInstance)
 	handle("POST "+v+"/instances/{id}/start", "StartInstance", s.startInstance)
+	handle("POST "+v+"/instances/{id}/externalAddress", "AttachExternalAddress", s.attachExternalAddress)
+	handle("DELETE "+v+"/instances/{id}/externalAddress", "DetachExternalAddress", s.detachExternalAddress)
 	handle("GET "+v+"/loadbalancers", "ListLoadBalancers", s.listLBs)
 	handle("POST "+v+"/loadbalancers", "CreateLoadBalancer", s.createLB)
 	handle("GET "+v+"/loadbalancers/{id}", "GetLoadBalancer", s.getLB)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,66 +13,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
-	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node/nodetest"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
-
-// addressOverride wraps the real localcloud provider and replaces the
-// addresses of chosen instances: localcloud has no API to change an
-// instance's addresses, so this stands in for a cloud-side change.
-type addressOverride struct {
-	in cloudprovider.InstancesV2
-	l  cloud.InstanceLister
-
-	mu    sync.Mutex
-	addrs map[string][]v1.NodeAddress // by instance name
-}
-
-func (o *addressOverride) set(name string, addrs []v1.NodeAddress) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.addrs[name] = addrs
-}
-
-func (o *addressOverride) InstanceExists(ctx context.Context, n *v1.Node) (bool, error) {
-	return o.in.InstanceExists(ctx, n)
-}
-
-func (o *addressOverride) InstanceShutdown(ctx context.Context, n *v1.Node) (bool, error) {
-	return o.in.InstanceShutdown(ctx, n)
-}
-
-func (o *addressOverride) InstanceMetadata(ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-	return o.in.InstanceMetadata(ctx, n)
-}
-
-func (o *addressOverride) ListInstances(ctx context.Context) ([]cloud.Instance, error) {
-	list, err := o.l.ListInstances(ctx)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for i := range list {
-		if a, ok := o.addrs[list[i].Name]; ok {
-			list[i].Metadata.NodeAddresses = a
-		}
-	}
-	return list, err
-}
 
 func TestIntegration(t *testing.T) {
 	env := testbed.Start(t)
 	env.StartKwok(t)
 	lc := nodetest.StartCloud(t, nil, 3)
 	in, lister := lc.Instances(t)
-	override := &addressOverride{in: in, l: lister, addrs: map[string][]v1.NodeAddress{}}
 	mgr := nodetest.NewManager(t, env.Config)
+	reg := prometheus.NewRegistry()
 	c, err := node.New(node.Deps{
-		Client: mgr.GetClient(), Instances: override, Lister: override,
-		Recorder: mgr.GetEventRecorder(node.Name), Registerer: prometheus.NewRegistry(),
+		Client: mgr.GetClient(), Instances: in, Lister: lister,
+		Recorder: mgr.GetEventRecorder(node.Name), Registerer: reg,
 	}, node.Config{Workers: 4, RefreshPeriod: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -158,25 +115,118 @@ func TestIntegration(t *testing.T) {
 		}
 	})
 
-	t.Run("refresh after address change", func(t *testing.T) {
-		ctx := testbed.Context(t, 2*time.Minute)
-		if _, err := lc.CreateInstances(ctx, "refresh"); err != nil {
+	t.Run("refresh after a cloud-side address change", func(t *testing.T) {
+		ctx := testbed.Context(t, 3*time.Minute)
+		// Created without an external address: attaching one is the change.
+		inst, err := lc.Admin.CreateInstance(ctx, api.CreateInstanceRequest{Name: "refresh", Zone: "zone-a", Region: "region-1", Type: "small"})
+		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := testbed.CreateNode(ctx, cs, "refresh", testbed.NodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitInitialized(ctx, t, cs, "refresh")
-		changed := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "127.1.99.1"}, {Type: v1.NodeHostName, Address: "refresh"}}
-		override.set("refresh", changed)
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			n, err := cs.CoreV1().Nodes().Get(ctx, "refresh", metav1.GetOptions{})
-			return err == nil && slices.Equal(n.Status.Addresses, changed), nil
-		})
-		if err != nil {
-			t.Fatalf("addresses not refreshed: %v", err)
+		n := waitInitialized(ctx, t, cs, "refresh")
+		internalOnly := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal}, {Type: v1.NodeHostName, Address: "refresh"}}
+		if !slices.Equal(n.Status.Addresses, internalOnly) {
+			t.Fatalf("addresses %v, want %v", n.Status.Addresses, internalOnly)
 		}
+
+		// Nothing changed in the cloud: whole refresh periods write nothing.
+		before := refreshWrites(t, reg)
+		waitRefreshes(ctx, t, reg, 2)
+		if got := refreshWrites(t, reg); got != before {
+			t.Fatalf("refreshes without a cloud-side change wrote %+v (before: %+v); want no writes", got, before)
+		}
+
+		attached, err := lc.Admin.AttachExternalAddress(ctx, inst.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		withExternal := []v1.NodeAddress{
+			{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal},
+			{Type: v1.NodeExternalIP, Address: attached.Addresses.External},
+			{Type: v1.NodeHostName, Address: "refresh"},
+		}
+		before = expectOneStatusWrite(ctx, t, cs, reg, before, "refresh", withExternal)
+
+		if _, err := lc.Admin.DetachExternalAddress(ctx, inst.ID); err != nil {
+			t.Fatal(err)
+		}
+		expectOneStatusWrite(ctx, t, cs, reg, before, "refresh", internalOnly)
 	})
+}
+
+// writeCounts are the refresh's API writes so far, by kind.
+type writeCounts struct{ status, metadata float64 }
+
+func refreshWrites(t *testing.T, reg prometheus.Gatherer) writeCounts {
+	t.Helper()
+	return writeCounts{
+		status:   counterValue(t, reg, node.MetricRefreshWrites, "kind", "status"),
+		metadata: counterValue(t, reg, node.MetricRefreshWrites, "kind", "metadata"),
+	}
+}
+
+// waitRefreshes waits until n more refresh periods have succeeded, so that
+// at least n-1 ran entirely after the call.
+func waitRefreshes(ctx context.Context, t *testing.T, reg prometheus.Gatherer, n int) {
+	t.Helper()
+	want := counterValue(t, reg, node.MetricRefreshes, "result", "success") + float64(n)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return counterValue(t, reg, node.MetricRefreshes, "result", "success") >= want, nil
+	})
+	if err != nil {
+		t.Fatalf("%d refresh periods did not succeed: %v", n, err)
+	}
+}
+
+// expectOneStatusWrite waits for the node's addresses to become want, lets
+// two more refresh periods pass, and checks that the change cost exactly
+// one status write and no label write: no repeats once the cache has the
+// new addresses. It returns the counts after the change.
+func expectOneStatusWrite(ctx context.Context, t *testing.T, cs kubernetes.Interface, reg prometheus.Gatherer,
+	before writeCounts, name string, want []v1.NodeAddress) writeCounts {
+	t.Helper()
+	var got []v1.NodeAddress
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = n.Status.Addresses
+		return slices.Equal(got, want), nil
+	})
+	if err != nil {
+		t.Fatalf("addresses of %s not refreshed: %v (have %v, want %v)", name, err, got, want)
+	}
+	waitRefreshes(ctx, t, reg, 2)
+	after := refreshWrites(t, reg)
+	if after.status != before.status+1 || after.metadata != before.metadata {
+		t.Fatalf("writes for one address change: %+v, before %+v; want exactly one status write", after, before)
+	}
+	return after
+}
+
+// counterValue reads one counter of reg; 0 when it has not been set yet.
+func counterValue(t *testing.T, reg prometheus.Gatherer, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func hasTaint(n *v1.Node) bool {

@@ -22,12 +22,18 @@ func instanceLister(cc ControllerContext) cloud.InstanceLister {
 	return nil
 }
 
+// noInstancesReason is why the node controllers skip themselves: only a
+// provider without any instances interface leaves them nothing to ask.
+const noInstancesReason = "the cloud provider implements neither InstancesV2 nor Instances"
+
 // startCloudNodeController starts the cloud-node-controller.
 func startCloudNodeController() StartFunc {
 	return func(_ context.Context, cc ControllerContext) (bool, string, error) {
-		in, ok := cc.Cloud.InstancesV2()
+		// A provider with only the legacy Instances (and Zones) is served
+		// through an adapter, as upstream's controller serves it.
+		in, ok := cc.Cloud.InstancesV2OrAdapted()
 		if !ok {
-			return false, "the cloud provider does not implement InstancesV2", nil
+			return false, noInstancesReason, nil
 		}
 		mgr := cc.Manager
 		c, err := node.New(node.Deps{
@@ -54,9 +60,11 @@ func startCloudNodeController() StartFunc {
 // startCloudNodeLifecycleController starts the cloud-node-lifecycle-controller.
 func startCloudNodeLifecycleController() StartFunc {
 	return func(_ context.Context, cc ControllerContext) (bool, string, error) {
-		in, ok := cc.Cloud.InstancesV2()
+		// A provider with only the legacy Instances (and Zones) is served
+		// through an adapter, as upstream's controller serves it.
+		in, ok := cc.Cloud.InstancesV2OrAdapted()
 		if !ok {
-			return false, "the cloud provider does not implement InstancesV2", nil
+			return false, noInstancesReason, nil
 		}
 		mgr := cc.Manager
 		c, err := nodelifecycle.New(nodelifecycle.Deps{

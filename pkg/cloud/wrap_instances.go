@@ -17,6 +17,26 @@ func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) {
 	return &instancesV2{c: c, in: in}, true
 }
 
+// InstancesV2OrAdapted returns what the node controllers need: the
+// provider's InstancesV2, or, for a provider that implements only the
+// legacy Instances (and perhaps Zones), InstancesV2FromV1 over their
+// instrumented forms, so that each legacy call is still counted and
+// rate-limited. It reports false when the provider has neither.
+func (c *Cloud) InstancesV2OrAdapted() (cloudprovider.InstancesV2, bool) {
+	if in, ok := c.InstancesV2(); ok {
+		return in, true
+	}
+	in, ok := c.Instances()
+	if !ok {
+		return nil, false
+	}
+	var z cloudprovider.Zones
+	if zones, ok := c.Zones(); ok {
+		z = zones
+	}
+	return InstancesV2FromV1(c.ProviderName(), in, z), true
+}
+
 // InstanceLister returns the provider's list-all-instances extension,
 // instrumented, when the provider implements it. The provider itself is
 // asked first, then its InstancesV2, since either may carry it.

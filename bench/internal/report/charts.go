@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -54,16 +55,45 @@ func WriteCharts(dir string, in Input) ([]string, error) {
 	return files, nil
 }
 
+// valueLabel is a bar's median as printed over it, with the table's
+// digits (counts as integers), and one more below 1 so that a small bar
+// does not read as 0.
+func valueLabel(s results.Summary, digits int) string {
+	if s.N == 0 {
+		return "n/a"
+	}
+	if digits > 0 && s.Median < 1 {
+		digits++
+	}
+	return strconv.FormatFloat(s.Median, 'f', digits, 64)
+}
+
+func columnDigits(sc Scenario, fig string) int {
+	for _, c := range sc.Columns {
+		if c.Figure == fig {
+			return c.Digits
+		}
+	}
+	return 1
+}
+
 func chart(path string, sc Scenario, cloud, fig string, cs []Contestant, g map[results.Key]map[string]results.Summary) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: %s (%s cloud)", sc.Title, columnTitle(sc, fig), cloud)
 	p.Y.Label.Text = columnTitle(sc, fig)
 	p.Y.Min = 0
 	var labels []string
+	var values plotter.XYLabels
+	top := 0.0
 	w := vg.Points(40)
 	for i, c := range cs {
 		s := g[results.Key{Scenario: sc.Name, Cloud: cloud, Contestant: c.Name}][fig]
 		labels = append(labels, c.Name)
+		// The median is written over each bar: ratios of 10× and more
+		// leave the small bars unreadable against the axis alone.
+		top = max(top, s.Max, s.Median)
+		values.XYs = append(values.XYs, plotter.XY{X: float64(i), Y: s.Max})
+		values.Labels = append(values.Labels, valueLabel(s, columnDigits(sc, fig)))
 		bars, err := plotter.NewBarChart(plotter.Values{s.Median}, w)
 		if err != nil {
 			return fmt.Errorf("report: chart %s: %w", path, err)
@@ -81,8 +111,23 @@ func chart(path string, sc Scenario, cloud, fig string, cs []Contestant, g map[r
 			p.Add(eb)
 		}
 	}
+	if len(values.XYs) > 0 {
+		l, err := plotter.NewLabels(values)
+		if err != nil {
+			return fmt.Errorf("report: chart %s: %w", path, err)
+		}
+		for i := range l.TextStyle {
+			l.TextStyle[i].XAlign = -0.5 // centred over the bar
+			l.TextStyle[i].YAlign = 0    // above the whisker
+		}
+		l.Offset = vg.Point{Y: vg.Points(3)}
+		p.Add(l)
+	}
 	p.NominalX(labels...)
 	p.X.Min, p.X.Max = -0.6, float64(len(cs))-0.4
+	if top > 0 {
+		p.Y.Max = top * 1.15 // room for the value labels
+	}
 	if err := p.Save(6*vg.Inch, 3.5*vg.Inch, path); err != nil {
 		return fmt.Errorf("report: save chart %s: %w", path, err)
 	}

@@ -13,7 +13,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.S.Nodes != 1000 || c.S.Services != 300 || c.S.Reps != 3 || c.S.SteadyReps != 1 || c.S.SteadyWindow != 10*time.Minute {
+	if c.S.Nodes != 1000 || c.S.Services != 300 || c.S.Reps != 3 || c.S.SteadyReps != 1 || c.S.SteadyWindow != 5*time.Minute {
 		t.Fatalf("defaults = %+v", c.S)
 	}
 	if c.DocPath != "/repo/docs/benchmarks.md" || c.ResultsPath != "/repo/bench/results/default.json" || len(c.S.Scenarios) != 4 {
@@ -32,11 +32,11 @@ func TestQuickWritesElsewhere(t *testing.T) {
 }
 
 func TestSelectionsAndOverrides(t *testing.T) {
-	c, err := Load(env(map[string]string{"BENCH_SCENARIOS": "failover, nodeinit", "BENCH_REPS": "5", "BENCH_STEADY_WINDOW": "5m", "BENCH_SCALE": "large"}), "/r")
+	c, err := Load(env(map[string]string{"BENCH_SCENARIOS": "failover, nodeinit", "BENCH_REPS": "5", "BENCH_STEADY_WINDOW": "10m", "BENCH_SCALE": "large"}), "/r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(c.S.Scenarios, ",") != "nodeinit,failover" || c.S.Reps != 5 || c.S.SteadyWindow != 5*time.Minute || c.S.Nodes != 5000 {
+	if strings.Join(c.S.Scenarios, ",") != "nodeinit,failover" || c.S.Reps != 5 || c.S.SteadyWindow != 10*time.Minute || c.S.Nodes != 5000 {
 		t.Fatalf("settings = %+v", c.S)
 	}
 }

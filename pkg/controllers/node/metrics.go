@@ -1,10 +1,11 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratus-ccm/stratus/pkg/metricsutil"
 )
 
 // Metric names.
@@ -88,43 +89,29 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.inits, err = register(reg, m.inits); err != nil {
+	if m.inits, err = metricsutil.Register(reg, m.inits); err != nil {
 		return nil, fmt.Errorf("register node controller metrics: %w", err)
 	}
-	if m.initDuration, err = register(reg, m.initDuration); err != nil {
+	if m.initDuration, err = metricsutil.Register(reg, m.initDuration); err != nil {
 		return nil, fmt.Errorf("register node controller metrics: %w", err)
 	}
-	if m.refreshes, err = register(reg, m.refreshes); err != nil {
+	if m.refreshes, err = metricsutil.Register(reg, m.refreshes); err != nil {
 		return nil, fmt.Errorf("register node controller metrics: %w", err)
 	}
-	if m.refreshTime, err = register(reg, m.refreshTime); err != nil {
+	if m.refreshTime, err = metricsutil.Register(reg, m.refreshTime); err != nil {
 		return nil, fmt.Errorf("register node controller metrics: %w", err)
 	}
-	if m.refreshWrites, err = register(reg, m.refreshWrites); err != nil {
+	if m.refreshWrites, err = metricsutil.Register(reg, m.refreshWrites); err != nil {
 		return nil, fmt.Errorf("register node controller metrics: %w", err)
 	}
-	if m.lists, err = register(reg, m.lists); err != nil {
+	if m.lists, err = metricsutil.Register(reg, m.lists); err != nil {
 		return nil, fmt.Errorf("register node controller metrics: %w", err)
 	}
-	if m.listWaiters, err = register(reg, m.listWaiters); err != nil {
+	if m.listWaiters, err = metricsutil.Register(reg, m.listWaiters); err != nil {
 		return nil, fmt.Errorf("register node controller metrics: %w", err)
 	}
-	if m.listServed, err = register(reg, m.listServed); err != nil {
+	if m.listServed, err = metricsutil.Register(reg, m.listServed); err != nil {
 		return nil, fmt.Errorf("register node controller metrics: %w", err)
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// its name: the daemon may build a controller more than once per process
-// (tests run it repeatedly), and the counters should simply continue.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }

@@ -1,10 +1,9 @@
 package nodeipam
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratus-ccm/stratus/pkg/metricsutil"
 )
 
 // Metric names, kept as constants so dashboards and tests agree.
@@ -57,37 +56,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.allocated, err = register(reg, m.allocated); err != nil {
+	if m.allocated, err = metricsutil.Register(reg, m.allocated); err != nil {
 		return nil, err
 	}
-	if m.available, err = register(reg, m.available); err != nil {
+	if m.available, err = metricsutil.Register(reg, m.available); err != nil {
 		return nil, err
 	}
-	if m.failures, err = register(reg, m.failures); err != nil {
+	if m.failures, err = metricsutil.Register(reg, m.failures); err != nil {
 		return nil, err
 	}
-	if m.outside, err = register(reg, m.outside); err != nil {
+	if m.outside, err = metricsutil.Register(reg, m.outside); err != nil {
 		return nil, err
 	}
-	if m.collision, err = register(reg, m.collision); err != nil {
+	if m.collision, err = metricsutil.Register(reg, m.collision); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register adds c to reg, or returns the collector already registered under
-// the same name: a process that builds the controller twice (a test that
-// restarts the manager) keeps one set of series instead of failing.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("nodeipam metrics: %w", err)
 }

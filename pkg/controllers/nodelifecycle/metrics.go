@@ -1,10 +1,11 @@
 package nodelifecycle
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratus-ccm/stratus/pkg/metricsutil"
 )
 
 // Metric names.
@@ -46,31 +47,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.deletions, err = register(reg, m.deletions); err != nil {
+	if m.deletions, err = metricsutil.Register(reg, m.deletions); err != nil {
 		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
 	}
-	if m.taints, err = register(reg, m.taints); err != nil {
+	if m.taints, err = metricsutil.Register(reg, m.taints); err != nil {
 		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
 	}
-	if m.cloudErrors, err = register(reg, m.cloudErrors); err != nil {
+	if m.cloudErrors, err = metricsutil.Register(reg, m.cloudErrors); err != nil {
 		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
 	}
-	if m.duration, err = register(reg, m.duration); err != nil {
+	if m.duration, err = metricsutil.Register(reg, m.duration); err != nil {
 		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// its name: the daemon may build a controller more than once per process
-// (tests run it repeatedly), and the counters should simply continue.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }

@@ -1,10 +1,9 @@
 package route
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratus-ccm/stratus/pkg/metricsutil"
 )
 
 // Metric names, kept as constants so dashboards and tests agree.
@@ -48,34 +47,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.creates, err = register(reg, m.creates); err != nil {
+	if m.creates, err = metricsutil.Register(reg, m.creates); err != nil {
 		return nil, err
 	}
-	if m.deletes, err = register(reg, m.deletes); err != nil {
+	if m.deletes, err = metricsutil.Register(reg, m.deletes); err != nil {
 		return nil, err
 	}
-	if m.quota, err = register(reg, m.quota); err != nil {
+	if m.quota, err = metricsutil.Register(reg, m.quota); err != nil {
 		return nil, err
 	}
-	if m.backedOff, err = register(reg, m.backedOff); err != nil {
+	if m.backedOff, err = metricsutil.Register(reg, m.backedOff); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register adds c to reg, or returns the collector already registered under
-// the same name, so a process that builds the controller twice (a test that
-// restarts the manager) keeps one set of series instead of failing.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("route metrics: %w", err)
 }

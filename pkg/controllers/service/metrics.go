@@ -1,10 +1,11 @@
 package service
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratus-ccm/stratus/pkg/metricsutil"
 )
 
 // Metric names, kept as constants so dashboards and tests agree.
@@ -65,41 +66,24 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	m.syncs, err = register(reg, m.syncs)
+	m.syncs, err = metricsutil.Register(reg, m.syncs)
 	if err == nil {
-		m.syncDuration, err = register(reg, m.syncDuration)
+		m.syncDuration, err = metricsutil.Register(reg, m.syncDuration)
 	}
 	if err == nil {
-		m.updates, err = register(reg, m.updates)
+		m.updates, err = metricsutil.Register(reg, m.updates)
 	}
 	if err == nil {
-		m.nodeSyncs, err = register(reg, m.nodeSyncs)
+		m.nodeSyncs, err = metricsutil.Register(reg, m.nodeSyncs)
 	}
 	if err == nil {
-		m.orphans, err = register(reg, m.orphans)
+		m.orphans, err = metricsutil.Register(reg, m.orphans)
 	}
 	if err == nil {
-		m.orphanDeletes, err = register(reg, m.orphanDeletes)
+		m.orphanDeletes, err = metricsutil.Register(reg, m.orphanDeletes)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("service controller metrics: %w", err)
 	}
 	return m, nil
-}
-
-// register adds c to reg, or returns the collector already registered
-// under the same name: a controller restarted in the same process (a new
-// leader term) keeps counting on the same series.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }

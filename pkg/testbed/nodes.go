@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 )
 
@@ -81,23 +82,29 @@ func CreateNode(ctx context.Context, cs kubernetes.Interface, name string, o Nod
 // SetReady writes the node's Ready condition, as a kubelet's heartbeat
 // would; use it on Unmanaged nodes.
 func SetReady(ctx context.Context, cs kubernetes.Interface, name string, status corev1.ConditionStatus) error {
-	n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("testbed: get node %s: %w", name, err)
-	}
-	now := metav1.Now()
-	cond := corev1.NodeCondition{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: now, LastTransitionTime: now, Reason: "Test", Message: "set by the test"}
-	replaced := false
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == corev1.NodeReady {
-			n.Status.Conditions[i] = cond
-			replaced = true
+	// The CCM writes the same Node's status (addresses, conditions) at the
+	// same time, so an update may conflict; retry on a fresh copy.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-	}
-	if !replaced {
-		n.Status.Conditions = append(n.Status.Conditions, cond)
-	}
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		now := metav1.Now()
+		cond := corev1.NodeCondition{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: now, LastTransitionTime: now, Reason: "Test", Message: "set by the test"}
+		replaced := false
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				n.Status.Conditions[i] = cond
+				replaced = true
+			}
+		}
+		if !replaced {
+			n.Status.Conditions = append(n.Status.Conditions, cond)
+		}
+		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("testbed: set node %s Ready=%s: %w", name, status, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ package servicetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -18,6 +19,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -217,11 +219,16 @@ func AddNode(ctx context.Context, cs kubernetes.Interface, lc *lcclient.Client, 
 	if err != nil {
 		return nil, *inst, fmt.Errorf("create node %s: %w", name, err)
 	}
-	n.Status.Addresses = []v1.NodeAddress{
+	// A merge patch, not an update: kwok writes the same Node's status
+	// concurrently, and an update would lose that race now and then.
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"addresses": []v1.NodeAddress{
 		{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal},
 		{Type: v1.NodeHostName, Address: inst.Addresses.Hostname},
+	}}})
+	if err != nil {
+		return nil, *inst, fmt.Errorf("set addresses of node %s: %w", name, err)
 	}
-	if n, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	if n, err = cs.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		return nil, *inst, fmt.Errorf("set addresses of node %s: %w", name, err)
 	}
 	return n, *inst, nil

@@ -11,7 +11,9 @@ TOOLS_MOD := hack/tools/go.mod hack/tools/go.sum
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36
 STRATUS_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
-LDFLAGS := -X github.com/stratus-ccm/stratus/internal/version.version=$(STRATUS_VERSION)
+STRATUS_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X github.com/stratus-ccm/stratus/internal/version.version=$(STRATUS_VERSION) \
+	-X github.com/stratus-ccm/stratus/internal/version.commit=$(STRATUS_COMMIT)
 # Integration and e2e tests start real control planes; -p 2 keeps at most
 # two test binaries (and so two apiservers) on this 2-core machine at once.
 TEST_FLAGS ?= -race -p 2 -timeout 20m

@@ -38,5 +38,9 @@ func Get() Info {
 }
 
 func (i Info) String() string {
-	return fmt.Sprintf("stratus %s (commit %s, %s, %s)", i.Version, i.Commit, i.GoVersion, i.Platform)
+	c := i.Commit
+	if c == "" {
+		c = "unknown"
+	}
+	return fmt.Sprintf("stratus %s (commit %s, %s, %s)", i.Version, c, i.GoVersion, i.Platform)
 }

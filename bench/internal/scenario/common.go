@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -167,6 +168,7 @@ func (m *meter) finish(ctx context.Context, figs map[string]float64) (map[string
 	figs[results.FigAPIRequests] = api1 - m.api0
 	figs[results.FigCPU] = u.CPUSeconds - m.cpu0
 	figs[results.FigPeakRSS] = u.PeakRSSMiB
+	figs[results.FigRSS] = u.RSSMiB
 	return ops, nil
 }
 
@@ -216,13 +218,19 @@ func (e *Env) initNodes(ctx context.Context, cl *harness.Cluster, nodes []string
 	return last.Sub(t0), nil
 }
 
+// errSkip, returned by a waitBackends check, skips this poll's listing.
+var errSkip = errors.New("skip this poll")
+
 // waitBackends polls localcloud until every load balancer of the cluster
 // (want of them) has every instance id in ids among its backends. It
-// returns when that was first seen.
+// returns when that was first seen. check runs before every listing: an
+// error ends the wait, errSkip skips the listing.
 func (e *Env) waitBackends(ctx context.Context, cl *harness.Cluster, want int, ids []string, every, timeout time.Duration, check func() error) (time.Time, error) {
 	var at time.Time
 	err := harness.Poll(ctx, every, timeout, "load balancer backends", func(ctx context.Context) (bool, error) {
-		if err := check(); err != nil {
+		if err := check(); errors.Is(err, errSkip) {
+			return false, nil
+		} else if err != nil {
 			return false, err
 		}
 		lbs, err := cl.Cloud.ListAllLoadBalancers(ctx, lcList())

@@ -9,10 +9,18 @@ import (
 	"github.com/stratus-ccm/stratus/bench/internal/results"
 )
 
-// backendPoll is how often the runner lists load balancers while waiting
-// for joined nodes: one localcloud request per poll, subtracted from the
-// counters but taken from the same rate limit as the contestant's.
-const backendPoll = 500 * time.Millisecond
+// backendPoll is how often the runner checks for joined nodes. A check
+// reads localcloud's admin counters, which are neither rate limited nor
+// counted; the load balancers are listed (one request, subtracted from the
+// counters but taken from the same rate limit as the contestant's) only
+// once the contestant has made an UpdateLoadBalancer call per load
+// balancer and made another since the last listing, or every
+// backendListFloor: listing every poll took 2 of the cloud's 50
+// requests/s and drew 429s for whichever contestant used the rest.
+const (
+	backendPoll      = 500 * time.Millisecond
+	backendListFloor = 5 * time.Second
+)
 
 // joinTimeout bounds the wait for joined nodes: upstream's node sync can
 // lose an update for good when the cloud throttles it (it records the node
@@ -111,9 +119,48 @@ func (e *Env) join(ctx context.Context, cl *harness.Cluster, joined []string, id
 		}
 		return alive(ccm)()
 	}
-	at, err := e.waitBackends(ctx, cl, e.S.Services, want, backendPoll, min(e.PhaseTimeout, joinTimeout), check)
+	gate, err := updateGate(ctx, cl, e.S.Services)
+	if err != nil {
+		return 0, err
+	}
+	gated := func() error {
+		if err := check(); err != nil {
+			return err
+		}
+		if !gate(ctx) {
+			return errSkip
+		}
+		return nil
+	}
+	at, err := e.waitBackends(ctx, cl, e.S.Services, want, backendPoll, min(e.PhaseTimeout, joinTimeout), gated)
 	if err != nil {
 		return 0, err
 	}
 	return at.Sub(t0), nil
+}
+
+// updateGate returns a check that says whether listing the load balancers
+// is worth a rate-limited request now: once the contestant has made at
+// least lbs UpdateLoadBalancer calls since the gate was made and another
+// since the last listing, or backendListFloor after the last listing.
+func updateGate(ctx context.Context, cl *harness.Cluster, lbs int) (func(context.Context) bool, error) {
+	st, err := cl.Cloud.Stats(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("localcloud stats: %w", err)
+	}
+	base := st.Count("UpdateLoadBalancer")
+	seen := int64(-1)
+	var listed time.Time
+	return func(ctx context.Context) bool {
+		st, err := cl.Cloud.Stats(ctx)
+		if err != nil {
+			return true // list rather than stall on a failed read
+		}
+		n := st.Count("UpdateLoadBalancer") - base
+		if (n >= int64(lbs) && n != seen) || time.Since(listed) >= backendListFloor {
+			seen, listed = n, time.Now()
+			return true
+		}
+		return false
+	}, nil
 }

@@ -260,17 +260,22 @@ func SumMetric(text, name string) float64 {
 type Usage struct {
 	CPUSeconds float64
 	PeakRSSMiB float64
+	RSSMiB     float64
 }
 
-// Usage reads CPU time and peak RSS from /proc.
+// Usage reads CPU time, peak and current RSS from /proc.
 func (m *CCM) Usage() (Usage, error) {
 	cpu, err := CPUSeconds(m.Pid())
 	if err != nil {
 		return Usage{}, err
 	}
-	rss, err := PeakRSSMiB(m.Pid())
+	peak, err := PeakRSSMiB(m.Pid())
 	if err != nil {
 		return Usage{}, err
 	}
-	return Usage{CPUSeconds: cpu, PeakRSSMiB: rss}, nil
+	rss, err := RSSMiB(m.Pid())
+	if err != nil {
+		return Usage{}, err
+	}
+	return Usage{CPUSeconds: cpu, PeakRSSMiB: peak, RSSMiB: rss}, nil
 }

@@ -122,6 +122,15 @@ func parseStatCPU(stat string) (float64, error) {
 	return float64(ticks) / clockTicks, nil
 }
 
+// RSSMiB returns VmRSS, the resident set now, in MiB.
+func RSSMiB(pid int) (float64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, fmt.Errorf("harness: status of %d: %w", pid, err)
+	}
+	return parseStatusKB(string(b), "VmRSS")
+}
+
 // PeakRSSMiB returns VmHWM, the resident set's high-water mark, in MiB.
 func PeakRSSMiB(pid int) (float64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")

@@ -58,10 +58,10 @@ var Scenarios = []Scenario{
 		Explain: func(s results.Settings) string {
 			return fmt.Sprintf("%d initialized nodes and %d published Services (every load balancer holding every node) left idle for %v, "+
 				"extrapolated to one hour (× %.3g). The contestants idle side by side, each on its own cluster, unless BENCH_STEADY_PARALLEL=0. "+
-				"Peak RSS is the high-water mark since start, setup included.", s.Nodes, s.Services, s.SteadyWindow, float64(time.Hour)/float64(max(1, s.SteadyWindow)))
+				"Peak RSS is the high-water mark since start, setup included; \"RSS at the end\" is the resident set when the window closes.", s.Nodes, s.Services, s.SteadyWindow, float64(time.Hour)/float64(max(1, s.SteadyWindow)))
 		},
 		Columns: []Column{{results.FigCloudPerHour, "cloud requests / h", 0}, {results.FigAPIPerHour, "API server requests / h", 0},
-			{results.FigCPUPerHour, "CPU s / h", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}},
+			{results.FigCPUPerHour, "CPU s / h", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}, {results.FigRSS, "RSS at the end (MiB)", 0}},
 		Charts: []string{results.FigCloudPerHour, results.FigPeakRSS},
 	},
 	{

@@ -100,6 +100,7 @@ const (
 	FigAPIRequests   = "api_requests"     // rest_client_requests_total delta
 	FigCPU           = "cpu_s"            // utime+stime delta, children included
 	FigPeakRSS       = "peak_rss_mib"     // VmHWM at the end
+	FigRSS           = "rss_mib"          // VmRSS at the end
 	FigCloudPerHour  = "cloud_calls_per_h"
 	FigAPIPerHour    = "api_requests_per_h"
 	FigCPUPerHour    = "cpu_s_per_h"

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,6 +69,22 @@ func valueLabel(s results.Summary, digits int) string {
 	return strconv.FormatFloat(s.Median, 'f', digits, 64)
 }
 
+// niceCeil rounds v up to 1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power
+// of ten, so that the axis gets round ticks (an axis ending at 25.3 got
+// labels only at 0 and 25).
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return v
+	}
+	step := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
+		if m*step >= v*(1-1e-9) {
+			return m * step
+		}
+	}
+	return 10 * step
+}
+
 func columnDigits(sc Scenario, fig string) int {
 	for _, c := range sc.Columns {
 		if c.Figure == fig {
@@ -126,7 +143,7 @@ func chart(path string, sc Scenario, cloud, fig string, cs []Contestant, g map[r
 	p.NominalX(labels...)
 	p.X.Min, p.X.Max = -0.6, float64(len(cs))-0.4
 	if top > 0 {
-		p.Y.Max = top * 1.15 // room for the value labels
+		p.Y.Max = niceCeil(top * 1.15) // room for the value labels
 	}
 	if err := p.Save(6*vg.Inch, 3.5*vg.Inch, path); err != nil {
 		return fmt.Errorf("report: save chart %s: %w", path, err)

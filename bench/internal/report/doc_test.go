@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,5 +75,13 @@ func TestUpdateFileCreatesAndPreserves(t *testing.T) {
 	s := string(b)
 	if !strings.Contains(s, "The cloud was slow.") || !strings.Contains(s, BeginMarker+"\nsecond\n"+EndMarker) || strings.Contains(s, "first") {
 		t.Fatalf("unexpected document:\n%s", s)
+	}
+}
+
+func TestNiceCeilRoundsUpToRoundAxisEnds(t *testing.T) {
+	for _, c := range []struct{ in, want float64 }{{25.3, 30}, {37.7, 40}, {13800, 15000}, {1, 1}, {0.23, 0.25}, {0, 0}} {
+		if got := niceCeil(c.in); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("niceCeil(%v) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }

@@ -21,6 +21,13 @@ type nodeSet struct {
 	ids map[string]string
 }
 
+// identity returns the view without the Node objects: what a load
+// balancer's record keeps. Holding the objects there would pin an old copy
+// of every Node per recorded version for as long as the record lives.
+func (s nodeSet) identity() nodeSet {
+	return nodeSet{version: s.version, ids: s.ids}
+}
+
 // sameNodes compares two views by their identity.
 func sameNodes(a, b nodeSet) bool {
 	return a.version == b.version || maps.Equal(a.ids, b.ids)

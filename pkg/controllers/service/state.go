@@ -37,6 +37,7 @@ func (s *stateStore) get(key string) *lbState {
 
 // set replaces a key's state; states are never mutated once stored.
 func (s *stateStore) set(key string, st *lbState) {
+	st.nodes = st.nodes.identity()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byKey[key] = st

@@ -2,68 +2,29 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
-// errAmbiguousName is returned for a Node without providerID whose name
-// more than one listed instance carries: guessing would label the Node with
-// another machine's zone and addresses.
-var errAmbiguousName = errors.New("more than one instance carries the node's name")
+// errAmbiguousName is cloud.ErrAmbiguousName: guessing would label the Node
+// with another machine's zone and addresses.
+var errAmbiguousName = cloud.ErrAmbiguousName
 
 // snapshot is one successful ListInstances answer, indexed for lookups.
 type snapshot struct {
 	// started is when the list call was sent: the answer reflects the cloud
 	// no earlier than this.
-	started      time.Time
-	byProviderID map[string]*cloud.Instance
-	byName       map[string]*cloud.Instance
-	ambiguous    map[string]bool
+	started time.Time
+	*cloud.InstanceIndex
 }
 
 func newSnapshot(started time.Time, list []cloud.Instance) *snapshot {
-	s := &snapshot{
-		started:      started,
-		byProviderID: make(map[string]*cloud.Instance, len(list)),
-		byName:       make(map[string]*cloud.Instance, len(list)),
-		ambiguous:    map[string]bool{},
-	}
-	for i := range list {
-		inst := &list[i]
-		if inst.ProviderID != "" {
-			s.byProviderID[inst.ProviderID] = inst
-		}
-		if inst.Name == "" {
-			continue
-		}
-		if _, dup := s.byName[inst.Name]; dup {
-			s.ambiguous[inst.Name] = true
-		}
-		s.byName[inst.Name] = inst
-	}
-	return s
-}
-
-// Lookup finds a Node's instance: by providerID when the Node has one (a
-// machine's name may be reused by a newer machine), else by name. ok is
-// false when the successful list did not contain it.
-func (s *snapshot) Lookup(node *v1.Node) (inst *cloud.Instance, ok bool, err error) {
-	if node.Spec.ProviderID != "" {
-		inst, ok = s.byProviderID[node.Spec.ProviderID]
-		return inst, ok, nil
-	}
-	if s.ambiguous[node.Name] {
-		return nil, false, fmt.Errorf("node %s: %w", node.Name, errAmbiguousName)
-	}
-	inst, ok = s.byName[node.Name]
-	return inst, ok, nil
+	return &snapshot{started: started, InstanceIndex: cloud.NewInstanceIndex(list)}
 }
 
 // listCall is one ListInstances call, pending or running, that any number

@@ -1,0 +1,152 @@
+package deploy_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/stratus-ccm/stratus/deploy"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
+)
+
+// TestManifestsApplyToAnAPIServer applies every rendered file to a real
+// kube-apiserver with strict server-side field validation. The
+// ServiceMonitor is validated by the Prometheus Operator's own CRD, which
+// the test installs first (deploy/testdata).
+func TestManifestsApplyToAnAPIServer(t *testing.T) {
+	env := testbed.Start(t)
+	ctx := testbed.Context(t, 2*time.Minute)
+
+	for _, name := range []string{deploy.Default, deploy.DaemonSet} {
+		objs, err := deploy.Objects(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := deploy.Apply(ctx, env.Config, objs, deploy.ApplyOptions{}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	applyMonitoring(ctx, t, env.Config)
+
+	d, err := env.Clientset.AppsV1().Deployments(deploy.Namespace).Get(ctx, "stratus", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if sc := c.SecurityContext; sc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+		t.Errorf("Deployment container securityContext = %+v, want read-only root, no privilege escalation, ALL dropped", sc)
+	}
+	for _, arg := range []string{"--leader-elect=true", "--use-service-account-credentials=true"} {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("Deployment args %v lack %s", c.Args, arg)
+		}
+	}
+	if _, err := env.Clientset.AppsV1().DaemonSets(deploy.Namespace).Get(ctx, "stratus", metav1.GetOptions{}); err != nil {
+		t.Errorf("DaemonSet: %v", err)
+	}
+	checkServiceAccountCan(ctx, t, env.Config)
+	checkApplyIsStrict(ctx, t, env.Config)
+}
+
+// checkApplyIsStrict proves the validation above can fail: a field the API
+// does not know is rejected, not dropped.
+func checkApplyIsStrict(ctx context.Context, t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	objs, err := deploy.Objects(deploy.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			dep = o
+		}
+	}
+	if err := unstructured.SetNestedField(dep.Object, int64(1), "spec", "replicaz"); err != nil {
+		t.Fatal(err)
+	}
+	err = deploy.Apply(ctx, cfg, []*unstructured.Unstructured{dep}, deploy.ApplyOptions{DryRun: true})
+	if err == nil || !strings.Contains(err.Error(), "replicaz") {
+		t.Fatalf("Apply of a Deployment with spec.replicaz = %v, want an error naming the field", err)
+	}
+}
+
+func applyMonitoring(ctx context.Context, t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	data, err := os.ReadFile("testdata/monitoring.coreos.com_servicemonitors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd, err := deploy.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := deploy.Apply(ctx, cfg, crd, deploy.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := deploy.Objects(deploy.Monitoring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "ServiceMonitor" }) {
+		t.Fatalf("%s holds no ServiceMonitor", deploy.Monitoring)
+	}
+	// The new kind appears in discovery once the CRD is established.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := deploy.Apply(ctx, cfg, objs, deploy.ApplyOptions{})
+		if meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", deploy.Monitoring, err)
+	}
+}
+
+// checkServiceAccountCan asks the API server, as the chart's ServiceAccount,
+// what it may do: the bindings must connect the roles to it, and the roles
+// must stop short of what Stratus never does.
+func checkServiceAccountCan(ctx context.Context, t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	imp := rest.CopyConfig(cfg)
+	imp.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:cloud-controller-manager"}
+	cs, err := kubernetes.NewForConfig(imp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		attr authorizationv1.ResourceAttributes
+		want bool
+	}{
+		{authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "patch", Resource: "services", Subresource: "status", Namespace: "default"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: deploy.Namespace, Name: "cloud-controller-manager"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: deploy.Namespace, Name: "kube-scheduler"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "delete", Resource: "services", Namespace: "default"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: deploy.Namespace}, false},
+	} {
+		attr := c.attr
+		r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attr},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Allowed != c.want {
+			t.Errorf("cloud-controller-manager may %s %s/%s %s/%s: %v, want %v", attr.Verb, attr.Resource, attr.Subresource,
+				attr.Namespace, attr.Name, r.Status.Allowed, c.want)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package chart
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/releaseutil"
+)
+
+// Release name and namespace of the plain manifests: the names a user of
+// deploy/ gets, and the namespace upstream's CCM manifests use.
+const (
+	ReleaseName = "stratus"
+	Namespace   = "kube-system"
+)
+
+// Options select what Render renders.
+type Options struct {
+	// Values override the chart's values.yaml.
+	Values map[string]any
+	// ShowOnly keeps only these templates (paths relative to the chart,
+	// e.g. "templates/rbac.yaml"), like `helm template --show-only`.
+	ShowOnly []string
+}
+
+// Render renders the chart at dir as `helm template` does: values
+// validated against values.schema.json, objects in Helm's install order,
+// each preceded by a "# Source:" comment naming its template.
+func Render(dir string, o Options) (string, error) {
+	chrt, err := loader.Load(dir)
+	if err != nil {
+		return "", fmt.Errorf("chart %s: %w", dir, err)
+	}
+	caps := chartutil.DefaultCapabilities
+	vals, err := chartutil.ToRenderValues(chrt, o.Values, chartutil.ReleaseOptions{
+		Name: ReleaseName, Namespace: Namespace, IsInstall: true, Revision: 1,
+	}, caps)
+	if err != nil {
+		return "", fmt.Errorf("chart %s: %w", dir, err)
+	}
+	files, err := engine.Render(chrt, vals)
+	if err != nil {
+		return "", fmt.Errorf("chart %s: render: %w", dir, err)
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, caps.APIVersions, releaseutil.InstallOrder)
+	if err != nil {
+		return "", fmt.Errorf("chart %s: %w", dir, err)
+	}
+	if len(hooks) > 0 {
+		return "", fmt.Errorf("chart %s: hooks are not rendered into plain manifests, found %d", dir, len(hooks))
+	}
+	keep := map[string]bool{}
+	for _, s := range o.ShowOnly {
+		keep[filepath.ToSlash(filepath.Join(chrt.Name(), s))] = true
+	}
+	var b strings.Builder
+	for _, m := range manifests {
+		if len(keep) > 0 && !keep[m.Name] {
+			continue
+		}
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	if b.Len() == 0 {
+		return "", fmt.Errorf("chart %s: nothing rendered (show only %v)", dir, o.ShowOnly)
+	}
+	return b.String(), nil
+}
+
+// Lint runs `helm lint --strict` on the chart at dir with values: any
+// warning or error fails.
+func Lint(dir string, values map[string]any) error {
+	l := action.NewLint()
+	l.Strict = true
+	l.Namespace = Namespace
+	res := l.Run([]string{dir}, values)
+	var errs []error
+	for _, m := range res.Messages {
+		if m.Severity >= support.WarningSev {
+			errs = append(errs, fmt.Errorf("%s", m.Error()))
+		}
+	}
+	errs = append(errs, res.Errors...)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("helm lint %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Variant is one set of plain manifests in deploy/.
+type Variant struct {
+	// File is the path under deploy/.
+	File    string
+	Options Options
+}
+
+// Variants are what deploy/ holds. Only stratus.yaml sits at the top, so
+// that `kubectl apply -f deploy/` installs the default and nothing else.
+func Variants() []Variant {
+	return []Variant{
+		{File: "stratus.yaml"},
+		{File: "daemonset/stratus.yaml", Options: Options{Values: map[string]any{"kind": "DaemonSet"}}},
+		{File: "monitoring/stratus-monitoring.yaml", Options: Options{
+			Values:   map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
+			ShowOnly: []string{"templates/metrics.yaml", "templates/servicemonitor.yaml"},
+		}},
+	}
+}
+
+// Header starts every file in deploy/.
+const Header = "# Generated from charts/stratus by `make manifests`; do not edit.\n"
+
+// WriteManifests renders every variant of the chart at chartDir into
+// deployDir.
+func WriteManifests(chartDir, deployDir string) error {
+	for _, v := range Variants() {
+		out, err := Render(chartDir, v.Options)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.File, err)
+		}
+		path := filepath.Join(deployDir, v.File)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("%s: %w", v.File, err)
+		}
+		if err := os.WriteFile(path, []byte(Header+out), 0o644); err != nil {
+			return fmt.Errorf("%s: %w", v.File, err)
+		}
+	}
+	return nil
+}

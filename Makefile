@@ -18,7 +18,7 @@ LDFLAGS := -X github.com/stratus-ccm/stratus/internal/version.version=$(STRATUS_
 # two test binaries (and so two apiservers) on this 2-core machine at once.
 TEST_FLAGS ?= -race -p 2 -timeout 20m
 
-.PHONY: all build tools test lint sandbox clean fmt
+.PHONY: all build tools test lint sandbox clean fmt manifests
 
 all: build
 
@@ -54,13 +54,20 @@ $(BIN)/golangci-lint:
 # test: unit and integration tests against the real apiserver, with -race.
 test: tools build
 	$(GO) test $(TEST_FLAGS) ./...
+	cd hack/dist && $(GO) test $(TEST_FLAGS) ./...
 
 lint: $(BIN)/golangci-lint
 	$(GO) vet ./...
 	$(BIN)/golangci-lint run ./...
+	cd hack/dist && $(GO) vet ./... && $(BIN)/golangci-lint run ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# manifests: render charts/stratus into the plain manifests in deploy/
+# (hack/dist is its own module, so the binary does not link Helm).
+manifests:
+	cd hack/dist && $(GO) run ./cmd/manifests -chart ../../charts/stratus -out ../../deploy
 
 sandbox: tools build
 	$(BIN)/stratus sandbox $(SANDBOX_FLAGS)

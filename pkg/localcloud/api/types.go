@@ -242,53 +242,6 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Quotas bound the number of resources.
-type Quotas struct {
-	Instances        int `json:"instances"`
-	LoadBalancers    int `json:"loadBalancers"`
-	RoutesPerCluster int `json:"routesPerCluster"`
-}
-
-// Knobs are the realism settings, changeable at runtime.
-type Knobs struct {
-	Latency            Duration `json:"latency"`
-	LBProvisioningTime Duration `json:"lbProvisioningTime"`
-	LBDeletionTime     Duration `json:"lbDeletionTime"`
-	RateLimit          float64  `json:"rateLimit"`
-	RateBurst          int      `json:"rateBurst"`
-	ErrorRate          float64  `json:"errorRate"`
-	Quotas             Quotas   `json:"quotas"`
-}
-
-// DefaultKnobs are the settings of a server started without flags.
-func DefaultKnobs() Knobs {
-	return Knobs{
-		LBProvisioningTime: Duration(2 * time.Second),
-		LBDeletionTime:     Duration(time.Second),
-		RateBurst:          10,
-		Quotas:             Quotas{Instances: 10000, LoadBalancers: 200, RoutesPerCluster: 50},
-	}
-}
-
-// KnobsPatch is the body of PUT /v1/admin/config: fields left out keep
-// their current value.
-type KnobsPatch struct {
-	Latency            *Duration    `json:"latency,omitempty"`
-	LBProvisioningTime *Duration    `json:"lbProvisioningTime,omitempty"`
-	LBDeletionTime     *Duration    `json:"lbDeletionTime,omitempty"`
-	RateLimit          *float64     `json:"rateLimit,omitempty"`
-	RateBurst          *int         `json:"rateBurst,omitempty"`
-	ErrorRate          *float64     `json:"errorRate,omitempty"`
-	Quotas             *QuotasPatch `json:"quotas,omitempty"`
-}
-
-// QuotasPatch is the quota part of KnobsPatch.
-type QuotasPatch struct {
-	Instances        *int `json:"instances,omitempty"`
-	LoadBalancers    *int `json:"loadBalancers,omitempty"`
-	RoutesPerCluster *int `json:"routesPerCluster,omitempty"`
-}
-
 // OperationStats counts the requests of one operation by HTTP status.
 type OperationStats struct {
 	Total  int64            `json:"total"`

@@ -36,7 +36,7 @@ func NewCommand() *cobra.Command {
 	pf.StringVar(&g.token, "token", "", "bearer token (default $"+EnvToken+")")
 	pf.StringVar(&g.tokenFile, "token-file", "", "file holding the bearer token (for serve: the token to require)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
-	cmd.AddCommand(newServeCommand(g), newInstancesCommand(g), newLBsCommand(g), newRoutesCommand(g), newStatsCommand(g))
+	cmd.AddCommand(newServeCommand(g), newInstancesCommand(g), newLBsCommand(g), newRoutesCommand(g), newStatsCommand(g), newConfigCommand(g))
 	return cmd
 }
 

@@ -119,6 +119,9 @@ func TestServeFlagValidation(t *testing.T) {
 		{[]string{"serve", "--state-dir", dir, "--error-rate", "2"}, "--error-rate"},
 		{[]string{"serve", "--state-dir", dir, "--quota-routes", "-1"}, "--quota-routes"},
 		{[]string{"serve", "--state-dir", dir, "--vip-pool", "nope"}, "--vip-pool"},
+		{[]string{"serve", "--state-dir", dir, "--rate-limit", "1e-300"}, "--rate-limit: rateLimit: 1e-300 is out of range"},
+		{[]string{"serve", "--state-dir", dir, "--lb-provisioning-time", "2562047h"}, "--lb-provisioning-time: lbProvisioningTime: 2562047h0m0s is out of range"},
+		{[]string{"serve", "--state-dir", dir, "--quota-lbs", "5000000"}, "--quota-lbs: quotas.loadBalancers: 5000000 is out of range"},
 	} {
 		if _, err := run(ctx, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: want error naming %s, got %v", tc.args, tc.want, err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -21,6 +22,16 @@ type serveOptions struct {
 	rateBurst                          int
 	quotaInstances, quotaLBs, quotaRts int
 	internalPool, externalPool, vips   string
+	// changed lists the knob flags given on the command line.
+	changed func(flag string) bool
+	value   func(flag string) string
+}
+
+// knobFlags maps each knob flag of serve to the knob it sets.
+var knobFlags = []struct{ flag, key string }{
+	{"latency", "latency"}, {"lb-provisioning-time", "lbProvisioningTime"}, {"lb-deletion-time", "lbDeletionTime"},
+	{"rate-limit", "rateLimit"}, {"rate-burst", "rateBurst"}, {"error-rate", "errorRate"},
+	{"quota-instances", "quotas.instances"}, {"quota-lbs", "quotas.loadBalancers"}, {"quota-routes", "quotas.routesPerCluster"},
 }
 
 func newServeCommand(g *globals) *cobra.Command {
@@ -30,8 +41,14 @@ func newServeCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a localcloud API and data plane",
-		Args:  cobra.NoArgs,
+		Long: `Runs the localcloud API and its load balancers' data plane. The realism knobs
+are kept in the state dir: a restarted cloud resumes the settings it had (as
+changed with "localcloud config set"); a knob flag given on the command line
+overrides the saved value, and the other knob flags only seed a new cloud.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.changed = cmd.Flags().Changed
+			o.value = func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
 			cfg, err := o.config(g.tokenFile)
 			if err != nil {
 				return err
@@ -74,24 +91,10 @@ func newServeCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
-// config validates the flags, naming the flag on error.
+// config validates the flags, naming the flag and its value on error.
 func (o *serveOptions) config(tokenFile string) (server.Config, error) {
 	if o.stateDir == "" {
 		return server.Config{}, fmt.Errorf("--state-dir is required")
-	}
-	for _, c := range []struct {
-		flag string
-		bad  bool
-	}{
-		{"--latency", o.latency < 0}, {"--lb-provisioning-time", o.provisioning < 0},
-		{"--lb-deletion-time", o.deletion < 0}, {"--rate-limit", o.rateLimit < 0},
-		{"--rate-burst", o.rateBurst < 0}, {"--error-rate", o.errorRate < 0 || o.errorRate > 1},
-		{"--quota-instances", o.quotaInstances < 0}, {"--quota-lbs", o.quotaLBs < 0},
-		{"--quota-routes", o.quotaRts < 0}, {"--rate-burst", o.rateLimit > 0 && o.rateBurst == 0},
-	} {
-		if c.bad {
-			return server.Config{}, fmt.Errorf("%s: invalid value (must not be negative; --error-rate within 0-1; --rate-burst at least 1 with --rate-limit)", c.flag)
-		}
 	}
 	var pools store.Pools
 	for _, pf := range []struct {
@@ -110,5 +113,29 @@ func (o *serveOptions) config(tokenFile string) (server.Config, error) {
 		ErrorRate: o.errorRate,
 		Quotas:    api.Quotas{Instances: o.quotaInstances, LoadBalancers: o.quotaLBs, RoutesPerCluster: o.quotaRts},
 	}
-	return server.Config{Listen: o.listen, StateDir: o.stateDir, TokenFile: tokenFile, Knobs: &k, Pools: pools}, nil
+	var overrides api.KnobsPatch
+	for _, kf := range knobFlags {
+		if o.changed != nil && o.changed(kf.flag) {
+			if err := overrides.Set(kf.key, o.value(kf.flag)); err != nil {
+				return server.Config{}, flagError(err)
+			}
+		}
+	}
+	if err := k.Validate(); err != nil {
+		return server.Config{}, flagError(err)
+	}
+	return server.Config{Listen: o.listen, StateDir: o.stateDir, TokenFile: tokenFile, Knobs: &k, KnobOverrides: &overrides, Pools: pools}, nil
+}
+
+// flagError names the flag of the knob a validation error is about.
+func flagError(err error) error {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		for _, kf := range knobFlags {
+			if kf.key == ae.Field {
+				return fmt.Errorf("--%s: %s", kf.flag, ae.Message)
+			}
+		}
+	}
+	return err
 }

@@ -207,7 +207,7 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err)
 		return
 	}
-	k, err := s.knobs.patch(p)
+	k, err := s.knobs.patch(p, s.store.SaveKnobs)
 	if err != nil {
 		fail(w, r, err)
 		return

@@ -16,6 +16,9 @@ import (
 
 // knobs holds the realism settings and the rate limiter they configure.
 type knobs struct {
+	// patchMu orders read-modify-save-set sequences, so that two
+	// concurrent changes cannot save one result and apply the other.
+	patchMu sync.Mutex
 	mu      sync.RWMutex
 	k       api.Knobs
 	limiter *rate.Limiter
@@ -44,12 +47,16 @@ func (n *knobs) set(k api.Knobs) {
 	}
 }
 
-// patch applies p atomically: invalid results are rejected whole.
-func (n *knobs) patch(p api.KnobsPatch) (api.Knobs, error) {
-	n.mu.Lock()
-	next := n.k.Apply(p)
-	n.mu.Unlock()
+// patch applies p atomically: invalid results are rejected whole, and the
+// result takes effect only once save has kept it.
+func (n *knobs) patch(p api.KnobsPatch, save func(api.Knobs) error) (api.Knobs, error) {
+	n.patchMu.Lock()
+	defer n.patchMu.Unlock()
+	next := n.get().Apply(p)
 	if err := next.Validate(); err != nil {
+		return api.Knobs{}, err
+	}
+	if err := save(next); err != nil {
 		return api.Knobs{}, err
 	}
 	n.set(next)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 )
 
 func TestRateLimitRetryAfter(t *testing.T) {
@@ -120,4 +121,71 @@ func TestAdminConfigValidation(t *testing.T) {
 	if !strings.Contains(string(data), `localcloud_api_requests_total{code="201",operation="CreateInstance"} 1`) {
 		t.Fatalf("metrics missing counter:\n%s", data)
 	}
+}
+
+func TestKnobBounds(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, tc := range []struct{ body, field, value string }{
+		{`{"rateLimit":1e-300}`, "rateLimit", "1e-300"},
+		{`{"rateLimit":1e9}`, "rateLimit", "1e+09"},
+		{`{"lbProvisioningTime":"2562047h"}`, "lbProvisioningTime", "2562047h"},
+		{`{"lbDeletionTime":"2h"}`, "lbDeletionTime", "2h0m0s"},
+		{`{"latency":"2m"}`, "latency", "2m0s"},
+		{`{"rateBurst":2000000}`, "rateBurst", "2000000"},
+		{`{"quotas":{"instances":1000001}}`, "quotas.instances", "1000001"},
+		{`{"quotas":{"loadBalancers":-1}}`, "quotas.loadBalancers", "-1"},
+		{`{"rateLimit":5,"rateBurst":0}`, "rateBurst", "0"},
+	} {
+		code, body := e.raw("PUT", "/v1/admin/config", tc.body)
+		if code != 400 || body.Field != tc.field || !strings.Contains(body.Message, tc.value) {
+			t.Errorf("%s: got %d %+v, want field %s naming %s", tc.body, code, body, tc.field, tc.value)
+		}
+		if tc.field != "errorRate" && strings.Contains(body.Message, "errorRate") {
+			t.Errorf("%s: message about %s mentions errorRate: %q", tc.body, tc.field, body.Message)
+		}
+	}
+	if k, err := e.c.Config(e.ctx); err != nil || k.RateLimit != 0 || k.LBProvisioningTime != 0 {
+		t.Fatalf("refused values were applied: %v %+v", err, k)
+	}
+	// The bounds themselves are accepted.
+	hour, minute, low := api.Duration(time.Hour), api.Duration(time.Minute), api.MinRateLimit
+	if _, err := e.c.UpdateConfig(e.ctx, api.KnobsPatch{LBProvisioningTime: &hour, Latency: &minute, RateLimit: &low}); err != nil {
+		t.Fatalf("values at the bounds: %v", err)
+	}
+}
+
+func TestKnobsSurviveRestart(t *testing.T) {
+	e := newEnv(t, nil)
+	rate, lat, q := 0.25, api.Duration(30*time.Millisecond), 7
+	if _, err := e.c.UpdateConfig(e.ctx, api.KnobsPatch{ErrorRate: &rate, Latency: &lat, Quotas: &api.QuotasPatch{LoadBalancers: &q}}); err != nil {
+		t.Fatal(err)
+	}
+	// The initial knobs of the config only seed a new cloud: the restarted
+	// one keeps what was set at runtime.
+	e.restart()
+	k, err := e.c.Config(e.ctx)
+	if err != nil || k.ErrorRate != rate || k.Latency != lat || k.Quotas.LoadBalancers != q {
+		t.Fatalf("after restart: %v %+v", err, k)
+	}
+	// An override (a flag given explicitly) wins and is kept.
+	zero := 0.0
+	e.cfg.KnobOverrides = &api.KnobsPatch{ErrorRate: &zero}
+	e.restart()
+	e.cfg.KnobOverrides = nil
+	e.restart()
+	k, err = e.c.Config(e.ctx)
+	if err != nil || k.ErrorRate != 0 || k.Latency != lat {
+		t.Fatalf("after an override and another restart: %v %+v", err, k)
+	}
+	// An invalid override is refused naming the knob, and nothing starts.
+	bad := api.Duration(-time.Second)
+	e.cfg.KnobOverrides = &api.KnobsPatch{Latency: &bad}
+	if err := e.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.New(e.cfg); err == nil || !strings.Contains(err.Error(), "latency") {
+		t.Fatalf("invalid override: %v", err)
+	}
+	e.cfg.KnobOverrides = nil
+	e.start()
 }

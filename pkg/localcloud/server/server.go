@@ -37,8 +37,14 @@ type Config struct {
 	// with a random token when missing) authenticates API calls.
 	Token     string
 	TokenFile string
-	// Knobs are the initial realism settings; nil means api.DefaultKnobs().
+	// Knobs are the realism settings of a new cloud; nil means
+	// api.DefaultKnobs(). A cloud whose state holds saved settings resumes
+	// those instead.
 	Knobs *api.Knobs
+	// KnobOverrides, when set, are applied on top of the saved (or
+	// initial) settings at start and saved: what a flag given explicitly
+	// asks for wins over what was set before.
+	KnobOverrides *api.KnobsPatch
 	// Pools are the address pools; a zero prefix takes the default.
 	Pools store.Pools
 }
@@ -72,13 +78,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
-	k := api.DefaultKnobs()
-	if cfg.Knobs != nil {
-		k = *cfg.Knobs
-	}
-	if err := k.Validate(); err != nil {
-		return nil, fmt.Errorf("localcloud server: %w", err)
-	}
 	cfg.Pools = withDefaultPools(cfg.Pools)
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("localcloud server: create state dir: %w", err)
@@ -91,12 +90,42 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	k, err := startKnobs(cfg, st)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	s := &Server{
 		cfg: cfg, token: token, store: st, knobs: newKnobs(k), stats: newStats(),
 		timers: map[string]*time.Timer{}, ctx: context.Background(),
 	}
 	s.mux = s.routes()
 	return s, nil
+}
+
+// startKnobs resumes the saved settings (or takes the initial ones of a new
+// cloud), applies the overrides, validates and saves the result.
+func startKnobs(cfg Config, st *store.Store) (api.Knobs, error) {
+	k, saved, err := st.Knobs()
+	if err != nil {
+		return api.Knobs{}, err
+	}
+	if !saved {
+		k = api.DefaultKnobs()
+		if cfg.Knobs != nil {
+			k = *cfg.Knobs
+		}
+	}
+	if cfg.KnobOverrides != nil {
+		k = k.Apply(*cfg.KnobOverrides)
+	}
+	if err := k.Validate(); err != nil {
+		return api.Knobs{}, fmt.Errorf("localcloud server: %w", err)
+	}
+	if err := st.SaveKnobs(k); err != nil {
+		return api.Knobs{}, err
+	}
+	return k, nil
 }
 
 func withDefaultPools(p store.Pools) store.Pools {

@@ -95,7 +95,7 @@ func (s *Store) Close() error {
 
 func (s *Store) load() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketInstances, bucketLBs, bucketRoutes} {
+		for _, b := range [][]byte{bucketInstances, bucketLBs, bucketRoutes, bucketConfig} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("localcloud store: create bucket %s: %w", b, err)
 			}

@@ -79,10 +79,12 @@ type LBStatus string
 
 // Load balancer states: provisioning until the configured provisioning
 // time has passed, then active (the data plane forwards), deleting until
-// the record is removed.
+// the record is removed. A load balancer whose VIP:port cannot be bound is
+// in error, with the reason in StatusMessage, until a retry binds it.
 const (
 	LBProvisioning LBStatus = "provisioning"
 	LBActive       LBStatus = "active"
+	LBError        LBStatus = "error"
 	LBDeleting     LBStatus = "deleting"
 )
 
@@ -157,7 +159,9 @@ type LoadBalancer struct {
 	Tags    map[string]string `json:"tags,omitempty"`
 	LoadBalancerSpec
 	Status LBStatus `json:"status"`
-	VIP    string   `json:"vip"`
+	// StatusMessage says why a load balancer is in error.
+	StatusMessage string `json:"statusMessage,omitempty"`
+	VIP           string `json:"vip"`
 	// ReadyAt is when a provisioning load balancer becomes active, or
 	// when a deleting one disappears.
 	ReadyAt   time.Time `json:"readyAt,omitzero"`

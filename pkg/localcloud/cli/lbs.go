@@ -21,7 +21,11 @@ func lbRows(items []api.LoadBalancer) func() [][]string {
 			for _, l := range lb.Listeners {
 				ls = append(ls, fmt.Sprintf("%s:%d->%d", l.Protocol, l.Port, l.NodePort))
 			}
-			rows = append(rows, []string{lb.ID, lb.Name, lb.Cluster, string(lb.Status), lb.VIP, strings.Join(ls, ","), strconv.Itoa(len(lb.Backends))})
+			status := string(lb.Status)
+			if lb.StatusMessage != "" {
+				status += " (" + lb.StatusMessage + ")"
+			}
+			rows = append(rows, []string{lb.ID, lb.Name, lb.Cluster, status, lb.VIP, strings.Join(ls, ","), strconv.Itoa(len(lb.Backends))})
 		}
 		return rows
 	}

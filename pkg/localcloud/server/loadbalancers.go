@@ -94,8 +94,8 @@ func (s *Server) updateLB(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err)
 		return
 	}
-	if lb.Status == api.LBActive {
-		s.program(r.Context(), lb)
+	if lb.Status == api.LBActive || lb.Status == api.LBError {
+		lb = s.program(r.Context(), lb)
 	}
 	writeJSON(w, http.StatusOK, lb)
 }
@@ -163,22 +163,69 @@ func (s *Server) activate(id string) api.LoadBalancer {
 		klog.FromContext(s.baseCtx()).V(2).Info("Load balancer not activated", "loadBalancer", id, "err", err)
 		return lb
 	}
-	s.program(s.baseCtx(), lb)
-	return lb
+	return s.program(s.baseCtx(), lb)
 }
 
-// program brings the data plane to the load balancer's current spec.
-// Bind failures are logged: the API state stays authoritative.
-func (s *Server) program(ctx context.Context, lb api.LoadBalancer) {
+// program brings the data plane to the load balancer's current spec and
+// returns the record as it then is: a VIP:port that cannot be bound puts
+// the load balancer in error with the reason (the listeners that did bind
+// keep forwarding), and a retry is armed; a successful bind of a failed
+// load balancer makes it active again.
+func (s *Server) program(ctx context.Context, lb api.LoadBalancer) api.LoadBalancer {
 	s.mu.Lock()
 	dp := s.dp
 	s.mu.Unlock()
 	if dp == nil {
+		return lb
+	}
+	return s.recordBind(ctx, lb, dp.Apply(s.dataplaneSpec(lb)))
+}
+
+func (s *Server) recordBind(ctx context.Context, lb api.LoadBalancer, bindErr error) api.LoadBalancer {
+	logger := klog.FromContext(ctx).WithValues("loadBalancer", lb.ID, "vip", lb.VIP)
+	if bindErr != nil {
+		logger.Error(bindErr, "Load balancer cannot bind its VIP; will retry", "retryIn", s.cfg.BindRetryInterval)
+		failed, err := s.store.SetLBError(lb.ID, bindErr.Error())
+		if err != nil {
+			logger.V(2).Info("Load balancer error not recorded", "err", err)
+			return lb
+		}
+		s.retryBind(lb.ID)
+		return failed
+	}
+	if lb.Status != api.LBError {
+		return lb
+	}
+	active, err := s.store.SetLBStatus(lb.ID, api.LBActive, time.Time{})
+	if err != nil {
+		logger.V(2).Info("Load balancer not reactivated", "err", err)
+		return lb
+	}
+	logger.Info("Load balancer bound its VIP after an error")
+	return active
+}
+
+// retryBind programs a load balancer in error again after the retry
+// interval, as a cloud keeps reconciling its data plane.
+func (s *Server) retryBind(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := id + "/bind"
+	if _, armed := s.timers[key]; armed || s.closed {
 		return
 	}
-	if err := dp.Apply(s.dataplaneSpec(lb)); err != nil {
-		klog.FromContext(ctx).Error(err, "Programming load balancer data plane", "loadBalancer", lb.ID, "vip", lb.VIP)
-	}
+	s.timers[key] = time.AfterFunc(s.cfg.BindRetryInterval, func() {
+		s.mu.Lock()
+		delete(s.timers, key)
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return
+		}
+		if lb, err := s.store.GetLB(id); err == nil && lb.Status == api.LBError {
+			s.program(s.baseCtx(), lb)
+		}
+	})
 }
 
 func (s *Server) dataplaneSpec(lb api.LoadBalancer) dataplane.Spec {
@@ -205,7 +252,7 @@ func (s *Server) dataplaneSpec(lb api.LoadBalancer) dataplane.Spec {
 // instance whose state changed.
 func (s *Server) refreshLBsWithBackend(ctx context.Context, instanceID string) {
 	for _, lb := range s.store.AllLBs() {
-		if lb.Status == api.LBActive && slices.Contains(lb.Backends, instanceID) {
+		if (lb.Status == api.LBActive || lb.Status == api.LBError) && slices.Contains(lb.Backends, instanceID) {
 			s.program(ctx, lb)
 		}
 	}
@@ -216,10 +263,10 @@ func (s *Server) refreshLBsWithBackend(ctx context.Context, instanceID string) {
 func (s *Server) resumeLocked() {
 	for _, lb := range s.store.AllLBs() {
 		switch lb.Status {
-		case api.LBActive:
-			if err := s.dp.Apply(s.dataplaneSpec(lb)); err != nil {
-				klog.FromContext(s.ctx).Error(err, "Resuming load balancer", "loadBalancer", lb.ID)
-			}
+		case api.LBActive, api.LBError:
+			bindErr := s.dp.Apply(s.dataplaneSpec(lb))
+			// recordBind arms timers, which takes s.mu: run it after Start.
+			go s.recordBind(s.ctx, lb, bindErr)
 		default:
 			go s.schedule(lb)
 		}

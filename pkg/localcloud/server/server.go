@@ -47,6 +47,9 @@ type Config struct {
 	KnobOverrides *api.KnobsPatch
 	// Pools are the address pools; a zero prefix takes the default.
 	Pools store.Pools
+	// BindRetryInterval is how often a load balancer in error (its
+	// VIP:port could not be bound) tries again; default 5s.
+	BindRetryInterval time.Duration
 }
 
 // Server is one localcloud.
@@ -79,6 +82,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.Listen = "127.0.0.1:0"
 	}
 	cfg.Pools = withDefaultPools(cfg.Pools)
+	if cfg.BindRetryInterval <= 0 {
+		cfg.BindRetryInterval = 5 * time.Second
+	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("localcloud server: create state dir: %w", err)
 	}

@@ -157,12 +157,34 @@ func (s *Store) SetLBStatus(id string, status api.LBStatus, readyAt time.Time) (
 	if cur.Status == status {
 		return *cur, nil
 	}
-	if status == api.LBActive && cur.Status != api.LBProvisioning {
+	if status == api.LBActive && cur.Status != api.LBProvisioning && cur.Status != api.LBError {
 		return api.LoadBalancer{}, api.Conflict("status", fmt.Sprintf("load balancer %s is %s", id, cur.Status))
 	}
 	next := *cur
 	next.Status = status
+	next.StatusMessage = ""
 	next.ReadyAt = readyAt.UTC()
+	return s.replaceLB(&next)
+}
+
+// SetLBError marks an active (or already failed) load balancer in error
+// with the reason; one being provisioned or deleted is left alone.
+func (s *Store) SetLBError(id, reason string) (api.LoadBalancer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.lbs[id]
+	if !ok {
+		return api.LoadBalancer{}, api.NotFound("id", fmt.Sprintf("load balancer %s not found", id))
+	}
+	if cur.Status != api.LBActive && cur.Status != api.LBError {
+		return api.LoadBalancer{}, api.Conflict("status", fmt.Sprintf("load balancer %s is %s", id, cur.Status))
+	}
+	if cur.Status == api.LBError && cur.StatusMessage == reason {
+		return *cur, nil
+	}
+	next := *cur
+	next.Status = api.LBError
+	next.StatusMessage = reason
 	return s.replaceLB(&next)
 }
 

@@ -268,3 +268,22 @@ func TestRoutesThroughInterface(t *testing.T) {
 		t.Fatalf("after delete: %+v", list)
 	}
 }
+
+// A load balancer the cloud cannot bind is an error for the controller,
+// not a provisioning wait and not an address.
+func TestLoadBalancerInErrorIsReported(t *testing.T) {
+	e := newEnv(t, 0)
+	a := e.instance(t, "a")
+	lbs, _ := e.cloud.LoadBalancer()
+	vip := e.pools.VIP.Masked().Addr().Next()
+	squatter, err := net.Listen("tcp", net.JoinHostPort(vip.String(), strconv.Itoa(svcPort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = squatter.Close() }()
+	st, err := lbs.EnsureLoadBalancer(e.ctx, "kubernetes", service(30000, v1.ProtocolTCP), []*v1.Node{node("a", "localcloud://"+a.ID)})
+	var retry *cloudproviderapi.RetryError
+	if err == nil || errors.As(err, &retry) || !strings.Contains(err.Error(), "is in error") || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("want an error saying why, got status %v, err %v", st, err)
+	}
+}

@@ -141,6 +141,10 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		return status(lb, mode), nil
 	case api.LBDeleting:
 		return nil, cloudproviderapi.NewRetryError(fmt.Sprintf("localcloud: load balancer %s is still being deleted", lb.Name), provisioningRetry)
+	case api.LBError:
+		// The cloud retries on its own; the controller's backoff and event
+		// tell the user why the Service has no address yet.
+		return nil, fmt.Errorf("localcloud: load balancer %s (%s) is in error: %s", lb.Name, lb.ID, lb.StatusMessage)
 	default:
 		return nil, cloudproviderapi.NewRetryError(fmt.Sprintf("localcloud: load balancer %s is provisioning", lb.Name), provisioningRetry)
 	}

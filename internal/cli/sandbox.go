@@ -24,6 +24,12 @@ Ctrl-C or SIGTERM stops everything; the same --state-dir resumes the cluster.`,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := klog.NewContext(cmd.Context(), klog.Background())
+			// Only the knob flags given reach localcloud, which keeps
+			// the others from earlier runs and `localcloud config set`.
+			o.KnobsSet = map[string]bool{}
+			for _, f := range sandbox.KnobFlags() {
+				o.KnobsSet[f] = cmd.Flags().Changed(f)
+			}
 			return sandbox.Run(ctx, o, cmd.OutOrStdout())
 		},
 	}
@@ -36,6 +42,12 @@ Ctrl-C or SIGTERM stops everything; the same --state-dir resumes the cluster.`,
 	f.DurationVar(&o.Latency, "latency", o.Latency, "localcloud: added latency per API call")
 	f.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "localcloud: API requests per second before 429s (0 = unlimited)")
 	f.IntVar(&o.RateBurst, "rate-burst", o.RateBurst, "localcloud: burst of the rate limit")
+	f.Float64Var(&o.ErrorRate, "error-rate", o.ErrorRate, "localcloud: fraction of API calls answered 503 (0-1)")
+	f.DurationVar(&o.LBProvisioningTime, "lb-provisioning-time", o.LBProvisioningTime, "localcloud: time a load balancer spends provisioning")
+	f.DurationVar(&o.LBDeletionTime, "lb-deletion-time", o.LBDeletionTime, "localcloud: time a load balancer spends deleting")
+	f.StringVar(&o.VIPPool, "vip-pool", o.VIPPool, "localcloud: CIDR for load balancer VIPs (default 127.0.100.0/24; give each sandbox on a machine its own)")
+	f.StringVar(&o.InternalPool, "internal-pool", o.InternalPool, "localcloud: CIDR for instance internal addresses (default 127.1.0.0/16)")
+	f.StringVar(&o.ExternalPool, "external-pool", o.ExternalPool, "localcloud: CIDR for instance external addresses (default 127.2.0.0/16)")
 	f.IntVar(&o.APIServerPort, "apiserver-port", o.APIServerPort, "kube-apiserver port on 127.0.0.1")
 	f.IntVar(&o.EtcdPort, "etcd-port", o.EtcdPort, "etcd client port on 127.0.0.1")
 	f.IntVar(&o.LocalcloudPort, "localcloud-port", o.LocalcloudPort, "localcloud API port on 127.0.0.1")

@@ -163,14 +163,17 @@ func (s *sandbox) startControlPlane(_ context.Context) error {
 // startLocalcloud runs `stratus localcloud serve` as a child process.
 func (s *sandbox) startLocalcloud(ctx context.Context) error {
 	routeQuota := max(50, s.o.Nodes+10)
-	args := []string{"localcloud", "serve",
+	args := append([]string{"localcloud", "serve",
 		"--listen=127.0.0.1:" + strconv.Itoa(s.o.LocalcloudPort),
 		"--state-dir=" + filepath.Join(s.state, "localcloud"),
-		"--latency=" + s.o.Latency.String(),
-		"--rate-limit=" + strconv.FormatFloat(s.o.RateLimit, 'f', -1, 64),
-		"--rate-burst=" + strconv.Itoa(s.o.RateBurst),
+		// Sized from --nodes at every start, so a grown sandbox fits.
 		"--quota-routes=" + strconv.Itoa(routeQuota),
 		"--quota-instances=" + strconv.Itoa(max(10000, s.o.Nodes*2)),
+	}, s.o.knobArgs()...)
+	for flag, v := range map[string]string{"vip-pool": s.o.VIPPool, "internal-pool": s.o.InternalPool, "external-pool": s.o.ExternalPool} {
+		if v != "" {
+			args = append(args, "--"+flag+"="+v)
+		}
 	}
 	c, err := startChild("localcloud", s.logs, s.self, args...)
 	if err != nil {
@@ -203,5 +206,11 @@ func (s *sandbox) startLocalcloud(ctx context.Context) error {
 	if s.cloud, err = lcclient.New(s.localcloudURL(), s.lcToken, lcclient.WithMaxRetries(10)); err != nil {
 		return fmt.Errorf("sandbox: localcloud client: %w", err)
 	}
+	// The knobs in force: the flags given now over what the state kept.
+	k, err := s.cloud.Config(ctx)
+	if err != nil {
+		return fmt.Errorf("sandbox: localcloud config: %w", err)
+	}
+	s.knobs = *k
 	return s.writeEnv()
 }

@@ -101,12 +101,12 @@ func (s *sandbox) startCCM(_ context.Context) error {
 	cfg := "url: " + s.localcloudURL() + "\n" +
 		"tokenFile: " + filepath.Join(s.state, "localcloud", "token") + "\n" +
 		"clusterName: " + clusterName + "\n"
-	if s.o.RateLimit > 0 {
+	if s.knobs.RateLimit > 0 {
 		// Pace the provider's requests to the cloud's limit, as a cloud
 		// SDK would, so a throttled sandbox shows the CCM slowing down
 		// rather than collecting 429s.
-		cfg += "rateLimitQPS: " + strconv.FormatFloat(s.o.RateLimit, 'f', -1, 64) + "\n" +
-			"rateLimitBurst: " + strconv.Itoa(max(1, s.o.RateBurst/2)) + "\n"
+		cfg += "rateLimitQPS: " + strconv.FormatFloat(s.knobs.RateLimit, 'f', -1, 64) + "\n" +
+			"rateLimitBurst: " + strconv.Itoa(max(1, s.knobs.RateBurst/2)) + "\n"
 	}
 	if err := writeFile(cfgPath, []byte(cfg)); err != nil {
 		return err

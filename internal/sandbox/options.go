@@ -3,7 +3,11 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net/netip"
+	"strconv"
 	"time"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 )
 
 // Options configure a sandbox run.
@@ -14,11 +18,22 @@ type Options struct {
 	Zones    int
 	NoDemo   bool
 
-	// localcloud realism, so a user can watch the CCM under a slow or
-	// throttled cloud.
-	Latency   time.Duration
-	RateLimit float64
-	RateBurst int
+	// localcloud realism, so a user can watch the CCM under a slow,
+	// throttled or failing cloud. localcloud keeps its knobs in its state:
+	// only the knobs named in KnobsSet are passed on (they override what
+	// was set before, e.g. with `stratus localcloud config set`); a nil
+	// KnobsSet passes them all.
+	Latency            time.Duration
+	RateLimit          float64
+	RateBurst          int
+	ErrorRate          float64
+	LBProvisioningTime time.Duration
+	LBDeletionTime     time.Duration
+	KnobsSet           map[string]bool
+
+	// Address pools of localcloud (CIDRs; empty: localcloud's default).
+	// Two sandboxes on one machine need different VIP pools.
+	VIPPool, InternalPool, ExternalPool string
 
 	APIServerPort  int
 	EtcdPort       int
@@ -39,6 +54,9 @@ func DefaultOptions() Options {
 		Nodes:          3,
 		Zones:          3,
 		RateBurst:      10,
+		// localcloud's own defaults, so that the sandbox's flags show them.
+		LBProvisioningTime: 2 * time.Second,
+		LBDeletionTime:     time.Second,
 		APIServerPort:  16443,
 		EtcdPort:       12379,
 		LocalcloudPort: 18787,
@@ -65,14 +83,16 @@ func (o Options) Validate() error {
 	if o.Zones < 1 || o.Zones > 26 {
 		errs = append(errs, fmt.Errorf("--zones=%d: must be between 1 and 26", o.Zones))
 	}
-	if o.Latency < 0 {
-		errs = append(errs, fmt.Errorf("--latency=%v: must not be negative", o.Latency))
+	if err := o.knobs().Validate(); err != nil {
+		errs = append(errs, knobFlagError(err))
 	}
-	if o.RateLimit < 0 {
-		errs = append(errs, fmt.Errorf("--rate-limit=%v: must not be negative", o.RateLimit))
-	}
-	if o.RateLimit > 0 && o.RateBurst < 1 {
-		errs = append(errs, fmt.Errorf("--rate-burst=%d: must be at least 1 when --rate-limit is set", o.RateBurst))
+	for flag, v := range map[string]string{"vip-pool": o.VIPPool, "internal-pool": o.InternalPool, "external-pool": o.ExternalPool} {
+		if v == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(v); err != nil || !p.Addr().Is4() || p.Bits() > 30 {
+			errs = append(errs, fmt.Errorf("--%s=%s: want an IPv4 CIDR of at least /30, e.g. 127.0.101.0/24", flag, v))
+		}
 	}
 	if o.ReadyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--ready-timeout=%v: must be greater than 0", o.ReadyTimeout))
@@ -90,4 +110,56 @@ func (o Options) Validate() error {
 		seen[p] = flag
 	}
 	return errors.Join(errs...)
+}
+
+// knobFlags maps the sandbox's knob flags (localcloud serve's names) to
+// localcloud's knob keys.
+var knobFlags = []struct{ flag, key string }{
+	{"latency", "latency"}, {"rate-limit", "rateLimit"}, {"rate-burst", "rateBurst"}, {"error-rate", "errorRate"},
+	{"lb-provisioning-time", "lbProvisioningTime"}, {"lb-deletion-time", "lbDeletionTime"},
+}
+
+// KnobFlags are the names of the flags that set localcloud knobs.
+func KnobFlags() []string {
+	out := make([]string, len(knobFlags))
+	for i, kf := range knobFlags {
+		out[i] = kf.flag
+	}
+	return out
+}
+
+func (o Options) knobs() api.Knobs {
+	k := api.DefaultKnobs()
+	k.Latency, k.RateLimit, k.RateBurst, k.ErrorRate = api.Duration(o.Latency), o.RateLimit, o.RateBurst, o.ErrorRate
+	k.LBProvisioningTime, k.LBDeletionTime = api.Duration(o.LBProvisioningTime), api.Duration(o.LBDeletionTime)
+	return k
+}
+
+// knobArgs are the flags of localcloud serve for the knobs given.
+func (o Options) knobArgs() []string {
+	values := map[string]string{
+		"latency": o.Latency.String(), "rate-limit": strconv.FormatFloat(o.RateLimit, 'f', -1, 64),
+		"rate-burst": strconv.Itoa(o.RateBurst), "error-rate": strconv.FormatFloat(o.ErrorRate, 'f', -1, 64),
+		"lb-provisioning-time": o.LBProvisioningTime.String(), "lb-deletion-time": o.LBDeletionTime.String(),
+	}
+	var args []string
+	for _, kf := range knobFlags {
+		if o.KnobsSet == nil || o.KnobsSet[kf.flag] {
+			args = append(args, "--"+kf.flag+"="+values[kf.flag])
+		}
+	}
+	return args
+}
+
+// knobFlagError names the sandbox flag of the knob an error is about.
+func knobFlagError(err error) error {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		for _, kf := range knobFlags {
+			if kf.key == ae.Field {
+				return fmt.Errorf("--%s: %s", kf.flag, ae.Message)
+			}
+		}
+	}
+	return err
 }

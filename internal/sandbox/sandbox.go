@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	lcapi "github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 )
 
@@ -33,6 +34,7 @@ type sandbox struct {
 	restCfg  *rest.Config
 	cloud    *lcclient.Client
 	lcToken  string
+	knobs    lcapi.Knobs // localcloud's settings at start
 	lock     *os.File
 	demoVIP  string
 }
@@ -163,7 +165,13 @@ Press Ctrl-C to stop; run again with the same --state-dir to resume.
 func (s *sandbox) writeEnv() error {
 	content := "export KUBECONFIG=" + strconv.Quote(filepath.Join(s.state, "kubeconfig")) + "\n" +
 		"export LOCALCLOUD_URL=" + strconv.Quote(s.localcloudURL()) + "\n" +
-		"export LOCALCLOUD_TOKEN=" + strconv.Quote(s.lcToken) + "\n"
+		"export LOCALCLOUD_TOKEN=" + strconv.Quote(s.lcToken) + "\n" +
+		// The localcloud commands default to the sandbox's cluster, region
+		// and zone: `instances create` makes a machine that gets a node,
+		// `routes list` shows the sandbox's routes.
+		"export LOCALCLOUD_CLUSTER=" + strconv.Quote(clusterName) + "\n" +
+		"export LOCALCLOUD_REGION=" + strconv.Quote(region) + "\n" +
+		"export LOCALCLOUD_ZONE=" + strconv.Quote(zoneName(0, s.o.Zones)) + "\n"
 	if err := os.WriteFile(filepath.Join(s.state, "env"), []byte(content), 0o600); err != nil {
 		return fmt.Errorf("sandbox: write env file: %w", err)
 	}

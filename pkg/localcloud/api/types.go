@@ -94,6 +94,9 @@ const (
 	TagServiceNamespace = "service-namespace"
 	TagServiceName      = "service-name"
 	TagServiceUID       = "service-uid"
+	// TagCluster marks the instances that are a cluster's machines (the
+	// sandbox registers a node for each running one).
+	TagCluster = "cluster"
 )
 
 // Listener maps a VIP port to the node port every backend serves.

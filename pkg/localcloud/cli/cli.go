@@ -16,11 +16,26 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
 )
 
-// Environment variables the client commands read.
+// Environment variables the client commands read. The sandbox's env file
+// exports all of them, so that the commands default to its cluster.
 const (
 	EnvURL   = "LOCALCLOUD_URL"
 	EnvToken = "LOCALCLOUD_TOKEN"
+	// EnvCluster is the default of routes --cluster and the cluster tag
+	// instances create adds.
+	EnvCluster = "LOCALCLOUD_CLUSTER"
+	// EnvRegion and EnvZone are the defaults of instances create.
+	EnvRegion = "LOCALCLOUD_REGION"
+	EnvZone   = "LOCALCLOUD_ZONE"
 )
+
+// envOr returns the environment variable's value, or def when unset.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
 
 // NewCommand returns the `localcloud` command with its subcommands.
 func NewCommand() *cobra.Command {

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -74,5 +75,53 @@ func TestConfigCommand(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("after restart, config get lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// The sandbox's env file exports the cluster (and region and zone): the
+// commands then default to them, and instances are named by name.
+func TestClusterFromEnvironment(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	srv, err := server.New(server.Config{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Close() }()
+	t.Setenv(cli.EnvURL, srv.URL())
+	t.Setenv(cli.EnvToken, srv.Token())
+	t.Setenv(cli.EnvCluster, "sandbox")
+	t.Setenv(cli.EnvRegion, "local-1")
+	t.Setenv(cli.EnvZone, "local-1b")
+
+	out, err := run(ctx, "instances", "create", "node-0042", "-o", "json")
+	var list api.InstanceList
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list.Items) != 1 {
+		t.Fatalf("create: %v %q", err, out)
+	}
+	inst := list.Items[0]
+	if inst.Tags[api.TagCluster] != "sandbox" || inst.Region != "local-1" || inst.Zone != "local-1b" {
+		t.Fatalf("instance does not default to the environment's cluster, region and zone: %+v", inst)
+	}
+	if out, err := run(ctx, "instances", "create", "other", "--tag", "cluster=elsewhere", "-o", "json"); err != nil || !strings.Contains(out, `"cluster": "elsewhere"`) {
+		t.Fatalf("an explicit cluster tag must win: %v %s", err, out)
+	}
+	if out, err := run(ctx, "instances", "stop", "node-0042"); err != nil || !strings.Contains(out, "stopped") {
+		t.Fatalf("stop by name: %v\n%s", err, out)
+	}
+	if _, err := run(ctx, "instances", "stop", "no-such-node"); err == nil || !strings.Contains(err.Error(), "no-such-node") {
+		t.Fatalf("stop of an unknown name: %v", err)
+	}
+	if _, err := run(ctx, "routes", "create", "r1", "--cidr", "10.244.0.0/24", "--instance", inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(ctx, "routes", "list")
+	if err != nil || !strings.Contains(out, "10.244.0.0/24") {
+		t.Fatalf("routes list in the environment's cluster: %v\n%s", err, out)
+	}
+	if out, _ := run(ctx, "routes", "list", "--cluster", "kubernetes"); strings.Contains(out, "10.244.0.0/24") {
+		t.Fatalf("route created in cluster kubernetes instead of sandbox:\n%s", out)
 	}
 }

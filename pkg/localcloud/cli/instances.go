@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -85,6 +86,14 @@ func instancesCreate(g *globals) *cobra.Command {
 			if req.Tags, err = parseTags("tag", tags); err != nil {
 				return err
 			}
+			if cluster := os.Getenv(EnvCluster); cluster != "" && req.Tags[api.TagCluster] == "" {
+				// In a sandbox, a new instance is one of its machines
+				// unless told otherwise: it gets a node.
+				if req.Tags == nil {
+					req.Tags = map[string]string{}
+				}
+				req.Tags[api.TagCluster] = cluster
+			}
 			if count < 1 || count > api.MaxBatchCreate {
 				return fmt.Errorf("--count %d: want 1 to %d", count, api.MaxBatchCreate)
 			}
@@ -110,11 +119,11 @@ func instancesCreate(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.Zone, "zone", "zone-a", "zone")
-	f.StringVar(&req.Region, "region", "region-1", "region")
+	f.StringVar(&req.Zone, "zone", envOr(EnvZone, "zone-a"), "zone (default $"+EnvZone+", else zone-a)")
+	f.StringVar(&req.Region, "region", envOr(EnvRegion, "region-1"), "region (default $"+EnvRegion+", else region-1)")
+	f.StringArrayVar(&tags, "tag", nil, "key=value tag (repeatable); with $"+EnvCluster+" set, "+api.TagCluster+"=$"+EnvCluster+" is added unless given")
 	f.StringVar(&req.Type, "type", "standard", "instance type")
 	f.BoolVar(&req.External, "external", false, "also allocate an external address")
-	f.StringArrayVar(&tags, "tag", nil, "key=value tag (repeatable)")
 	f.IntVar(&count, "count", 1, "number of instances to create in one call")
 	return cmd
 }
@@ -125,17 +134,37 @@ type instanceFunc func(*client.Client, context.Context, string) (*api.Instance, 
 
 func instanceAction(g *globals, use, short string, call instanceFunc) *cobra.Command {
 	return &cobra.Command{
-		Use: use + " ID", Short: short, Args: cobra.ExactArgs(1),
+		Use: use + " ID|NAME", Short: short, Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			inst, err := call(c, cmd.Context(), args[0])
+			id, err := resolveInstance(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			inst, err := call(c, cmd.Context(), id)
 			if err != nil {
 				return err
 			}
 			return g.render(cmd.OutOrStdout(), inst, instanceHeader, instanceRows([]api.Instance{*inst}))
 		},
 	}
+}
+
+// resolveInstance accepts an instance id or the name of a live instance
+// (node names are instance names in the sandbox).
+func resolveInstance(ctx context.Context, c *client.Client, arg string) (string, error) {
+	if api.ValidID("id", "i", arg) == nil {
+		return arg, nil
+	}
+	items, err := c.ListAllInstances(ctx, client.ListOptions{Name: arg})
+	if err != nil {
+		return "", err
+	}
+	if len(items) == 0 {
+		return "", fmt.Errorf("%q: no instance with this id or name", arg)
+	}
+	return items[0].ID, nil
 }

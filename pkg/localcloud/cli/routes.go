@@ -25,7 +25,7 @@ func routeRows(items []api.Route) func() [][]string {
 func newRoutesCommand(g *globals) *cobra.Command {
 	var cluster string
 	cmd := &cobra.Command{Use: "routes", Aliases: []string{"route"}, Short: "Manage a cluster's route table"}
-	cmd.PersistentFlags().StringVar(&cluster, "cluster", "kubernetes", "cluster whose route table to use")
+	cmd.PersistentFlags().StringVar(&cluster, "cluster", envOr(EnvCluster, "kubernetes"), "cluster whose route table to use (default $"+EnvCluster+", else kubernetes)")
 	list := &cobra.Command{
 		Use: "list", Short: "List routes", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

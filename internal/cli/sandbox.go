@@ -39,6 +39,7 @@ Ctrl-C or SIGTERM stops everything; the same --state-dir resumes the cluster.`,
 	f.IntVar(&o.Nodes, "nodes", o.Nodes, "Number of nodes (instances) to run")
 	f.IntVar(&o.Zones, "zones", o.Zones, "Number of zones the instances are spread over")
 	f.BoolVar(&o.NoDemo, "no-demo", o.NoDemo, "Do not create the demo Service hello")
+	f.BoolVar(&o.NoCCM, "no-ccm", o.NoCCM, "Do not run the controller manager: run your own with `stratus controller-manager $STRATUS_CCM_FLAGS` (from the env file)")
 	f.DurationVar(&o.Latency, "latency", o.Latency, "localcloud: added latency per API call")
 	f.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "localcloud: API requests per second before 429s (0 = unlimited)")
 	f.IntVar(&o.RateBurst, "rate-burst", o.RateBurst, "localcloud: burst of the rate limit")

@@ -175,18 +175,16 @@ func (s *sandbox) startLocalcloud(ctx context.Context) error {
 			args = append(args, "--"+flag+"="+v)
 		}
 	}
-	c, err := startChild("localcloud", s.logs, s.self, args...)
-	if err != nil {
+	if _, err := s.supervise("localcloud", func() (*child, error) {
+		return startChild("localcloud", s.logs, s.self, args...)
+	}); err != nil {
 		return err
 	}
-	s.children = append(s.children, c)
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := waitFor(waitCtx, 100*time.Millisecond, "localcloud /healthz", func(ctx context.Context) (bool, error) {
-		select {
-		case <-c.exited():
-			return false, fmt.Errorf("localcloud exited: %w (see %s)", c.exitError(), c.log)
-		default:
+		if err := s.childrenAlive(); err != nil {
+			return false, err
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.localcloudURL()+"/healthz", nil)
 		resp, err := http.DefaultClient.Do(req)

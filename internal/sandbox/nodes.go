@@ -81,12 +81,11 @@ func (s *sandbox) startNodes(ctx context.Context) error {
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	kc := filepath.Join(s.state, "kubeconfig")
-	c, err := startChild("kwok", s.logs, filepath.Join(s.o.BinDir, "kwok"), testbed.KwokArgs(kc, s.writeKwokStages())...)
-	if err != nil {
-		return err
-	}
-	s.children = append(s.children, c)
-	return nil
+	args := testbed.KwokArgs(kc, s.writeKwokStages())
+	_, err := s.supervise("kwok", func() (*child, error) {
+		return startChild("kwok", s.logs, filepath.Join(s.o.BinDir, "kwok"), args...)
+	})
+	return err
 }
 
 func (s *sandbox) writeKwokStages() string {
@@ -95,7 +94,9 @@ func (s *sandbox) writeKwokStages() string {
 	return path
 }
 
-// startCCM runs the controller manager with every controller on.
+// startCCM runs the controller manager with every controller on, under
+// supervision; with --no-ccm it only writes its flags into the env file,
+// for the user to run their own build.
 func (s *sandbox) startCCM(_ context.Context) error {
 	cfgPath := filepath.Join(s.state, "run", "cloud.yaml")
 	cfg := "url: " + s.localcloudURL() + "\n" +
@@ -124,12 +125,17 @@ func (s *sandbox) startCCM(_ context.Context) error {
 		"--secure-port=" + strconv.Itoa(s.o.CCMPort),
 		"--kube-api-qps=100", "--kube-api-burst=200",
 	}, s.o.CCMArgs...)
-	c, err := startChild("stratus-controller-manager", s.logs, s.self, args...)
-	if err != nil {
+	s.ccmFlags = args[1:]
+	if err := s.writeEnv(); err != nil {
 		return err
 	}
-	s.children = append(s.children, c)
-	return nil
+	if s.o.NoCCM {
+		return nil
+	}
+	_, err := s.supervise("stratus-controller-manager", func() (*child, error) {
+		return startChild("stratus-controller-manager", s.logs, s.self, args...)
+	})
+	return err
 }
 
 // waitNodes waits until every node has a providerID and no uninitialized
@@ -170,17 +176,4 @@ func initialized(n *corev1.Node) bool {
 		}
 	}
 	return true
-}
-
-// childrenAlive returns an error naming the first child that died, so a
-// wait fails at once instead of running into its timeout.
-func (s *sandbox) childrenAlive() error {
-	for _, c := range s.children {
-		select {
-		case <-c.exited():
-			return fmt.Errorf("%s exited: %w (see %s)", c.name, c.exitError(), c.log)
-		default:
-		}
-	}
-	return nil
 }

@@ -17,6 +17,9 @@ type Options struct {
 	Nodes    int
 	Zones    int
 	NoDemo   bool
+	// NoCCM leaves the controller manager to the user: the env file
+	// carries its flags (STRATUS_CCM_FLAGS).
+	NoCCM bool
 
 	// localcloud realism, so a user can watch the CCM under a slow,
 	// throttled or failing cloud. localcloud keeps its knobs in its state:
@@ -50,17 +53,17 @@ type Options struct {
 // DefaultOptions returns the defaults of `stratus sandbox`.
 func DefaultOptions() Options {
 	return Options{
-		StateDir:       ".stratus/sandbox",
-		Nodes:          3,
-		Zones:          3,
-		RateBurst:      10,
+		StateDir:  ".stratus/sandbox",
+		Nodes:     3,
+		Zones:     3,
+		RateBurst: 10,
 		// localcloud's own defaults, so that the sandbox's flags show them.
 		LBProvisioningTime: 2 * time.Second,
 		LBDeletionTime:     time.Second,
-		APIServerPort:  16443,
-		EtcdPort:       12379,
-		LocalcloudPort: 18787,
-		CCMPort:        10258,
+		APIServerPort:      16443,
+		EtcdPort:           12379,
+		LocalcloudPort:     18787,
+		CCMPort:            10258,
 		// Room for 16,384 nodes at /24, clear of the apiserver's default
 		// Service range (10.0.0.0/24).
 		ClusterCIDR:  "10.64.0.0/10",

@@ -13,11 +13,12 @@ import (
 
 // child is a process the sandbox started and must stop.
 type child struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
+	name    string
+	cmd     *exec.Cmd
+	log     string
+	started time.Time
+	done    chan struct{}
+	err     error
 }
 
 // startChild runs binary in its own process group, so that a Ctrl-C in the
@@ -36,7 +37,7 @@ func startChild(name, logDir, binary string, args ...string) (*child, error) {
 		_ = out.Close()
 		return nil, fmt.Errorf("start %s (%s): %w", name, binary, err)
 	}
-	c := &child{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	c := &child{name: name, cmd: cmd, log: logPath, started: time.Now(), done: make(chan struct{})}
 	go func() {
 		c.err = cmd.Wait()
 		_ = out.Close()

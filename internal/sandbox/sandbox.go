@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,21 +24,33 @@ import (
 // sandbox is one run: what it started, in order, so it can stop them in
 // reverse.
 type sandbox struct {
-	o        Options
-	out      io.Writer
-	self     string // the stratus binary
-	state    string // absolute state dir
-	logs     string
-	began    time.Time
-	children []*child
-	plane    *envtest.Environment
-	kube     kubernetes.Interface
-	restCfg  *rest.Config
-	cloud    *lcclient.Client
-	lcToken  string
-	knobs    lcapi.Knobs // localcloud's settings at start
-	lock     *os.File
-	demoVIP  string
+	o     Options
+	out   io.Writer
+	self  string // the stratus binary
+	state string // absolute state dir
+	logs  string
+	began time.Time
+	procs []*supervised
+	// stopping is closed when the sandbox begins to stop: supervisors
+	// then stop restarting.
+	stopping chan struct{}
+	stopOnce sync.Once
+	// failed is closed, with fatal set, when a child keeps failing.
+	failed   chan struct{}
+	failOnce sync.Once
+	fatal    error
+	// backoff is the first restart delay of a supervised child.
+	backoff time.Duration
+	plane   *envtest.Environment
+	kube    kubernetes.Interface
+	restCfg *rest.Config
+	cloud   *lcclient.Client
+	lcToken string
+	knobs   lcapi.Knobs // localcloud's settings at start
+	lock    *os.File
+	demoVIP string
+	// ccmFlags are the controller manager's flags, also in the env file.
+	ccmFlags []string
 }
 
 // Run brings the sandbox up, reports progress to out, and keeps it running
@@ -51,7 +65,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 	if err != nil {
 		return fmt.Errorf("sandbox: locate the stratus binary: %w", err)
 	}
-	s := &sandbox{o: o, out: out, self: self, began: time.Now()}
+	s := &sandbox{o: o, out: out, self: self, began: time.Now(),
+		stopping: make(chan struct{}), failed: make(chan struct{}), backoff: restartBackoff}
 	if s.o.BinDir == "" {
 		s.o.BinDir = filepath.Dir(self)
 	}
@@ -67,8 +82,20 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 		{fmt.Sprintf("creating %d instances in %d zones", o.Nodes, o.Zones), s.ensureInstances},
 		{fmt.Sprintf("registering %d nodes (kwok keeps them alive)", o.Nodes), s.startNodes},
 		{"starting the node-port responder", s.startResponder},
-		{"starting stratus controller-manager", s.startCCM},
-		{"waiting for the nodes to be initialized", s.waitNodes},
+	}
+	if o.NoCCM {
+		steps = append(steps, struct {
+			what string
+			fn   func(context.Context) error
+		}{"writing the controller manager's flags to the env file (--no-ccm: run your own)", s.startCCM})
+	} else {
+		steps = append(steps, []struct {
+			what string
+			fn   func(context.Context) error
+		}{
+			{"starting stratus controller-manager", s.startCCM},
+			{"waiting for the nodes to be initialized", s.waitNodes},
+		}...)
 	}
 	if !o.NoDemo {
 		steps = append(steps, struct {
@@ -101,24 +128,15 @@ func (s *sandbox) step(ctx context.Context, what string, fn func(context.Context
 	return nil
 }
 
-// watch keeps the sandbox up until ctx ends or a child dies.
+// watch keeps the sandbox up until ctx ends or a child keeps failing
+// (children that exit now and then are restarted by their supervisors).
 func (s *sandbox) watch(ctx context.Context) error {
-	dead := make(chan *child, len(s.children))
-	for _, c := range s.children {
-		go func() {
-			select {
-			case <-c.exited():
-				dead <- c
-			case <-ctx.Done():
-			}
-		}()
-	}
 	select {
 	case <-ctx.Done():
 		fmt.Fprintf(s.out, "stopping the sandbox ...\n")
 		return nil
-	case c := <-dead:
-		return fmt.Errorf("sandbox: %s exited unexpectedly (%w); see %s", c.name, c.exitError(), c.log)
+	case <-s.failed:
+		return s.fatal
 	}
 }
 
@@ -128,14 +146,16 @@ func (s *sandbox) shutdown() {
 	if s.state != "" {
 		_ = os.Remove(filepath.Join(s.state, "ready"))
 	}
-	for i := len(s.children) - 1; i >= 0; i-- {
-		s.children[i].stop(15 * time.Second)
+	s.stopOnce.Do(func() { close(s.stopping) })
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		s.procs[i].stop(15 * time.Second)
 	}
 	if s.plane != nil {
 		if err := s.plane.Stop(); err != nil {
 			fmt.Fprintf(s.out, "stopping the control plane: %v\n", err)
 		}
 	}
+	s.stopStrays()
 	if s.lock != nil {
 		_ = syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
 		_ = s.lock.Close()
@@ -153,6 +173,9 @@ Stratus sandbox is ready (%.1fs). In another terminal:
 `, time.Since(s.began).Seconds(), filepath.Join(s.state, "env"), filepath.Join(s.state, "kubeconfig"))
 	if vip != "" {
 		fmt.Fprintf(s.out, "  curl http://%s/            # through localcloud's load balancer to a node\n", vip)
+	}
+	if s.o.NoCCM {
+		fmt.Fprintf(s.out, "  %s controller-manager $STRATUS_CCM_FLAGS   # --no-ccm: your controller manager\n", s.self)
 	}
 	fmt.Fprintf(s.out, `  %s localcloud lbs list
   %s localcloud instances list
@@ -172,6 +195,11 @@ func (s *sandbox) writeEnv() error {
 		"export LOCALCLOUD_CLUSTER=" + strconv.Quote(clusterName) + "\n" +
 		"export LOCALCLOUD_REGION=" + strconv.Quote(region) + "\n" +
 		"export LOCALCLOUD_ZONE=" + strconv.Quote(zoneName(0, s.o.Zones)) + "\n"
+	if len(s.ccmFlags) > 0 {
+		// Run your own build against the sandbox (with --no-ccm, or after
+		// stopping the sandbox's): stratus controller-manager $STRATUS_CCM_FLAGS
+		content += "export STRATUS_CCM_FLAGS=" + strconv.Quote(strings.Join(s.ccmFlags, " ")) + "\n"
+	}
 	if err := os.WriteFile(filepath.Join(s.state, "env"), []byte(content), 0o600); err != nil {
 		return fmt.Errorf("sandbox: write env file: %w", err)
 	}

@@ -1,0 +1,129 @@
+package sandbox
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// syncBuffer is an io.Writer safe for the supervisor goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+func testSandbox(t *testing.T) (*sandbox, *syncBuffer) {
+	out := &syncBuffer{}
+	s := &sandbox{out: out, began: time.Now(), logs: t.TempDir(), state: t.TempDir(),
+		stopping: make(chan struct{}), failed: make(chan struct{}), backoff: 10 * time.Millisecond}
+	t.Cleanup(s.shutdown)
+	return s, out
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestSupervisorRestartsAChildThatExits(t *testing.T) {
+	s, out := testSandbox(t)
+	p, err := s.supervise("sleeper", func() (*child, error) { return startChild("sleeper", s.logs, "/bin/sh", "-c", "exec sleep 600") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := p.current().cmd.Process.Pid
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "a restart", func() bool { return p.Restarts() == 1 })
+	second := p.current().cmd.Process.Pid
+	if second == first || syscall.Kill(second, 0) != nil {
+		t.Fatalf("restarted child %d (first %d) is not running", second, first)
+	}
+	if got := out.String(); !strings.Contains(got, "sleeper exited after") || !strings.Contains(got, "signal: killed") || !strings.Contains(got, "sleeper restarted") {
+		t.Fatalf("no line says the child was restarted:\n%s", got)
+	}
+	if err := s.childrenAlive(); err != nil {
+		t.Fatalf("one exit must not fail the sandbox: %v", err)
+	}
+	// Stopping the sandbox ends the child and supervision for good.
+	s.shutdown()
+	if syscall.Kill(second, 0) == nil {
+		t.Fatalf("child %d outlived the sandbox", second)
+	}
+	if p.Restarts() != 1 {
+		t.Fatalf("a child stopped by the sandbox was restarted: %d restarts", p.Restarts())
+	}
+}
+
+func TestSupervisorFailsOnAChildThatKeepsFailing(t *testing.T) {
+	s, _ := testSandbox(t)
+	if _, err := s.supervise("crasher", func() (*child, error) {
+		return startChild("crasher", s.logs, "/bin/sh", "-c", "echo 'fatal: --bogus-flag is not a flag'; exit 3")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.failed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a child that keeps failing did not fail the sandbox")
+	}
+	err := s.childrenAlive()
+	if err == nil || !strings.Contains(err.Error(), "crasher keeps failing") || !strings.Contains(err.Error(), "exit status 3") ||
+		!strings.Contains(err.Error(), "fatal: --bogus-flag is not a flag") {
+		t.Fatalf("the error must name the child, its exit and its last log lines: %v", err)
+	}
+}
+
+func TestStopStraysEndsProcessesStartedByHand(t *testing.T) {
+	s, out := testSandbox(t)
+	// A process configured from the sandbox's kubeconfig, as a controller
+	// manager run by hand from the env file's flags would be.
+	// The shell keeps its arguments (a trap, not exec) and ends on SIGTERM
+	// once its short sleep returns.
+	const loop = `trap "exit 0" TERM; while :; do sleep 0.2; done`
+	stray, err := startChild("by-hand", s.logs, "/bin/sh", "-c", loop, "sh", "--kubeconfig="+s.state+"/kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := startChild("unrelated", s.logs, "/bin/sh", "-c", loop, "sh", "--kubeconfig="+s.state+"-other/kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.stop(5 * time.Second)
+	s.stopStrays()
+	select {
+	case <-stray.exited():
+	case <-time.After(15 * time.Second):
+		t.Fatal("the process started by hand outlived the sandbox")
+	}
+	select {
+	case <-other.exited():
+		t.Fatal("a process of another state dir was stopped")
+	default:
+	}
+	if !strings.Contains(out.String(), "started by hand against this sandbox") {
+		t.Fatalf("no line says what was stopped:\n%s", out.String())
+	}
+}

@@ -6,49 +6,99 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-)
-
-// Controller names, as upstream spells them, and their older aliases.
-const (
-	CloudNodeController          = "cloud-node-controller"
-	CloudNodeLifecycleController = "cloud-node-lifecycle-controller"
-	ServiceLBController          = "service-lb-controller"
-	NodeRouteController          = "node-route-controller"
-	NodeIPAMController           = "node-ipam-controller"
+	"github.com/stratus-ccm/stratus/pkg/controllers/node"
+	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
+	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
+	"github.com/stratus-ccm/stratus/pkg/controllers/route"
+	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 )
 
 // controllerAliases maps upstream's pre-1.28 names to the current ones, so
-// that old manifests keep working.
+// that old manifests keep working. The current names are the controller
+// packages' ControllerName constants.
 var controllerAliases = map[string]string{
-	"cloud-node":           CloudNodeController,
-	"cloud-node-lifecycle": CloudNodeLifecycleController,
-	"service":              ServiceLBController,
-	"route":                NodeRouteController,
-	"nodeipam":             NodeIPAMController,
+	"cloud-node":           node.ControllerName,
+	"cloud-node-lifecycle": nodelifecycle.ControllerName,
+	"service":              service.ControllerName,
+	"route":                route.ControllerName,
+	"nodeipam":             nodeipam.ControllerName,
 }
 
 // allControllers lists every controller; all are on by default. The network
 // controllers additionally need their own flags (--allocate-node-cidrs,
 // --configure-cloud-routes) and skip themselves without them, as upstream's do.
 var allControllers = []string{
-	CloudNodeController,
-	CloudNodeLifecycleController,
-	ServiceLBController,
-	NodeRouteController,
-	NodeIPAMController,
+	node.ControllerName,
+	nodelifecycle.ControllerName,
+	service.ControllerName,
+	route.ControllerName,
+	nodeipam.ControllerName,
 }
 
 func controllerList() string { return strings.Join(allControllers, ", ") }
 
-// ControllerContext is what a controller's start function receives.
+// ControllerContext is what a controller's start function receives. A start
+// function takes everything a controller talks to from here, never from a
+// global: its API access from Clients, its metrics registerer from Metrics.
 type ControllerContext struct {
-	Manager     manager.Manager
-	Cloud       *cloud.Cloud
-	Options     *Options
+	// Manager runs the controller. Start functions use it to add the
+	// controller (SetupWithManager), not to reach for clients: those come
+	// from Clients.
+	Manager manager.Manager
+	// Cloud is the instrumented, rate-limited provider.
+	Cloud   *cloud.Cloud
+	Options *Options
+	// ClusterName is passed to every cloud call that takes one.
 	ClusterName string
+	// Metrics receives every controller's metrics; Run serves it on
+	// /metrics.
+	Metrics prometheus.Registerer
+	// NewClients builds one controller's API access, given its name. Nil
+	// means managerClients: every controller shares the manager's
+	// credentials and cache.
+	NewClients func(name string) (Clients, error)
+}
+
+// Clients is one controller's access to the API server.
+type Clients struct {
+	// Client is the controller's writer. Its reads are served by the
+	// shared informer cache (the manager's client reads through it).
+	Client client.Client
+	// Reader reads from the shared informer cache; a controller that must
+	// read past the cache (to confirm before deleting) uses APIReader.
+	Reader client.Reader
+	// APIReader reads from the API server directly.
+	APIReader client.Reader
+	// Recorder emits events reported by the controller's name.
+	Recorder events.EventRecorder
+}
+
+// Clients returns the API access of the controller called name.
+func (cc ControllerContext) Clients(name string) (Clients, error) {
+	if cc.NewClients == nil {
+		return managerClients(cc.Manager, name), nil
+	}
+	cl, err := cc.NewClients(name)
+	if err != nil {
+		return Clients{}, fmt.Errorf("%s: API clients: %w", name, err)
+	}
+	return cl, nil
+}
+
+// managerClients is every controller sharing the manager's credentials.
+func managerClients(mgr manager.Manager, name string) Clients {
+	return Clients{
+		Client:    mgr.GetClient(),
+		Reader:    mgr.GetCache(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(name),
+	}
 }
 
 // StartFunc adds one controller to the manager. It returns false, with a

@@ -93,7 +93,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if starters == nil {
 		starters = builtinStarters()
 	}
-	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName}
+	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics}
 	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters, restCfg: restCfg}); err != nil {
 		return fmt.Errorf("add controllers: %w", err)
 	}

@@ -20,6 +20,8 @@ import (
 
 	"github.com/stratus-ccm/stratus/internal/app"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/node"
+	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -166,7 +168,7 @@ func TestNodeControllersServeV1OnlyProvider(t *testing.T) {
 	o.Kubeconfig = env.Kubeconfig
 	o.LeaderElect = false
 	o.SecurePort = 0
-	o.Controllers = []string{app.CloudNodeController, app.CloudNodeLifecycleController}
+	o.Controllers = []string{node.ControllerName, nodelifecycle.ControllerName}
 	o.NodeMonitorPeriod = time.Second
 
 	runCtx, stop := context.WithCancel(ctx)

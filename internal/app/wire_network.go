@@ -6,95 +6,78 @@ import (
 	"fmt"
 	"net/netip"
 
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam/cidrset"
 	"github.com/stratus-ccm/stratus/pkg/controllers/route"
-	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 )
-
-// quotaErrors are the sentinel errors of known providers that mean "the
-// route table is full". They only feed the quota metric: the route
-// controller treats every failed creation alike, so a provider missing
-// here loses nothing but that metric.
-var quotaErrors = []error{lcclient.ErrQuotaExceeded}
-
-func isQuotaExceeded(err error) bool {
-	for _, q := range quotaErrors {
-		if errors.Is(err, q) {
-			return true
-		}
-	}
-	return false
-}
 
 // startNodeRouteController programs cloud routes for pod CIDRs. Like
 // upstream's, it needs --allocate-node-cidrs and --configure-cloud-routes
 // and a provider with Routes.
-func startNodeRouteController() StartFunc {
-	return func(ctx context.Context, cc ControllerContext) (bool, string, error) {
-		o := cc.Options
-		if !o.AllocateNodeCIDRs || !o.ConfigureCloudRoutes {
-			return false, fmt.Sprintf("--allocate-node-cidrs=%t --configure-cloud-routes=%t: both must be true", o.AllocateNodeCIDRs, o.ConfigureCloudRoutes), nil
-		}
-		routes, ok := cc.Cloud.Routes()
-		if !ok {
-			return false, fmt.Sprintf("cloud provider %s does not support routes", cc.Cloud.ProviderName()), nil
-		}
-		clusterCIDRs, err := ParseCIDRList("cluster-cidr", o.ClusterCIDR)
-		if err != nil {
-			return false, "", err
-		}
-		mgr := cc.Manager
-		c, err := route.New(route.Deps{
-			Client:   mgr.GetClient(),
-			Routes:   routes,
-			Recorder: mgr.GetEventRecorder(route.ControllerName),
-		}, route.Config{
-			ClusterName:     cc.ClusterName,
-			ClusterCIDRs:    clusterCIDRs,
-			ReconcilePeriod: o.RouteReconciliationPeriod,
-			IsQuotaExceeded: isQuotaExceeded,
-			Registerer:      ctrlmetrics.Registry,
-		})
-		if err != nil {
-			return false, "", err
-		}
-		if err := c.SetupWithManager(mgr); err != nil {
-			return false, "", err
-		}
-		return true, "", nil
+func startNodeRouteController(_ context.Context, cc ControllerContext) (bool, string, error) {
+	o := cc.Options
+	if !o.AllocateNodeCIDRs || !o.ConfigureCloudRoutes {
+		return false, fmt.Sprintf("--allocate-node-cidrs=%t --configure-cloud-routes=%t: both must be true", o.AllocateNodeCIDRs, o.ConfigureCloudRoutes), nil
 	}
+	routes, ok := cc.Cloud.Routes()
+	if !ok {
+		return false, fmt.Sprintf("cloud provider %s does not support routes", cc.Cloud.ProviderName()), nil
+	}
+	clusterCIDRs, err := ParseCIDRList("cluster-cidr", o.ClusterCIDR)
+	if err != nil {
+		return false, "", err
+	}
+	cl, err := cc.Clients(route.ControllerName)
+	if err != nil {
+		return false, "", err
+	}
+	c, err := route.New(route.Deps{
+		Client:     cl.Client,
+		Routes:     routes,
+		Recorder:   cl.Recorder,
+		Registerer: cc.Metrics,
+	}, route.Config{
+		ClusterName:     cc.ClusterName,
+		ClusterCIDRs:    clusterCIDRs,
+		ReconcilePeriod: o.RouteReconciliationPeriod,
+	})
+	if err != nil {
+		return false, "", err
+	}
+	if err := c.SetupWithManager(cc.Manager); err != nil {
+		return false, "", err
+	}
+	return true, "", nil
 }
 
 // startNodeIPAMController allocates pod CIDRs when --allocate-node-cidrs is
 // set.
-func startNodeIPAMController() StartFunc {
-	return func(ctx context.Context, cc ControllerContext) (bool, string, error) {
-		o := cc.Options
-		if !o.AllocateNodeCIDRs {
-			return false, "--allocate-node-cidrs=false", nil
-		}
-		cfg, err := nodeIPAMConfig(o)
-		if err != nil {
-			return false, "", err
-		}
-		cfg.Workers = int(o.ConcurrentNodeSyncs)
-		cfg.Registerer = ctrlmetrics.Registry
-		mgr := cc.Manager
-		c, err := nodeipam.New(nodeipam.Deps{
-			Client:   mgr.GetClient(),
-			Recorder: mgr.GetEventRecorder(nodeipam.ControllerName),
-		}, cfg)
-		if err != nil {
-			return false, "", fmt.Errorf("--cluster-cidr=%s --service-cluster-ip-range=%s: %w", o.ClusterCIDR, o.ServiceClusterIPRange, err)
-		}
-		if err := c.SetupWithManager(mgr); err != nil {
-			return false, "", err
-		}
-		return true, "", nil
+func startNodeIPAMController(_ context.Context, cc ControllerContext) (bool, string, error) {
+	o := cc.Options
+	if !o.AllocateNodeCIDRs {
+		return false, "--allocate-node-cidrs=false", nil
 	}
+	cfg, err := nodeIPAMConfig(o)
+	if err != nil {
+		return false, "", err
+	}
+	cfg.Workers = int(o.ConcurrentNodeSyncs)
+	cl, err := cc.Clients(nodeipam.ControllerName)
+	if err != nil {
+		return false, "", err
+	}
+	c, err := nodeipam.New(nodeipam.Deps{
+		Client:     cl.Client,
+		Recorder:   cl.Recorder,
+		Registerer: cc.Metrics,
+	}, cfg)
+	if err != nil {
+		return false, "", fmt.Errorf("--cluster-cidr=%s --service-cluster-ip-range=%s: %w", o.ClusterCIDR, o.ServiceClusterIPRange, err)
+	}
+	if err := c.SetupWithManager(cc.Manager); err != nil {
+		return false, "", err
+	}
+	return true, "", nil
 }
 
 // nodeIPAMConfig turns the flags into the allocator's configuration, with

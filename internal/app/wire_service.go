@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/kubernetes"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service"
@@ -13,46 +12,48 @@ import (
 
 // startServiceLBController starts the service-lb-controller when the
 // provider has load balancers, as upstream does.
-func startServiceLBController() StartFunc {
-	return func(ctx context.Context, cc ControllerContext) (bool, string, error) {
-		lb, ok := cc.Cloud.LoadBalancer()
-		if !ok {
-			return false, "the cloud provider does not support load balancers", nil
-		}
-		var lister cloud.LoadBalancerLister
-		if cc.Options.CloudExtensions {
-			if l, ok := cc.Cloud.LoadBalancerLister(); ok {
-				lister = l
-			}
-		}
-		cs, err := kubernetes.NewForConfig(cc.Manager.GetConfig())
-		if err != nil {
-			return false, "", fmt.Errorf("service controller: kubernetes client: %w", err)
-		}
-		c, err := service.New(service.Deps{
-			Client:       cs,
-			Services:     service.CacheReader{Reader: cc.Manager.GetCache()},
-			LoadBalancer: lb,
-			Lister:       lister,
-			Recorder:     cc.Manager.GetEventRecorder(service.ComponentName),
-			Registerer:   ctrlmetrics.Registry,
-		}, service.Config{
-			ClusterName:       cc.ClusterName,
-			LoadBalancerClass: cc.Options.LoadBalancerClass,
-			Workers:           int(cc.Options.ConcurrentServiceSyncs),
-			DeleteOrphans:     cc.Options.DeleteOrphanedLoadBalancers,
-			OrphanGrace:       cc.Options.OrphanedLoadBalancerGrace,
-			OrphanInterval:    cc.Options.OrphanedLoadBalancerInterval,
-		})
-		if err != nil {
-			return false, "", err
-		}
-		if err := c.Watch(ctx, cc.Manager.GetCache()); err != nil {
-			return false, "", err
-		}
-		if err := cc.Manager.Add(c); err != nil {
-			return false, "", fmt.Errorf("service controller: add to manager: %w", err)
-		}
-		return true, "", nil
+func startServiceLBController(ctx context.Context, cc ControllerContext) (bool, string, error) {
+	lb, ok := cc.Cloud.LoadBalancer()
+	if !ok {
+		return false, "the cloud provider does not support load balancers", nil
 	}
+	var lister cloud.LoadBalancerLister
+	if cc.Options.CloudExtensions {
+		if l, ok := cc.Cloud.LoadBalancerLister(); ok {
+			lister = l
+		}
+	}
+	cl, err := cc.Clients(service.ControllerName)
+	if err != nil {
+		return false, "", err
+	}
+	cs, err := kubernetes.NewForConfig(cc.Manager.GetConfig())
+	if err != nil {
+		return false, "", fmt.Errorf("service controller: kubernetes client: %w", err)
+	}
+	c, err := service.New(service.Deps{
+		Client:       cs,
+		Services:     service.CacheReader{Reader: cl.Reader},
+		LoadBalancer: lb,
+		Lister:       lister,
+		Recorder:     cl.Recorder,
+		Registerer:   cc.Metrics,
+	}, service.Config{
+		ClusterName:       cc.ClusterName,
+		LoadBalancerClass: cc.Options.LoadBalancerClass,
+		Workers:           int(cc.Options.ConcurrentServiceSyncs),
+		DeleteOrphans:     cc.Options.DeleteOrphanedLoadBalancers,
+		OrphanGrace:       cc.Options.OrphanedLoadBalancerGrace,
+		OrphanInterval:    cc.Options.OrphanedLoadBalancerInterval,
+	})
+	if err != nil {
+		return false, "", err
+	}
+	if err := c.Watch(ctx, cc.Manager.GetCache()); err != nil {
+		return false, "", err
+	}
+	if err := cc.Manager.Add(c); err != nil {
+		return false, "", fmt.Errorf("service controller: add to manager: %w", err)
+	}
+	return true, "", nil
 }

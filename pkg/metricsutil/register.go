@@ -3,26 +3,23 @@
 package metricsutil
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Register adds c to reg, or returns the collector already registered under
-// the same name: a process that builds a controller twice (a test that
-// restarts its manager, a leader that loses and regains the lease) keeps
-// one set of series instead of failing.
-func Register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
+// Register adds every collector to reg; nil reg registers nothing. Each
+// controller registers on the registerer it is given, once per instance:
+// a second controller on the same registry is a wiring error, reported
+// rather than hidden.
+func Register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
+	if reg == nil {
+		return nil
 	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register metric: %w", err)
 		}
 	}
-	return c, fmt.Errorf("register metric: %w", err)
+	return nil
 }

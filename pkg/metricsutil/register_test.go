@@ -1,26 +1,41 @@
 package metricsutil
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-func TestRegisterReturnsExistingCollector(t *testing.T) {
+func TestRegisterAddsEveryCollector(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	first, err := Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "x"}))
-	if err != nil {
+	a := prometheus.NewCounter(prometheus.CounterOpts{Name: "a_total", Help: "a"})
+	b := prometheus.NewGauge(prometheus.GaugeOpts{Name: "b", Help: "b"})
+	if err := Register(reg, a, b); err != nil {
 		t.Fatal(err)
 	}
-	second, err := Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "x"}))
-	if err != nil {
+	a.Inc()
+	b.Set(2)
+	if n, err := testutil.GatherAndCount(reg, "a_total", "b"); err != nil || n != 2 {
+		t.Fatalf("gathered %d series (%v), want 2", n, err)
+	}
+}
+
+func TestRegisterReportsDuplicates(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if err := Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "x"})); err != nil {
 		t.Fatal(err)
 	}
-	if first != second {
-		t.Fatal("second registration did not return the first collector")
+	err := Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "x"}))
+	var are prometheus.AlreadyRegisteredError
+	if !errors.As(err, &are) {
+		t.Fatalf("second registration of x_total: err = %v, want AlreadyRegisteredError", err)
 	}
-	// Same name, different label set: a real conflict, reported.
-	if _, err := Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "x_total", Help: "x"}, []string{"a"})); err == nil {
-		t.Fatal("conflicting registration accepted")
+}
+
+func TestRegisterNilRegistererIsANoOp(t *testing.T) {
+	if err := Register(nil, prometheus.NewCounter(prometheus.CounterOpts{Name: "y_total", Help: "y"})); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -26,8 +26,9 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
-// Name is the controller's name, as upstream spells it; events carry it.
-const Name = "cloud-node-controller"
+// ControllerName is the controller's name, as upstream spells it; events,
+// logs and the --controllers flag carry it.
+const ControllerName = "cloud-node-controller"
 
 // Event reasons. Synced is upstream's; the warnings name why a Node stays
 // uninitialized.
@@ -169,7 +170,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		},
 	}
 	err := builder.ControllerManagedBy(mgr).
-		Named(Name).
+		Named(ControllerName).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &v1.Node{}, h)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.cfg.Workers,

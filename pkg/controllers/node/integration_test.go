@@ -30,7 +30,7 @@ func TestIntegration(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c, err := node.New(node.Deps{
 		Client: mgr.GetClient(), Instances: in, Lister: lister,
-		Recorder: mgr.GetEventRecorder(node.Name), Registerer: reg,
+		Recorder: mgr.GetEventRecorder(node.ControllerName), Registerer: reg,
 	}, node.Config{Workers: 4, RefreshPeriod: time.Second})
 	if err != nil {
 		t.Fatal(err)

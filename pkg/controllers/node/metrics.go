@@ -85,33 +85,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Node syncs served by an answer already at hand (no cloud call of their own).",
 		}, []string{"served"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var err error
-	if m.inits, err = metricsutil.Register(reg, m.inits); err != nil {
-		return nil, fmt.Errorf("register node controller metrics: %w", err)
-	}
-	if m.initDuration, err = metricsutil.Register(reg, m.initDuration); err != nil {
-		return nil, fmt.Errorf("register node controller metrics: %w", err)
-	}
-	if m.refreshes, err = metricsutil.Register(reg, m.refreshes); err != nil {
-		return nil, fmt.Errorf("register node controller metrics: %w", err)
-	}
-	if m.refreshTime, err = metricsutil.Register(reg, m.refreshTime); err != nil {
-		return nil, fmt.Errorf("register node controller metrics: %w", err)
-	}
-	if m.refreshWrites, err = metricsutil.Register(reg, m.refreshWrites); err != nil {
-		return nil, fmt.Errorf("register node controller metrics: %w", err)
-	}
-	if m.lists, err = metricsutil.Register(reg, m.lists); err != nil {
-		return nil, fmt.Errorf("register node controller metrics: %w", err)
-	}
-	if m.listWaiters, err = metricsutil.Register(reg, m.listWaiters); err != nil {
-		return nil, fmt.Errorf("register node controller metrics: %w", err)
-	}
-	if m.listServed, err = metricsutil.Register(reg, m.listServed); err != nil {
-		return nil, fmt.Errorf("register node controller metrics: %w", err)
+	if err := metricsutil.Register(reg,
+		m.inits,
+		m.initDuration,
+		m.refreshes,
+		m.refreshTime,
+		m.refreshWrites,
+		m.lists,
+		m.listWaiters,
+		m.listServed,
+	); err != nil {
+		return nil, fmt.Errorf("node controller metrics: %w", err)
 	}
 	return m, nil
 }

@@ -31,7 +31,7 @@ type RefreshResult struct {
 // runRefresh refreshes initialized Nodes every RefreshPeriod, the first
 // time at once, until ctx ends.
 func (c *Controller) runRefresh(ctx context.Context) error {
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name))
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", ControllerName))
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if _, err := c.Refresh(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Refreshing node addresses and labels failed; next period retries")

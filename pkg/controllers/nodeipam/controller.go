@@ -58,8 +58,6 @@ type Config struct {
 	ServiceCIDRs []netip.Prefix
 	// Workers is the number of concurrent syncs (default 10).
 	Workers int
-	// Registerer receives the metrics; nil registers nothing.
-	Registerer prometheus.Registerer
 	// MinRetry and MaxRetry bound the exponential backoff of a Node whose
 	// allocation failed (defaults 1s and 2m).
 	MinRetry, MaxRetry time.Duration
@@ -72,6 +70,8 @@ type Deps struct {
 	Client client.Client
 	// Recorder emits events on Nodes.
 	Recorder events.EventRecorder
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
 }
 
 // Controller allocates pod CIDRs to Nodes.
@@ -117,7 +117,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if cfg.MaxRetry < cfg.MinRetry {
 		cfg.MaxRetry = max(2*time.Minute, cfg.MinRetry)
 	}
-	m, err := newMetrics(cfg.Registerer)
+	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
 	}

@@ -55,8 +55,7 @@ func newFixture(t *testing.T, cfg Config, funcs *interceptor.Funcs, objs ...clie
 		b = b.WithInterceptorFuncs(*funcs)
 	}
 	f := &fixture{t: t, ctx: ctx, cl: b.Build(), rec: events.NewFakeRecorder(100), reg: prometheus.NewRegistry()}
-	cfg.Registerer = f.reg
-	c, err := New(Deps{Client: f.cl, Recorder: f.rec}, cfg)
+	c, err := New(Deps{Client: f.cl, Recorder: f.rec, Registerer: f.reg}, cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

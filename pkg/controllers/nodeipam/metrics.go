@@ -1,6 +1,8 @@
 package nodeipam
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratus-ccm/stratus/pkg/metricsutil"
@@ -52,24 +54,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Pod CIDRs found on a Node that another Node already holds (each counted once per Node).",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var err error
-	if m.allocated, err = metricsutil.Register(reg, m.allocated); err != nil {
-		return nil, err
-	}
-	if m.available, err = metricsutil.Register(reg, m.available); err != nil {
-		return nil, err
-	}
-	if m.failures, err = metricsutil.Register(reg, m.failures); err != nil {
-		return nil, err
-	}
-	if m.outside, err = metricsutil.Register(reg, m.outside); err != nil {
-		return nil, err
-	}
-	if m.collision, err = metricsutil.Register(reg, m.collision); err != nil {
-		return nil, err
+	if err := metricsutil.Register(reg,
+		m.allocated,
+		m.available,
+		m.failures,
+		m.outside,
+		m.collision,
+	); err != nil {
+		return nil, fmt.Errorf("nodeipam metrics: %w", err)
 	}
 	return m, nil
 }

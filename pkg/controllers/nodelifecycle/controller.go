@@ -21,8 +21,9 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
-// Name is the controller's name, as upstream spells it; events carry it.
-const Name = "cloud-node-lifecycle-controller"
+// ControllerName is the controller's name, as upstream spells it; events,
+// logs and the --controllers flag carry it.
+const ControllerName = "cloud-node-lifecycle-controller"
 
 // Event reasons: DeletingNode and DeletingNodeFailed are upstream's.
 const (
@@ -106,7 +107,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 }
 
 func (c *Controller) run(ctx context.Context) error {
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name))
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", ControllerName))
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if _, err := c.sync(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Monitoring nodes failed; next period retries")

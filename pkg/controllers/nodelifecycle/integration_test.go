@@ -33,7 +33,7 @@ func TestIntegration(t *testing.T) {
 	mgr := nodetest.NewManager(t, env.Config)
 	c, err := nodelifecycle.New(nodelifecycle.Deps{
 		Client: mgr.GetClient(), Instances: in, Lister: lister,
-		Recorder: mgr.GetEventRecorder(nodelifecycle.Name), Registerer: prometheus.NewRegistry(),
+		Recorder: mgr.GetEventRecorder(nodelifecycle.ControllerName), Registerer: prometheus.NewRegistry(),
 	}, nodelifecycle.Config{Period: period, CloudTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -43,21 +43,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var err error
-	if m.deletions, err = metricsutil.Register(reg, m.deletions); err != nil {
-		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
-	}
-	if m.taints, err = metricsutil.Register(reg, m.taints); err != nil {
-		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
-	}
-	if m.cloudErrors, err = metricsutil.Register(reg, m.cloudErrors); err != nil {
-		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
-	}
-	if m.duration, err = metricsutil.Register(reg, m.duration); err != nil {
-		return nil, fmt.Errorf("register node lifecycle metrics: %w", err)
+	if err := metricsutil.Register(reg,
+		m.deletions,
+		m.taints,
+		m.cloudErrors,
+		m.duration,
+	); err != nil {
+		return nil, fmt.Errorf("node lifecycle controller metrics: %w", err)
 	}
 	return m, nil
 }

@@ -63,12 +63,6 @@ type Config struct {
 	// MaxBackoff caps the delay before a failed creation is retried; the
 	// first retry waits one ReconcilePeriod.
 	MaxBackoff time.Duration
-	// IsQuotaExceeded classifies a CreateRoute error as a full route table,
-	// for the quota metric. Nil counts nothing; every failure is handled
-	// the same way regardless.
-	IsQuotaExceeded func(error) bool
-	// Registerer receives the metrics; nil registers nothing.
-	Registerer prometheus.Registerer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -82,6 +76,8 @@ type Deps struct {
 	Routes cloudprovider.Routes
 	// Recorder emits events on Nodes.
 	Recorder events.EventRecorder
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
 }
 
 // Controller reconciles cloud routes with Nodes' pod CIDRs.
@@ -120,7 +116,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	m, err := newMetrics(cfg.Registerer)
+	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
 	}

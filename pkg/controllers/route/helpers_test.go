@@ -2,7 +2,6 @@ package route
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -23,11 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
-// errQuota stands for a provider's quota error; the controller only sees it
-// through Config.IsQuotaExceeded.
-var errQuota = errors.New("QuotaExceeded (HTTP 403): quota routesPerCluster (2) exceeded")
+// errQuota stands for a provider's quota error: its own cause, marked with
+// cloud.ErrQuotaExceeded as every provider marks it.
+var errQuota = fmt.Errorf("%w: QuotaExceeded (HTTP 403): quota routesPerCluster (2) exceeded", cloud.ErrQuotaExceeded)
 
 // fakeRoutes is an in-memory route table of one cluster.
 type fakeRoutes struct {
@@ -153,10 +154,10 @@ func node(name, providerID string, cidrs ...string) *corev1.Node {
 	}
 }
 
-func newFixture(t *testing.T, cloud *fakeRoutes, cfg Config, nodes ...*corev1.Node) *fixture {
+func newFixture(t *testing.T, fr *fakeRoutes, cfg Config, nodes ...*corev1.Node) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	f := &fixture{t: t, ctx: ctx, cloud: cloud, rec: events.NewFakeRecorder(1000), now: time.Unix(1_700_000_000, 0)}
+	f := &fixture{t: t, ctx: ctx, cloud: fr, rec: events.NewFakeRecorder(1000), now: time.Unix(1_700_000_000, 0)}
 	objs := make([]client.Object, len(nodes))
 	for i, n := range nodes {
 		objs[i] = n
@@ -171,10 +172,8 @@ func newFixture(t *testing.T, cloud *fakeRoutes, cfg Config, nodes ...*corev1.No
 	if cfg.ClusterCIDRs == nil {
 		cfg.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/56")}
 	}
-	cfg.Registerer = prometheus.NewRegistry()
 	cfg.Now = func() time.Time { return f.now }
-	cfg.IsQuotaExceeded = func(err error) bool { return errors.Is(err, errQuota) }
-	c, err := New(Deps{Client: f.cl, Routes: cloud, Recorder: f.rec}, cfg)
+	c, err := New(Deps{Client: f.cl, Routes: fr, Recorder: f.rec, Registerer: prometheus.NewRegistry()}, cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -1,6 +1,8 @@
 package route
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratus-ccm/stratus/pkg/metricsutil"
@@ -43,21 +45,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Routes whose creation failed and waits for its backoff before the next attempt.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var err error
-	if m.creates, err = metricsutil.Register(reg, m.creates); err != nil {
-		return nil, err
-	}
-	if m.deletes, err = metricsutil.Register(reg, m.deletes); err != nil {
-		return nil, err
-	}
-	if m.quota, err = metricsutil.Register(reg, m.quota); err != nil {
-		return nil, err
-	}
-	if m.backedOff, err = metricsutil.Register(reg, m.backedOff); err != nil {
-		return nil, err
+	if err := metricsutil.Register(reg,
+		m.creates,
+		m.deletes,
+		m.quota,
+		m.backedOff,
+	); err != nil {
+		return nil, fmt.Errorf("route metrics: %w", err)
 	}
 	return m, nil
 }

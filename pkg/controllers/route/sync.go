@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // sync runs one full pass: list the table once, delete what no Node
@@ -107,7 +110,7 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) {
 			return
 		}
 		c.m.creates.WithLabelValues(resultError).Inc()
-		if c.cfg.IsQuotaExceeded != nil && c.cfg.IsQuotaExceeded(err) {
+		if errors.Is(err, cloud.ErrQuotaExceeded) {
 			c.m.quota.Inc()
 		}
 		retryAt := c.backoff.failed(w.key, c.cfg.Now())

@@ -19,6 +19,10 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
+// ControllerName is the controller's name, as upstream spells it; events,
+// logs and the --controllers flag carry it.
+const ControllerName = "service-lb-controller"
+
 // Defaults of Config.
 const (
 	// DefaultWorkers: Services are independent, so syncs run in parallel;

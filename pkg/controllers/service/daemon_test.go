@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/stratus-ccm/stratus/internal/app"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -43,14 +42,15 @@ func TestDaemonRunsServiceController(t *testing.T) {
 	o.Kubeconfig = env.Kubeconfig
 	o.LeaderElect = false
 	o.SecurePort = 0
-	o.Controllers = []string{app.ServiceLBController}
+	o.Controllers = []string{service.ControllerName}
 	reg := cloud.NewRegistry()
 	if err := reg.Register(lcprovider.ProviderName, lcprovider.New); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- app.Run(runCtx, o, app.Deps{Providers: reg, Metrics: prometheus.NewRegistry()}) }()
+	metrics := prometheus.NewRegistry()
+	go func() { done <- app.Run(runCtx, o, app.Deps{Providers: reg, Metrics: metrics}) }()
 	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {
@@ -71,7 +71,7 @@ func TestDaemonRunsServiceController(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no ingress from the daemon: %v", err)
 	}
-	families, err := ctrlmetrics.Registry.Gather()
+	families, err := metrics.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +80,6 @@ func TestDaemonRunsServiceController(t *testing.T) {
 		found = found || f.GetName() == service.MetricSyncsTotal
 	}
 	if !found {
-		t.Errorf("%s is not served on the controller-runtime registry", service.MetricSyncsTotal)
+		t.Errorf("%s is not registered on the registry given to the daemon", service.MetricSyncsTotal)
 	}
 }

@@ -20,6 +20,3 @@ const (
 	actionUpdate = "UpdateLoadBalancer"
 	actionDelete = "EnsureLoadBalancerDeleted"
 )
-
-// ComponentName is the reporting controller of the events.
-const ComponentName = "service-lb-controller"

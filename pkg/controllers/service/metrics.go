@@ -62,27 +62,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Deletions of orphaned load balancers, by result.",
 		}, []string{"result"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var err error
-	m.syncs, err = metricsutil.Register(reg, m.syncs)
-	if err == nil {
-		m.syncDuration, err = metricsutil.Register(reg, m.syncDuration)
-	}
-	if err == nil {
-		m.updates, err = metricsutil.Register(reg, m.updates)
-	}
-	if err == nil {
-		m.nodeSyncs, err = metricsutil.Register(reg, m.nodeSyncs)
-	}
-	if err == nil {
-		m.orphans, err = metricsutil.Register(reg, m.orphans)
-	}
-	if err == nil {
-		m.orphanDeletes, err = metricsutil.Register(reg, m.orphanDeletes)
-	}
-	if err != nil {
+	if err := metricsutil.Register(reg,
+		m.syncs,
+		m.syncDuration,
+		m.updates,
+		m.nodeSyncs,
+		m.orphans,
+		m.orphanDeletes,
+	); err != nil {
 		return nil, fmt.Errorf("service controller metrics: %w", err)
 	}
 	return m, nil

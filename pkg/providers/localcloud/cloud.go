@@ -117,3 +117,12 @@ func clusterOr(name, def string) string {
 	}
 	return name
 }
+
+// withQuota marks a localcloud quota error with cloud.ErrQuotaExceeded, so
+// that controllers recognise it without knowing this provider.
+func withQuota(err error) error {
+	if errors.Is(err, lcclient.ErrQuotaExceeded) && !errors.Is(err, cloud.ErrQuotaExceeded) {
+		return fmt.Errorf("%w: %w", cloud.ErrQuotaExceeded, err)
+	}
+	return err
+}

@@ -168,10 +168,11 @@ func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc 
 			// A concurrent or earlier attempt created it; use that one.
 			return l.lookupExisting(ctx, cluster, svc)
 		}
-		if err == nil {
-			logger.V(2).Info("Created load balancer", "loadBalancer", created.ID, "vip", created.VIP)
+		if err != nil {
+			return nil, withQuota(err)
 		}
-		return created, err
+		logger.V(2).Info("Created load balancer", "loadBalancer", created.ID, "vip", created.VIP)
+		return created, nil
 	}
 	if lb.Status == api.LBDeleting || specEqual(lb.LoadBalancerSpec, spec) {
 		return lb, nil

@@ -68,7 +68,7 @@ func (r *routes) CreateRoute(ctx context.Context, clusterName, nameHint string, 
 		if !errors.Is(err, lcclient.ErrQuotaExceeded) {
 			r.names.forget(string(route.TargetNode))
 		}
-		return fmt.Errorf("localcloud: create route %s -> %s: %w", route.DestinationCIDR, route.TargetNode, err)
+		return fmt.Errorf("localcloud: create route %s -> %s: %w", route.DestinationCIDR, route.TargetNode, withQuota(err))
 	}
 	return nil
 }

@@ -1,16 +1,18 @@
 package localcloud_test
 
 import (
-	"strings"
-
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	localcloud "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
@@ -93,5 +95,31 @@ func TestRateLimitConfigPacesRequests(t *testing.T) {
 		if n := s.ByCode["429"]; n > 0 {
 			t.Errorf("%s drew %d 429 answers despite client pacing", op, n)
 		}
+	}
+}
+
+// A full route table is reported as cloud.ErrQuotaExceeded, so that the
+// route controller counts it without knowing this provider's errors.
+func TestCreateRouteQuotaIsCloudQuotaError(t *testing.T) {
+	e := newEnv(t, time.Millisecond)
+	e.instance(t, "quota-0")
+	if _, err := e.admin.UpdateConfig(e.ctx, api.KnobsPatch{Quotas: &api.QuotasPatch{RoutesPerCluster: ptr(1)}}); err != nil {
+		t.Fatal(err)
+	}
+	rt, _ := e.cloud.Routes()
+	if err := rt.CreateRoute(e.ctx, "kubernetes", "uid-q0", &cloudprovider.Route{TargetNode: "quota-0", DestinationCIDR: "10.8.0.0/24"}); err != nil {
+		t.Fatal(err)
+	}
+	err := rt.CreateRoute(e.ctx, "kubernetes", "uid-q1", &cloudprovider.Route{TargetNode: "quota-0", DestinationCIDR: "10.8.1.0/24"})
+	if !errors.Is(err, cloud.ErrQuotaExceeded) {
+		t.Fatalf("second route in a table of one: err = %v, want cloud.ErrQuotaExceeded", err)
+	}
+	if !errors.Is(err, lcclient.ErrQuotaExceeded) {
+		t.Errorf("err = %v no longer carries the cloud's own error", err)
+	}
+	// Other failures are not quota errors.
+	err = rt.CreateRoute(e.ctx, "kubernetes", "uid-q2", &cloudprovider.Route{TargetNode: "nope", DestinationCIDR: "10.8.2.0/24"})
+	if err == nil || errors.Is(err, cloud.ErrQuotaExceeded) {
+		t.Errorf("route to an unknown node: err = %v, want an error that is not a quota error", err)
 	}
 }

@@ -90,7 +90,7 @@ func benchInit(b *testing.B, useLister bool) {
 	}
 	c, err := node.New(node.Deps{
 		Client: mgr.GetClient(), Instances: in, Lister: lister,
-		Recorder: mgr.GetEventRecorder(node.Name), Registerer: prometheus.NewRegistry(),
+		Recorder: mgr.GetEventRecorder(node.ControllerName), Registerer: prometheus.NewRegistry(),
 	}, node.Config{Workers: 10})
 	if err != nil {
 		b.Fatal(err)

@@ -159,7 +159,7 @@ func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.Lo
 	}
 	ctrl, err := service.New(service.Deps{
 		Client: cs, Services: service.CacheReader{Reader: mgr.GetCache()}, LoadBalancer: lb, Lister: lister,
-		Recorder: mgr.GetEventRecorder(service.ComponentName), Registerer: prometheus.NewRegistry(),
+		Recorder: mgr.GetEventRecorder(service.ControllerName), Registerer: prometheus.NewRegistry(),
 	}, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -108,21 +108,22 @@ type StartFunc func(ctx context.Context, cc ControllerContext) (started bool, re
 
 // resolveControllers turns the --controllers list into the set of enabled
 // names, with upstream's semantics: '*' enables every default controller,
-// 'name' enables one, '-name' disables one; a disabled name wins.
-func resolveControllers(spec []string) ([]string, error) {
-	known := map[string]bool{}
-	for _, n := range allControllers {
-		known[n] = true
+// 'name' enables one, '-name' disables one; a disabled name wins. known
+// lists every controller in start order, built-in ones first.
+func resolveControllers(spec []string, known []knownController) ([]string, error) {
+	byName := map[string]bool{}
+	for _, k := range known {
+		byName[k.name] = true
 	}
 	canonical := func(n string) (string, error) {
 		if a, ok := controllerAliases[n]; ok {
 			return a, nil
 		}
-		if known[n] {
+		if byName[n] {
 			return n, nil
 		}
 		return "", fmt.Errorf("--controllers=%s: unknown controller %q (known: %s; aliases: %s)",
-			strings.Join(spec, ","), n, controllerList(), aliasList())
+			strings.Join(spec, ","), n, knownList(known), aliasList())
 	}
 	star := false
 	enabled, disabled := map[string]bool{}, map[string]bool{}
@@ -148,12 +149,12 @@ func resolveControllers(spec []string) ([]string, error) {
 		}
 	}
 	var out []string
-	for _, n := range allControllers {
-		if disabled[n] {
+	for _, k := range known {
+		if disabled[k.name] {
 			continue
 		}
-		if star || enabled[n] {
-			out = append(out, n)
+		if (star && !k.offByDefault) || enabled[k.name] {
+			out = append(out, k.name)
 		}
 	}
 	return out, nil

@@ -197,7 +197,7 @@ func TestResolveControllers(t *testing.T) {
 		{[]string{"nodeipam"}, "node-ipam-controller"},
 	}
 	for _, c := range cases {
-		got, err := resolveControllers(c.spec)
+		got, err := resolveControllers(c.spec, builtinKnown())
 		if err != nil {
 			t.Fatalf("%v: %v", c.spec, err)
 		}

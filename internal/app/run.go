@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -45,6 +46,9 @@ type Deps struct {
 	// Starters maps controller names to their start functions; nil uses the
 	// built-in table. Tests replace it to observe what runs.
 	Starters map[string]StartFunc
+	// Extra are controllers a provider's own binary adds to the built-in
+	// ones; --controllers enables and disables them by name like the rest.
+	Extra []ExtraController
 }
 
 // Run starts the controller manager and blocks until ctx ends (nil error
@@ -52,10 +56,14 @@ type Deps struct {
 // leader lease, which returns an error so the process exits non-zero.
 func Run(ctx context.Context, o *Options, deps Deps) error {
 	log := klog.FromContext(ctx)
-	if err := o.Validate(); err != nil {
+	starters, known, err := controllerTable(deps)
+	if err != nil {
 		return err
 	}
-	enabled, err := resolveControllers(o.Controllers)
+	if err := o.validate(known); err != nil {
+		return err
+	}
+	enabled, err := resolveControllers(o.Controllers, known)
 	if err != nil {
 		return err
 	}
@@ -63,15 +71,19 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	provider, err := newProvider(o, deps.Providers)
+	mgr, err := newManager(o, restCfg)
+	if err != nil {
+		return err
+	}
+	informerFactory, err := newInformerFactory(restCfg, o.MinResyncPeriod)
+	if err != nil {
+		return err
+	}
+	provider, err := newProvider(ctx, o, deps.Providers, providerInputs(o, mgr, informerFactory))
 	if err != nil {
 		return err
 	}
 	c, err := cloud.Instrument(provider, cloud.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics})
-	if err != nil {
-		return err
-	}
-	mgr, err := newManager(o, restCfg)
 	if err != nil {
 		return err
 	}
@@ -89,12 +101,9 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	})); err != nil {
 		return fmt.Errorf("add readiness tracker: %w", err)
 	}
-	starters := deps.Starters
-	if starters == nil {
-		starters = builtinStarters()
-	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics}
-	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters, restCfg: restCfg}); err != nil {
+	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters, restCfg: restCfg,
+		informers: informerFactory}); err != nil {
 		return fmt.Errorf("add controllers: %w", err)
 	}
 	log.Info("Starting cloud controller manager", "provider", c.ProviderName(), "controllers", enabled,
@@ -117,8 +126,9 @@ func kubeConfig(o *Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// newProvider reads --cloud-config and builds the provider from it.
-func newProvider(o *Options, reg *cloud.Registry) (cloudprovider.Interface, error) {
+// newProvider reads --cloud-config and builds the provider from it and the
+// other inputs.
+func newProvider(ctx context.Context, o *Options, reg *cloud.Registry, in cloud.Inputs) (cloudprovider.Interface, error) {
 	if reg == nil {
 		reg = cloud.NewRegistry()
 	}
@@ -130,7 +140,8 @@ func newProvider(o *Options, reg *cloud.Registry) (cloudprovider.Interface, erro
 		}
 		cfg = bytes.NewReader(data)
 	}
-	p, err := reg.New(o.CloudProvider, cfg)
+	in.Name, in.Config = o.CloudProvider, cfg
+	p, err := reg.Build(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("--cloud-provider=%s: %w", o.CloudProvider, err)
 	}
@@ -219,10 +230,11 @@ func delegatedAuthConfig(o *Options, restCfg *rest.Config) (*rest.Config, error)
 // provider's Initialize (which may start housekeeping of its own) never runs
 // on a standby.
 type controllersRunnable struct {
-	cc       ControllerContext
-	enabled  []string
-	starters map[string]StartFunc
-	restCfg  *rest.Config
+	cc        ControllerContext
+	enabled   []string
+	starters  map[string]StartFunc
+	restCfg   *rest.Config
+	informers informers.SharedInformerFactory
 }
 
 func (r *controllersRunnable) NeedLeaderElection() bool { return true }
@@ -230,6 +242,11 @@ func (r *controllersRunnable) NeedLeaderElection() bool { return true }
 func (r *controllersRunnable) Start(ctx context.Context) error {
 	log := klog.FromContext(ctx)
 	r.cc.Cloud.Initialize(newClientBuilder(r.restCfg), ctx.Done())
+	// Upstream hands the provider the shared informers right after
+	// Initialize; providers written for it (InformerUser) rely on that.
+	if u, ok := r.cc.Cloud.Unwrap().(cloudprovider.InformerUser); ok {
+		u.SetInformers(r.informers)
+	}
 	var errs []error
 	for _, name := range r.enabled {
 		start, ok := r.starters[name]
@@ -250,6 +267,11 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	// Started last, as upstream does, so every informer the provider or a
+	// controller asked for is started here; one nobody asked for costs
+	// nothing.
+	r.informers.Start(ctx.Done())
+	defer r.informers.Shutdown()
 	<-ctx.Done()
 	return nil
 }

@@ -11,7 +11,11 @@ import (
 
 // Validate checks every setting and returns one error listing each bad
 // flag with its value, so an operator can fix a manifest in one go.
-func (o *Options) Validate() error {
+func (o *Options) Validate() error { return o.validate(builtinKnown()) }
+
+// validate is Validate with --controllers checked against known, which
+// includes a provider binary's extra controllers.
+func (o *Options) validate(known []knownController) error {
 	var errs []error
 	bad := func(flag string, value any, why string) {
 		errs = append(errs, fmt.Errorf("--%s=%v: %s", flag, value, why))
@@ -30,7 +34,7 @@ func (o *Options) Validate() error {
 	if o.ClusterName == "" {
 		bad("cluster-name", `""`, "must not be empty")
 	}
-	if _, err := resolveControllers(o.Controllers); err != nil {
+	if _, err := resolveControllers(o.Controllers, known); err != nil {
 		errs = append(errs, err)
 	}
 	if o.KubeAPIQPS <= 0 {

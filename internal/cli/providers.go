@@ -3,20 +3,25 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/ccm"
 	localcloudcli "github.com/stratus-ccm/stratus/pkg/localcloud/cli"
 	localcloudprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
-// newProviderRegistry lists the providers compiled into this binary.
-// Providers that register themselves with upstream's
-// cloudprovider.RegisterCloudProvider need only a blank import in main.
-func newProviderRegistry() (*cloud.Registry, error) {
-	reg := cloud.NewRegistry()
-	if err := reg.Register(localcloudprovider.ProviderName, localcloudprovider.New); err != nil {
-		return nil, err
-	}
-	return reg, nil
+// daemonConfig is what the stratus binary links into the daemon: the
+// providers compiled in. Providers that register themselves with
+// upstream's cloudprovider.RegisterCloudProvider need only a blank import
+// in main.
+func daemonConfig() ccm.Config {
+	return ccm.Config{Providers: []ccm.Provider{{Name: localcloudprovider.ProviderName, Factory: localcloudprovider.New}}}
+}
+
+// NewControllerManagerCommand returns the daemon's command, built through
+// the same public entry point provider binaries use.
+func NewControllerManagerCommand() *cobra.Command {
+	cfg := daemonConfig()
+	cfg.Name = "controller-manager"
+	return ccm.NewCommand(cfg)
 }
 
 // extraCommands are the subcommands other packages provide.

@@ -1,0 +1,211 @@
+package ccm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	cloudprovider "k8s.io/cloud-provider"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/version"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// DefaultName is the command's name when Config.Name is empty: upstream's,
+// so that manifests and process lists read the same.
+const DefaultName = "cloud-controller-manager"
+
+// Inputs are what the daemon hands a provider's constructor; see
+// cloud.Inputs for each field.
+type Inputs = cloud.Inputs
+
+// Constructor builds a provider from Inputs.
+type Constructor = cloud.Constructor
+
+// Provider is one cloud provider linked into the binary, chosen at run
+// time by --cloud-provider=Name. Set exactly one of Factory and New.
+type Provider struct {
+	// Name is the --cloud-provider value that selects it.
+	Name string
+	// Factory is upstream's constructor shape: it gets the contents of
+	// --cloud-config (nil when the flag is unset).
+	Factory cloudprovider.Factory
+	// New gets the cloud config and what the daemon can give besides
+	// (cluster name and CIDR, a node lister, an informer factory). The
+	// provider's Initialize is called after it, on the leader only.
+	New Constructor
+}
+
+// ControllerContext is what an extra controller's Start receives.
+type ControllerContext struct {
+	// Manager is the controller-runtime manager every controller runs in:
+	// its client and cache (Nodes, Services, ...) are shared, so a
+	// controller adds no watch a built-in one already has.
+	Manager manager.Manager
+	// Cloud is the provider behind Stratus' instrumented wrapper: each
+	// call through it is counted, timed and paced like the built-in
+	// controllers' calls. Cloud.Unwrap() returns the provider itself.
+	Cloud *cloud.Cloud
+	// ClusterName is --cluster-name.
+	ClusterName string
+	// Metrics is where the controller registers its metrics; it is served
+	// on /metrics.
+	Metrics prometheus.Registerer
+}
+
+// Controller is a control loop of the provider's own, run beside the
+// built-in ones on the leader, after the provider's Initialize.
+type Controller struct {
+	// Name is what --controllers calls it. It must differ from the
+	// built-in names and their aliases.
+	Name string
+	// Start adds the controller to cc.Manager (which is already running)
+	// and returns. It returns started=false with a reason when the
+	// controller does not apply (logged, not an error); an error stops
+	// the daemon.
+	Start func(ctx context.Context, cc ControllerContext) (started bool, reason string, err error)
+	// OffByDefault leaves it out of --controllers=*: it runs only when
+	// named, as upstream's disabled-by-default controllers.
+	OffByDefault bool
+}
+
+// Config is what a provider binary links in. The zero Config serves only
+// providers registered with upstream's cloudprovider.RegisterCloudProvider.
+type Config struct {
+	// Providers are looked up by --cloud-provider before upstream's global
+	// registry.
+	Providers []Provider
+	// Controllers are added to the built-in controllers.
+	Controllers []Controller
+	// Name is the command's name (cobra's Use); DefaultName when empty.
+	Name string
+	// Metrics receives every metric and is served on /metrics; nil uses
+	// controller-runtime's registry, where its client, workqueue and
+	// leader-election metrics already are.
+	Metrics interface {
+		prometheus.Registerer
+		prometheus.Gatherer
+	}
+}
+
+// NewCommand returns the daemon command: the command the stratus binary
+// runs as "stratus controller-manager" or "cloud-controller-manager", with
+// cfg's providers and controllers. A mistake in cfg (a duplicate name, a
+// Provider with neither constructor) is reported when the command runs.
+func NewCommand(cfg Config) *cobra.Command {
+	o := app.NewOptions()
+	name := cfg.Name
+	if name == "" {
+		name = DefaultName
+	}
+	cmd := &cobra.Command{
+		Use:   name,
+		Short: "Run the cloud controller manager (flags compatible with upstream cloud-controller-manager)",
+		Long: `Runs the control loops that link the cluster to its cloud: node initialization,
+node lifecycle, Services of type LoadBalancer, cloud routes and node IPAM.
+Flags carry upstream cloud-controller-manager's names and defaults, except
+where docs/operations.md says Stratus picks a better default.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unexpected arguments %q: the controller manager takes flags only", args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(cmd.Context(), o, cfg)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func run(ctx context.Context, o *app.Options, cfg Config) error {
+	if err := logsapi.ValidateAndApply(o.Logs, nil); err != nil {
+		return fmt.Errorf("logging flags: %w", err)
+	}
+	logger := klog.Background()
+	ctrllog.SetLogger(logger)
+	if o.UseServiceAccountCredentials {
+		logger.Info("--use-service-account-credentials is accepted for compatibility and has no effect: all controllers share Stratus' credentials")
+	}
+	logger.Info("Stratus", "version", version.Get().String())
+	deps, err := cfg.deps()
+	if err != nil {
+		return err
+	}
+	return app.Run(klog.NewContext(ctx, logger), o, deps)
+}
+
+// deps turns cfg into the daemon's dependencies.
+func (cfg Config) deps() (app.Deps, error) {
+	reg := cloud.NewRegistry()
+	for _, p := range cfg.Providers {
+		var err error
+		switch {
+		case p.Factory != nil && p.New != nil:
+			err = fmt.Errorf("cloud provider %q: set Factory or New, not both", p.Name)
+		case p.New != nil:
+			err = reg.RegisterConstructor(p.Name, p.New)
+		default:
+			err = reg.Register(p.Name, cloud.Factory(p.Factory))
+		}
+		if err != nil {
+			return app.Deps{}, err
+		}
+	}
+	var metrics interface {
+		prometheus.Registerer
+		prometheus.Gatherer
+	} = ctrlmetrics.Registry
+	if cfg.Metrics != nil {
+		metrics = cfg.Metrics
+	}
+	extra := make([]app.ExtraController, 0, len(cfg.Controllers))
+	for _, c := range cfg.Controllers {
+		extra = append(extra, app.ExtraController{Name: c.Name, Start: startFunc(c, metrics), OffByDefault: c.OffByDefault})
+	}
+	return app.Deps{Providers: reg, Metrics: metrics, Extra: extra}, nil
+}
+
+// startFunc adapts a public Controller to the daemon's table.
+func startFunc(c Controller, metrics prometheus.Registerer) app.StartFunc {
+	if c.Start == nil {
+		return nil // the daemon refuses it by name
+	}
+	return func(ctx context.Context, cc app.ControllerContext) (bool, string, error) {
+		return c.Start(ctx, ControllerContext{Manager: cc.Manager, Cloud: cc.Cloud, ClusterName: cc.ClusterName, Metrics: metrics})
+	}
+}
+
+// Main runs NewCommand(cfg) on the process's arguments until SIGINT or
+// SIGTERM, and exits: 0 after a graceful stop, 1 on an error, which it
+// prints to stderr.
+func Main(cfg Config) {
+	os.Exit(Execute(cfg, os.Args[1:]))
+}
+
+// Execute runs NewCommand(cfg) with args until SIGINT or SIGTERM and
+// returns the exit code Main would use.
+func Execute(cfg Config, args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	cmd := NewCommand(cfg)
+	cmd.SetArgs(args)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -51,15 +51,22 @@ $(BIN)/.kwok-$(KWOK_VERSION):
 $(BIN)/golangci-lint:
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
-# test: unit and integration tests against the real apiserver, with -race.
+# Modules of their own that build against this one through a replace:
+# provider authors' examples, each with its own test.
+EXAMPLES := examples/fake-provider
+
+# test: unit and integration tests against the real apiserver, with -race,
+# then each example module's tests.
 test: tools build
 	$(GO) test $(TEST_FLAGS) ./...
 	cd hack/dist && $(GO) test $(TEST_FLAGS) ./...
+	for m in $(EXAMPLES); do (cd $$m && $(GO) test $(TEST_FLAGS) ./...) || exit 1; done
 
 lint: $(BIN)/golangci-lint
 	$(GO) vet ./...
 	$(BIN)/golangci-lint run ./...
 	cd hack/dist && $(GO) vet ./... && $(BIN)/golangci-lint run ./...
+	for m in $(EXAMPLES); do (cd $$m && $(GO) vet ./... && $(BIN)/golangci-lint run --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

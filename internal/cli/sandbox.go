@@ -54,6 +54,8 @@ Ctrl-C or SIGTERM stops everything; the same --state-dir resumes the cluster.`,
 	f.IntVar(&o.LocalcloudPort, "localcloud-port", o.LocalcloudPort, "localcloud API port on 127.0.0.1")
 	f.IntVar(&o.CCMPort, "ccm-port", o.CCMPort, "Stratus' secure port (health and metrics) on 127.0.0.1")
 	f.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "Pod CIDR(s) the node IPAM controller allocates from")
+	f.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", o.NodeMonitorPeriod, "How often nodes are checked for a kubelet gone silent (kube-controller-manager's flag and default)")
+	f.DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", o.NodeMonitorGracePeriod, "How long a node's kubelet may be silent (its machine stopped or deleted) before the node is marked Unknown (kube-controller-manager's flag and default)")
 	f.DurationVar(&o.ReadyTimeout, "ready-timeout", o.ReadyTimeout, "How long to wait for nodes and the demo before giving up")
 	f.StringArrayVar(&o.CCMArgs, "ccm-arg", o.CCMArgs, "Extra flag for the controller manager (repeatable), e.g. --ccm-arg=--v=4")
 	return cmd

@@ -2,12 +2,13 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,9 +31,10 @@ func nodeName(i int) string { return fmt.Sprintf("node-%04d", i) }
 func zoneName(i, zones int) string { return region + string(rune('a'+i%zones)) }
 
 // ensureInstances creates the instances that do not exist yet (a resumed
-// sandbox already has them), spread round-robin over the zones.
+// sandbox already has them), spread round-robin over the zones, and
+// removes those a smaller --nodes no longer wants.
 func (s *sandbox) ensureInstances(ctx context.Context) error {
-	existing, err := s.cloud.ListAllInstances(ctx, lcclient.ListOptions{})
+	existing, err := s.cloud.ListAllInstances(ctx, lcclient.ListOptions{Tags: map[string]string{api.TagCluster: clusterName}})
 	if err != nil {
 		return fmt.Errorf("sandbox: list instances: %w", err)
 	}
@@ -42,6 +44,9 @@ func (s *sandbox) ensureInstances(ctx context.Context) error {
 			have[in.Name] = true
 		}
 	}
+	if err := s.scaleDown(ctx, existing); err != nil {
+		return err
+	}
 	var missing []api.CreateInstanceRequest
 	for i := 1; i <= s.o.Nodes; i++ {
 		if have[nodeName(i)] {
@@ -49,7 +54,7 @@ func (s *sandbox) ensureInstances(ctx context.Context) error {
 		}
 		missing = append(missing, api.CreateInstanceRequest{
 			Name: nodeName(i), Zone: zoneName(i-1, s.o.Zones), Region: region, Type: "standard-2",
-			Tags: map[string]string{"cluster": clusterName},
+			Tags: map[string]string{api.TagCluster: clusterName},
 		})
 	}
 	for len(missing) > 0 {
@@ -62,30 +67,30 @@ func (s *sandbox) ensureInstances(ctx context.Context) error {
 	return nil
 }
 
-// startNodes registers the nodes that do not exist yet, as kubelets with
-// --cloud-provider=external do, and starts kwok to keep them Ready.
-func (s *sandbox) startNodes(ctx context.Context) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
-	for i := 1; i <= s.o.Nodes; i++ {
-		name := nodeName(i)
-		g.Go(func() error {
-			_, err := testbed.CreateNode(gctx, s.kube, name, testbed.NodeOptions{})
-			if err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-			return nil
-		})
+// scaleDown deletes the sandbox's own instances numbered above --nodes and
+// their nodes, as an operator shrinking a node pool drains and deletes
+// them: a resumed sandbox then has --nodes nodes, not the most it ever had.
+// Instances a user created under other names stay.
+func (s *sandbox) scaleDown(ctx context.Context, existing []api.Instance) error {
+	var removed []string
+	for _, in := range existing {
+		var i int
+		if _, err := fmt.Sscanf(in.Name, "node-%04d", &i); err != nil || in.Name != nodeName(i) || i <= s.o.Nodes || in.State == api.InstanceTerminated {
+			continue
+		}
+		if _, err := s.cloud.DeleteInstance(ctx, in.ID); err != nil && !errors.Is(err, lcclient.ErrNotFound) {
+			return fmt.Errorf("sandbox: scale down to %d nodes: %w", s.o.Nodes, err)
+		}
+		if err := s.kube.CoreV1().Nodes().Delete(ctx, in.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("sandbox: scale down to %d nodes: delete node %s: %w", s.o.Nodes, in.Name, err)
+		}
+		removed = append(removed, in.Name)
 	}
-	if err := g.Wait(); err != nil {
-		return fmt.Errorf("sandbox: %w", err)
+	if len(removed) > 0 {
+		slices.Sort(removed)
+		fmt.Fprintf(s.out, "            --nodes %d: removed %d instances and their nodes (%s ... %s)\n", s.o.Nodes, len(removed), removed[0], removed[len(removed)-1])
 	}
-	kc := filepath.Join(s.state, "kubeconfig")
-	args := testbed.KwokArgs(kc, s.writeKwokStages())
-	_, err := s.supervise("kwok", func() (*child, error) {
-		return startChild("kwok", s.logs, filepath.Join(s.o.BinDir, "kwok"), args...)
-	})
-	return err
+	return nil
 }
 
 func (s *sandbox) writeKwokStages() string {

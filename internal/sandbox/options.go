@@ -44,6 +44,10 @@ type Options struct {
 	CCMPort        int
 
 	ClusterCIDR string
+	// NodeMonitorPeriod and NodeMonitorGracePeriod time the marking of
+	// nodes whose machine stopped (see nodeMonitor); upstream's defaults.
+	NodeMonitorPeriod      time.Duration
+	NodeMonitorGracePeriod time.Duration
 	// ReadyTimeout bounds the wait for nodes and the demo.
 	ReadyTimeout time.Duration
 	// CCMArgs are extra flags for the controller manager.
@@ -66,8 +70,10 @@ func DefaultOptions() Options {
 		CCMPort:            10258,
 		// Room for 16,384 nodes at /24, clear of the apiserver's default
 		// Service range (10.0.0.0/24).
-		ClusterCIDR:  "10.64.0.0/10",
-		ReadyTimeout: 10 * time.Minute,
+		ClusterCIDR:            "10.64.0.0/10",
+		NodeMonitorPeriod:      DefaultNodeMonitorPeriod,
+		NodeMonitorGracePeriod: DefaultNodeMonitorGracePeriod,
+		ReadyTimeout:           10 * time.Minute,
 	}
 }
 
@@ -96,6 +102,12 @@ func (o Options) Validate() error {
 		if p, err := netip.ParsePrefix(v); err != nil || !p.Addr().Is4() || p.Bits() > 30 {
 			errs = append(errs, fmt.Errorf("--%s=%s: want an IPv4 CIDR of at least /30, e.g. 127.0.101.0/24", flag, v))
 		}
+	}
+	if o.NodeMonitorPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--node-monitor-period=%v: must be greater than 0", o.NodeMonitorPeriod))
+	}
+	if o.NodeMonitorGracePeriod < o.NodeMonitorPeriod {
+		errs = append(errs, fmt.Errorf("--node-monitor-grace-period=%v: must be at least --node-monitor-period (%v)", o.NodeMonitorGracePeriod, o.NodeMonitorPeriod))
 	}
 	if o.ReadyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--ready-timeout=%v: must be greater than 0", o.ReadyTimeout))

@@ -80,7 +80,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 		{"starting etcd and kube-apiserver", s.startControlPlane},
 		{"starting localcloud", s.startLocalcloud},
 		{fmt.Sprintf("creating %d instances in %d zones", o.Nodes, o.Zones), s.ensureInstances},
-		{fmt.Sprintf("registering %d nodes (kwok keeps them alive)", o.Nodes), s.startNodes},
+		{"registering the nodes of running instances (kwok sends their heartbeats)", s.startNodes},
 		{"starting the node-port responder", s.startResponder},
 	}
 	if o.NoCCM {

@@ -220,6 +220,14 @@ type CreateRouteRequest struct {
 	InstanceID      string `json:"instanceId"`
 }
 
+// InstanceWatch is the answer of GET /v1/admin/instances:watch: every
+// instance with the tags asked for, terminated ones included, as of
+// Generation.
+type InstanceWatch struct {
+	Generation uint64     `json:"generation"`
+	Items      []Instance `json:"items"`
+}
+
 // RouteList is the content of a cluster's route table.
 type RouteList struct {
 	Items []Route `json:"items"`

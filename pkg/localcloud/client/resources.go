@@ -276,3 +276,19 @@ func (c *Client) UpdateConfig(ctx context.Context, p api.KnobsPatch) (*api.Knobs
 	}
 	return &out, nil
 }
+
+// WatchInstances waits until the instances changed after generation after
+// (0: answer at once) or the server's wait ends, and returns every instance
+// with the tags, terminated ones included. An admin call: not counted, not
+// throttled.
+func (c *Client) WatchInstances(ctx context.Context, after uint64, tags map[string]string) (*api.InstanceWatch, error) {
+	q := url.Values{"after": {strconv.FormatUint(after, 10)}}
+	for k, v := range tags {
+		q.Add("tag", k+"="+v)
+	}
+	var out api.InstanceWatch
+	if err := c.do(ctx, http.MethodGet, "/admin/instances:watch", q, nil, &out); err != nil {
+		return nil, fmt.Errorf("localcloud: watch instances: %w", err)
+	}
+	return &out, nil
+}

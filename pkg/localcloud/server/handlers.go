@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -213,4 +214,45 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, k)
+}
+
+// maxWatchWait bounds one long poll of watchInstances.
+const maxWatchWait = 20 * time.Second
+
+// watchInstances answers once the instances changed after generation
+// `after` (at once when they already have), or after the wait, with every
+// instance carrying the tags. It is the view a hypervisor has of its
+// machines, for the sandbox's kubelets: an admin call, so neither counted
+// nor throttled nor failed by the knobs.
+func (s *Server) watchInstances(w http.ResponseWriter, r *http.Request) {
+	tags, err := tagParams(r)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	var after uint64
+	if v := r.URL.Query().Get("after"); v != "" {
+		if after, err = strconv.ParseUint(v, 10, 64); err != nil {
+			fail(w, r, api.Invalid("after", fmt.Sprintf("%q is not a generation", v)))
+			return
+		}
+	}
+	wait := time.NewTimer(maxWatchWait)
+	defer wait.Stop()
+	for {
+		gen, changed := s.store.InstanceGeneration()
+		if gen > after {
+			break
+		}
+		select {
+		case <-changed:
+			continue
+		case <-wait.C:
+		case <-r.Context().Done():
+			return
+		}
+		break
+	}
+	gen, items := s.store.SnapshotInstances(tags)
+	writeJSON(w, http.StatusOK, api.InstanceWatch{Generation: gen, Items: items})
 }

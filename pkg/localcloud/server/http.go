@@ -67,6 +67,7 @@ func (s *Server) routes() *http.ServeMux {
 	// while the API is answering 429s and 503s.
 	mux.Handle("GET "+v+"/admin/stats", s.admin(s.getStats))
 	mux.Handle("DELETE "+v+"/admin/stats", s.admin(s.resetStats))
+	mux.Handle("GET "+v+"/admin/instances:watch", s.admin(s.watchInstances))
 	mux.Handle("GET "+v+"/admin/config", s.admin(s.getConfig))
 	mux.Handle("PUT "+v+"/admin/config", s.admin(s.putConfig))
 	mux.Handle("PATCH "+v+"/admin/config", s.admin(s.putConfig))

@@ -27,6 +27,10 @@ func (f InstanceFilter) match(inst *api.Instance) bool {
 	if f.State != "" && inst.State != f.State {
 		return false
 	}
+	return f.matchTags(inst)
+}
+
+func (f InstanceFilter) matchTags(inst *api.Instance) bool {
 	for k, v := range f.Tags {
 		if got, ok := inst.Tags[k]; !ok || got != v {
 			return false

@@ -56,6 +56,9 @@ type Store struct {
 	internal      *allocator
 	external      *allocator
 	vips          *allocator
+	// generation counts instance changes; changed is closed at the next.
+	generation uint64
+	changed    chan struct{}
 }
 
 // Open opens (creating if needed) the database in dir and loads it.
@@ -82,6 +85,8 @@ func Open(dir string, pools Pools) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	// Generation 0 is never current, so a watch "after 0" answers at once.
+	s.bumpLocked()
 	return s, nil
 }
 
@@ -141,6 +146,7 @@ func (s *Store) indexInstance(inst *api.Instance) {
 		s.external.release(old.Addresses.External)
 	}
 	s.instances[inst.ID] = inst
+	s.bumpLocked()
 	if inst.State != api.InstanceTerminated {
 		s.liveInstances++
 		s.instByName[inst.Name] = inst.ID

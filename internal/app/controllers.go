@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -77,6 +78,9 @@ type Clients struct {
 	APIReader client.Reader
 	// Recorder emits events reported by the controller's name.
 	Recorder events.EventRecorder
+	// Config is the controller's REST config, for a controller written
+	// against client-go's typed clients.
+	Config *rest.Config
 }
 
 // Clients returns the API access of the controller called name.
@@ -98,6 +102,7 @@ func managerClients(mgr manager.Manager, name string) Clients {
 		Reader:    mgr.GetCache(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(name),
+		Config:    mgr.GetConfig(),
 	}
 }
 

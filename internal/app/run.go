@@ -102,12 +102,16 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		return fmt.Errorf("add readiness tracker: %w", err)
 	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics}
+	ids, err := newIdentities(mgr, restCfg, o.UseServiceAccountCredentials)
+	if err != nil {
+		return err
+	}
 	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters, restCfg: restCfg,
-		informers: informerFactory}); err != nil {
+		informers: informerFactory, ids: ids}); err != nil {
 		return fmt.Errorf("add controllers: %w", err)
 	}
 	log.Info("Starting cloud controller manager", "provider", c.ProviderName(), "controllers", enabled,
-		"leaderElect", o.LeaderElect, "lease", o.LeaderElectNamespace+"/"+o.LeaderElectName)
+		"serviceAccountCredentials", o.UseServiceAccountCredentials, "leaderElect", o.LeaderElect, "lease", o.LeaderElectNamespace+"/"+o.LeaderElectName)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("controller manager: %w", err)
 	}
@@ -235,12 +239,21 @@ type controllersRunnable struct {
 	starters  map[string]StartFunc
 	restCfg   *rest.Config
 	informers informers.SharedInformerFactory
+	// ids gives each controller its own API identity; nil leaves
+	// cc.NewClients as it is.
+	ids *identities
 }
 
 func (r *controllersRunnable) NeedLeaderElection() bool { return true }
 
 func (r *controllersRunnable) Start(ctx context.Context) error {
 	log := klog.FromContext(ctx)
+	if r.ids != nil {
+		defer r.ids.shutdown()
+		r.cc.NewClients = func(name string) (Clients, error) {
+			return r.ids.forController(klog.NewContext(ctx, log.WithValues("controller", name)), name)
+		}
+	}
 	r.cc.Cloud.Initialize(newClientBuilder(r.restCfg), ctx.Done())
 	// Upstream hands the provider the shared informers right after
 	// Initialize; providers written for it (InformerUser) rely on that.

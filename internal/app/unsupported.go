@@ -58,13 +58,13 @@ var unsupportedFlags = []struct {
 // compatFlags are upstream flags Stratus accepts for drop-in compatibility
 // although they change nothing here; each says why in its help text.
 func (o *Options) addCompatFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.UseServiceAccountCredentials, "use-service-account-credentials", o.UseServiceAccountCredentials,
-		"Accepted for compatibility: Stratus runs every controller with its own credentials (one identity, one RBAC role).")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling,
 		"Accepted for compatibility: Stratus does not serve pprof endpoints, so only false is meaningful; true is rejected.")
 }
 
 func (o *Options) addUnsupportedFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.UseServiceAccountCredentials, "use-service-account-credentials", o.UseServiceAccountCredentials,
+		"If true, each controller talks to the API server as its own ServiceAccount in kube-system, named after the controller, with tokens from TokenRequest; the ServiceAccounts must exist (the chart creates them).")
 	o.addCompatFlags(fs)
 	for _, f := range unsupportedFlags {
 		v := unsetSentinel

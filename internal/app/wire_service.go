@@ -27,7 +27,7 @@ func startServiceLBController(ctx context.Context, cc ControllerContext) (bool, 
 	if err != nil {
 		return false, "", err
 	}
-	cs, err := kubernetes.NewForConfig(cc.Manager.GetConfig())
+	cs, err := kubernetes.NewForConfig(cl.Config)
 	if err != nil {
 		return false, "", fmt.Errorf("service controller: kubernetes client: %w", err)
 	}

@@ -1,0 +1,140 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/transport"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// ServiceAccountName is the ServiceAccount (in ServiceAccountNamespace) a
+// controller runs as with --use-service-account-credentials: its own name.
+// Upstream shares "node-controller" between three controllers and uses
+// "service-controller" and "route-controller"; those are also
+// kube-controller-manager's identities, which the API server's bootstrap
+// policy grants far more than a cloud controller needs, so running as them
+// would make the chart's least-privilege roles moot.
+func ServiceAccountName(controller string) string { return controller }
+
+// identities gives each controller its own connection to the API server:
+// with --use-service-account-credentials, as its ServiceAccount (tokens
+// through TokenRequest, made with the daemon's client); otherwise with the
+// daemon's credentials. Either way a controller gets its own client (and
+// so its own client-side rate limit, as upstream's clients have) and its
+// own event broadcaster, so its writes and events carry its identity.
+// Shared caches stay on the daemon's identity, as upstream's informers do.
+type identities struct {
+	mgr  manager.Manager
+	base *rest.Config
+	// sas is the daemon's ServiceAccount client, nil without the flag.
+	sas kubernetes.Interface
+
+	mu           sync.Mutex
+	broadcasters []events.EventBroadcaster
+}
+
+func newIdentities(mgr manager.Manager, base *rest.Config, useServiceAccounts bool) (*identities, error) {
+	ids := &identities{mgr: mgr, base: base}
+	if useServiceAccounts {
+		cs, err := kubernetes.NewForConfig(base)
+		if err != nil {
+			return nil, fmt.Errorf("--use-service-account-credentials: client for token requests: %w", err)
+		}
+		ids.sas = cs
+	}
+	return ids, nil
+}
+
+// forController builds the API access of one controller. With service
+// account credentials the first token is requested here, so a missing
+// ServiceAccount or a daemon not allowed to mint its token fails the start
+// with an error naming it, rather than every later request.
+func (ids *identities) forController(ctx context.Context, name string) (Clients, error) {
+	cfg, user, err := ids.config(ctx, name)
+	if err != nil {
+		return Clients{}, err
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return Clients{}, fmt.Errorf("%s: http client: %w", name, err)
+	}
+	opts := client.Options{HTTPClient: httpClient, Scheme: ids.mgr.GetScheme(), Mapper: ids.mgr.GetRESTMapper()}
+	direct, err := client.New(cfg, opts)
+	if err != nil {
+		return Clients{}, fmt.Errorf("%s: client: %w", name, err)
+	}
+	// Reads are served by the shared cache; only writes go to the API
+	// server as this controller.
+	opts.Cache = &client.CacheOptions{Reader: ids.mgr.GetCache()}
+	cached, err := client.New(cfg, opts)
+	if err != nil {
+		return Clients{}, fmt.Errorf("%s: client: %w", name, err)
+	}
+	kube, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return Clients{}, fmt.Errorf("%s: kubernetes client: %w", name, err)
+	}
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	log := klog.FromContext(ctx)
+	if err := b.StartRecordingToSinkWithContext(klog.NewContext(context.WithoutCancel(ctx), log)); err != nil {
+		return Clients{}, fmt.Errorf("%s: event broadcaster: %w", name, err)
+	}
+	if _, err := b.StartLogging(log.V(1)); err != nil {
+		b.Shutdown()
+		return Clients{}, fmt.Errorf("%s: event logging: %w", name, err)
+	}
+	ids.mu.Lock()
+	ids.broadcasters = append(ids.broadcasters, b)
+	ids.mu.Unlock()
+	if user != "" {
+		log.Info("Controller runs as its ServiceAccount", "user", user)
+	}
+	return Clients{
+		Client:    cached,
+		Reader:    ids.mgr.GetCache(),
+		APIReader: direct,
+		Recorder:  b.NewRecorder(ids.mgr.GetScheme(), name),
+		Config:    cfg,
+	}, nil
+}
+
+// config is the controller's REST config and, with service account
+// credentials, the user name the API server will see.
+func (ids *identities) config(ctx context.Context, name string) (*rest.Config, string, error) {
+	if ids.sas == nil {
+		cfg := rest.CopyConfig(ids.base)
+		cfg.UserAgent = UserAgent + "/" + name
+		return cfg, "", nil
+	}
+	sa := ServiceAccountName(name)
+	src := transport.NewCachedTokenSource(&saTokenSource{
+		ctx: ctx, sas: ids.sas.CoreV1().ServiceAccounts(ServiceAccountNamespace), name: sa, now: time.Now,
+	})
+	if _, err := src.Token(); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", name, err)
+	}
+	// The daemon's credentials are dropped: only the token speaks.
+	cfg := rest.AnonymousClientConfig(ids.base)
+	user := "system:serviceaccount:" + ServiceAccountNamespace + ":" + sa
+	cfg.UserAgent = UserAgent + "/" + name
+	cfg.Wrap(transport.ResettableTokenSourceWrapTransport(src))
+	return cfg, user, nil
+}
+
+// shutdown flushes and stops every controller's event broadcaster.
+func (ids *identities) shutdown() {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	for _, b := range ids.broadcasters {
+		b.Shutdown()
+	}
+	ids.broadcasters = nil
+}

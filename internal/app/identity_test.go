@@ -1,0 +1,109 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stratus-ccm/stratus/pkg/controllers/node"
+	"github.com/stratus-ccm/stratus/pkg/controllers/route"
+	"github.com/stratus-ccm/stratus/pkg/controllers/service"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
+)
+
+func whoAmI(ctx context.Context, t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("SelfSubjectReview: %v", err)
+	}
+	return r.Status.UserInfo.Username
+}
+
+func kubeFor(t *testing.T, c Clients) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// TestControllerIdentities runs against a real API server: with
+// --use-service-account-credentials a controller's clients speak as its
+// ServiceAccount (and as nothing else: a write its role lacks is refused
+// to that user), without it they speak as the daemon, and a missing
+// ServiceAccount fails the controller's start by name.
+func TestControllerIdentities(t *testing.T) {
+	env := testbed.Start(t)
+	ctx := testbed.Context(t, 2*time.Minute)
+	daemon := whoAmI(ctx, t, env.Clientset)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ServiceAccountNamespace, Name: ServiceAccountName(node.ControllerName)}}
+	if _, err := env.Clientset.CoreV1().ServiceAccounts(ServiceAccountNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := newManager(NewOptions(), env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("own service account", func(t *testing.T) {
+		ids, err := newIdentities(mgr, env.Config, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ids.shutdown()
+		id, err := ids.forController(ctx, node.ControllerName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "system:serviceaccount:kube-system:cloud-node-controller"
+		if got := whoAmI(ctx, t, kubeFor(t, id)); got != want {
+			t.Fatalf("clientset speaks as %q, want %q", got, want)
+		}
+		// No role is bound: the controller-runtime client's write must be
+		// refused to the ServiceAccount, not done with the daemon's rights.
+		for what, c := range map[string]client.Writer{"client": id.Client, "API reader's client": id.APIReader.(client.Client)} {
+			err = c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s: write without a role: %v, want forbidden to %s", what, err, want)
+			}
+		}
+	})
+
+	t.Run("daemon identity without the flag", func(t *testing.T) {
+		ids, err := newIdentities(mgr, env.Config, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ids.shutdown()
+		id, err := ids.forController(ctx, service.ControllerName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := whoAmI(ctx, t, kubeFor(t, id)); got != daemon {
+			t.Fatalf("speaks as %q, want the daemon %q", got, daemon)
+		}
+	})
+
+	t.Run("missing service account", func(t *testing.T) {
+		ids, err := newIdentities(mgr, env.Config, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ids.shutdown()
+		_, err = ids.forController(ctx, route.ControllerName)
+		if !errors.Is(err, errServiceAccountMissing) || !strings.Contains(err.Error(), "kube-system/node-route-controller") {
+			t.Fatalf("start without its ServiceAccount: %v", err)
+		}
+	})
+}

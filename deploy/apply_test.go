@@ -115,28 +115,40 @@ func applyMonitoring(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	}
 }
 
-// checkServiceAccountCan asks the API server, as the chart's ServiceAccount,
-// what it may do: the bindings must connect the roles to it, and the roles
-// must stop short of what Stratus never does.
+// checkServiceAccountCan asks the API server, as the chart's ServiceAccounts,
+// what they may do: the bindings must connect each role to its identity,
+// and the roles must stop short of what Stratus never does. The daemon
+// itself only reads and requests tokens; the controllers write.
 func checkServiceAccountCan(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	t.Helper()
-	imp := rest.CopyConfig(cfg)
-	imp.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:cloud-controller-manager"}
-	cs, err := kubernetes.NewForConfig(imp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	const sa = "system:serviceaccount:kube-system:"
+	daemon, nodeCtl, lifecycle, svcCtl := sa+"cloud-controller-manager", sa+"cloud-node-controller", sa+"cloud-node-lifecycle-controller", sa+"service-lb-controller"
 	for _, c := range []struct {
+		user string
 		attr authorizationv1.ResourceAttributes
 		want bool
 	}{
-		{authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes"}, true},
-		{authorizationv1.ResourceAttributes{Verb: "patch", Resource: "services", Subresource: "status", Namespace: "default"}, true},
-		{authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: deploy.Namespace, Name: "cloud-controller-manager"}, true},
-		{authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: deploy.Namespace, Name: "kube-scheduler"}, false},
-		{authorizationv1.ResourceAttributes{Verb: "delete", Resource: "services", Namespace: "default"}, false},
-		{authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: deploy.Namespace}, false},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "nodes"}, true},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes"}, false},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: deploy.Namespace, Name: "cloud-controller-manager"}, true},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: deploy.Namespace, Name: "kube-scheduler"}, false},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "kube-system", Name: "cloud-node-controller"}, true},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "kube-system", Name: "node-controller"}, false},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Namespace: "kube-system"}, false},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: deploy.Namespace}, false},
+		{nodeCtl, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes"}, true},
+		{nodeCtl, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "nodes"}, false},
+		{lifecycle, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "nodes"}, true},
+		{svcCtl, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "services", Subresource: "status", Namespace: "default"}, true},
+		{svcCtl, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "services", Namespace: "default"}, false},
+		{svcCtl, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes"}, false},
 	} {
+		imp := rest.CopyConfig(cfg)
+		imp.Impersonate = rest.ImpersonationConfig{UserName: c.user}
+		cs, err := kubernetes.NewForConfig(imp)
+		if err != nil {
+			t.Fatal(err)
+		}
 		attr := c.attr
 		r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attr},
@@ -145,7 +157,7 @@ func checkServiceAccountCan(ctx context.Context, t *testing.T, cfg *rest.Config)
 			t.Fatal(err)
 		}
 		if r.Status.Allowed != c.want {
-			t.Errorf("cloud-controller-manager may %s %s/%s %s/%s: %v, want %v", attr.Verb, attr.Resource, attr.Subresource,
+			t.Errorf("%s may %s %s/%s %s/%s: %v, want %v", c.user, attr.Verb, attr.Resource, attr.Subresource,
 				attr.Namespace, attr.Name, r.Status.Allowed, c.want)
 		}
 	}

@@ -24,6 +24,9 @@ const (
 	Default    = "stratus.yaml"
 	DaemonSet  = "daemonset/stratus.yaml"
 	Monitoring = "monitoring/stratus-monitoring.yaml"
+	// AllControllersRBAC is the RBAC of an install with every controller
+	// on (routes and node IPAM too), as the sandbox runs Stratus.
+	AllControllersRBAC = "rbac/all-controllers.yaml"
 )
 
 // Namespace is the namespace the manifests are rendered for.
@@ -32,7 +35,7 @@ const Namespace = "kube-system"
 // FieldManager is the field manager of the objects Apply writes.
 const FieldManager = "stratus-deploy"
 
-//go:embed stratus.yaml daemonset/stratus.yaml monitoring/stratus-monitoring.yaml
+//go:embed stratus.yaml daemonset/stratus.yaml monitoring/stratus-monitoring.yaml rbac/all-controllers.yaml
 var files embed.FS
 
 // Manifest returns the rendered YAML of one of the files above.
@@ -88,8 +91,12 @@ var rbacKinds = map[string]bool{
 
 // RBAC returns the default install's ServiceAccounts, roles and bindings:
 // what a process running as the chart's ServiceAccount may do.
-func RBAC() ([]*unstructured.Unstructured, error) {
-	objs, err := Objects(Default)
+func RBAC() ([]*unstructured.Unstructured, error) { return RBACOf(Default) }
+
+// RBACOf returns the ServiceAccounts, roles and bindings of one of the
+// files above.
+func RBACOf(name string) ([]*unstructured.Unstructured, error) {
+	objs, err := Objects(name)
 	if err != nil {
 		return nil, err
 	}

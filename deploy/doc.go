@@ -7,4 +7,5 @@
 //	stratus.yaml                       the default install (Deployment, 2 replicas)
 //	daemonset/stratus.yaml             a DaemonSet on control-plane nodes
 //	monitoring/stratus-monitoring.yaml the metrics Service, reader RBAC and ServiceMonitor
+//	rbac/all-controllers.yaml          the RBAC with every controller on (the sandbox's and tests')
 package deploy

@@ -107,6 +107,12 @@ func Variants() []Variant {
 	return []Variant{
 		{File: "stratus.yaml"},
 		{File: "daemonset/stratus.yaml", Options: Options{Values: map[string]any{"kind": "DaemonSet"}}},
+		// The RBAC of an install with every controller on, routes and
+		// node IPAM included: what the sandbox and the e2e tests apply.
+		{File: "rbac/all-controllers.yaml", Options: Options{
+			Values:   map[string]any{"allocateNodeCIDRs": true, "configureCloudRoutes": true, "clusterCIDR": "10.244.0.0/16"},
+			ShowOnly: []string{"templates/rbac.yaml"},
+		}},
 		{File: "monitoring/stratus-monitoring.yaml", Options: Options{
 			Values:   map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
 			ShowOnly: []string{"templates/metrics.yaml", "templates/servicemonitor.yaml"},

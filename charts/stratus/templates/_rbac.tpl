@@ -1,0 +1,127 @@
+{{/*
+stratus.controllerEnabled renders "true" when the controller .name runs
+with these values: --controllers semantics ('*' or the name, or upstream's
+older alias, enables it; '-name' disables it), and the flags the network
+controllers need (node-ipam: allocateNodeCIDRs; node-route: both
+allocateNodeCIDRs and configureCloudRoutes).
+*/}}
+{{- define "stratus.controllerEnabled" -}}
+{{- $c := .root.Values.controllers -}}
+{{- $on := and (or (has "*" $c) (has .name $c) (has .alias $c)) (not (or (has (printf "-%s" .name) $c) (has (printf "-%s" .alias) $c))) -}}
+{{- if eq .name "node-ipam-controller" }}{{ $on = and $on .root.Values.allocateNodeCIDRs }}{{ end -}}
+{{- if eq .name "node-route-controller" }}{{ $on = and $on .root.Values.allocateNodeCIDRs .root.Values.configureCloudRoutes }}{{ end -}}
+{{- if $on }}true{{ end -}}
+{{- end -}}
+
+{{/*
+stratus.controllerRBAC renders one controller's ServiceAccount (in
+kube-system, named after the controller, as Stratus expects), its
+ClusterRole (the rules of "stratus.rules.<name>") and the binding: to that
+ServiceAccount with useServiceAccountCredentials, else to the daemon's.
+*/}}
+{{- define "stratus.controllerRBAC" -}}
+{{- $root := .root -}}
+{{- if $root.Values.useServiceAccountCredentials }}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ .name }}
+  namespace: kube-system
+  labels:
+    {{- include "stratus.labels" $root | nindent 4 }}
+{{- end }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ include "stratus.fullname" $root }}:{{ .name }}
+  labels:
+    {{- include "stratus.labels" $root | nindent 4 }}
+rules:
+{{- include (printf "stratus.rules.%s" .name) $root }}
+{{- if eq .name "node-route-controller" }}
+  # rare: this controller records an event only when a cloud route cannot be created.
+{{- else if eq .name "node-ipam-controller" }}
+  # rare: this controller records an event only when a Node's pod CIDR cannot be allocated or is invalid.
+{{- else }}
+  # Events about the objects it handles, through events.k8s.io/v1.
+{{- end }}
+  - apiGroups: ["events.k8s.io"]
+    resources: ["events"]
+    verbs: ["create"]
+  # rare: an event that repeats within six minutes becomes a series, updated with PATCH.
+  - apiGroups: ["events.k8s.io"]
+    resources: ["events"]
+    verbs: ["patch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ include "stratus.fullname" $root }}:{{ .name }}
+  labels:
+    {{- include "stratus.labels" $root | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ include "stratus.fullname" $root }}:{{ .name }}
+subjects:
+  - kind: ServiceAccount
+{{- if $root.Values.useServiceAccountCredentials }}
+    name: {{ .name }}
+    namespace: kube-system
+{{- else }}
+    name: {{ include "stratus.serviceAccountName" $root }}
+    namespace: {{ $root.Release.Namespace }}
+{{- end }}
+{{- end -}}
+
+{{/* The rules of each controller, events aside. */}}
+{{- define "stratus.rules.cloud-node-controller" }}
+  # Initialization and refresh: providerID, labels and the taint removal
+  # (spec and metadata) ...
+  - apiGroups: [""]
+    resources: ["nodes"]
+    verbs: ["patch"]
+  # ... and addresses (status).
+  - apiGroups: [""]
+    resources: ["nodes/status"]
+    verbs: ["patch"]
+{{- end }}
+
+{{- define "stratus.rules.cloud-node-lifecycle-controller" }}
+  # The shutdown taint, added and removed.
+  - apiGroups: [""]
+    resources: ["nodes"]
+    verbs: ["patch"]
+  # A NotReady Node whose instance the cloud says is gone.
+  - apiGroups: [""]
+    resources: ["nodes"]
+    verbs: ["delete"]
+{{- end }}
+
+{{- define "stratus.rules.service-lb-controller" }}
+  # The cleanup finalizer and status.loadBalancer, both through the status
+  # subresource, as upstream writes them.
+  - apiGroups: [""]
+    resources: ["services/status"]
+    verbs: ["patch"]
+  # rare: with --delete-orphaned-load-balancers, a Service is re-read from the API server before its orphaned load balancer is deleted.
+  - apiGroups: [""]
+    resources: ["services"]
+    verbs: ["get"]
+{{- end }}
+
+{{- define "stratus.rules.node-route-controller" }}
+  # The NetworkUnavailable condition once a Node's routes exist.
+  - apiGroups: [""]
+    resources: ["nodes/status"]
+    verbs: ["patch"]
+{{- end }}
+
+{{- define "stratus.rules.node-ipam-controller" }}
+  # spec.podCIDR(s) of a Node.
+  - apiGroups: [""]
+    resources: ["nodes"]
+    verbs: ["patch"]
+{{- end }}

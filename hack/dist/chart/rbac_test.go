@@ -1,0 +1,57 @@
+package chart_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stratus-ccm/stratus/hack/dist/chart"
+)
+
+func renderRBAC(t *testing.T, vals map[string]any) string {
+	t.Helper()
+	out, err := chart.Render(chartDir, chart.Options{Values: vals, ShowOnly: []string{"templates/rbac.yaml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRBACFollowsTheControllers: a controller that does not run gets no
+// role, and without per-controller credentials the roles are bound to the
+// daemon's ServiceAccount, with no token requests.
+func TestRBACFollowsTheControllers(t *testing.T) {
+	network := map[string]any{"allocateNodeCIDRs": true, "configureCloudRoutes": true, "clusterCIDR": "10.244.0.0/16"}
+	for name, c := range map[string]struct {
+		vals          map[string]any
+		roles, absent []string
+	}{
+		"default": {nil,
+			[]string{"stratus:cloud-node-controller", "stratus:cloud-node-lifecycle-controller", "stratus:service-lb-controller", "stratus:controller-tokens"},
+			[]string{"stratus:node-route-controller", "stratus:node-ipam-controller"}},
+		"network": {network,
+			[]string{"stratus:node-route-controller", "stratus:node-ipam-controller", `resourceNames: ["cloud-node-controller","cloud-node-lifecycle-controller","node-ipam-controller","node-route-controller","service-lb-controller"]`},
+			nil},
+		"IPAM without routes": {map[string]any{"allocateNodeCIDRs": true, "clusterCIDR": "10.244.0.0/16"},
+			[]string{"stratus:node-ipam-controller"}, []string{"stratus:node-route-controller"}},
+		"disabled by name and alias": {map[string]any{"controllers": []any{"*", "-service", "-cloud-node-lifecycle-controller"}},
+			[]string{"stratus:cloud-node-controller"}, []string{"stratus:service-lb-controller", "stratus:cloud-node-lifecycle-controller", "name: service-lb-controller"}},
+		"only one": {map[string]any{"controllers": []any{"cloud-node"}},
+			[]string{"stratus:cloud-node-controller", `resourceNames: ["cloud-node-controller"]`}, []string{"stratus:service-lb-controller"}},
+		"daemon credentials": {map[string]any{"useServiceAccountCredentials": false},
+			[]string{"stratus:cloud-node-controller"}, []string{"stratus:controller-tokens", "serviceaccounts/token", "name: cloud-node-controller\n"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := renderRBAC(t, c.vals)
+			for _, w := range c.roles {
+				if !strings.Contains(out, w) {
+					t.Errorf("lacks %q", w)
+				}
+			}
+			for _, a := range c.absent {
+				if strings.Contains(out, a) {
+					t.Errorf("renders %q", a)
+				}
+			}
+		})
+	}
+}

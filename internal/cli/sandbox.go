@@ -13,12 +13,32 @@ func newSandboxCommand() *cobra.Command {
 		Use:   "sandbox",
 		Short: "Run the whole system on this machine: etcd, kube-apiserver, localcloud, kwok nodes and Stratus",
 		Long: `Brings up, as real processes on loopback, etcd and kube-apiserver, localcloud with
-instances spread over zones, nodes registered as external-cloud kubelets register
-them (kept alive by kwok), a node-port responder standing in for kube-proxy and
-pods, and the Stratus controller manager with every controller on; then a demo
-Service "hello" of type LoadBalancer. Writes STATE_DIR/env once the cluster is
-up and STATE_DIR/ready once nodes are initialized and the demo answers.
-Ctrl-C or SIGTERM stops everything; the same --state-dir resumes the cluster.`,
+instances spread over zones, a node for each running instance (registered as an
+external-cloud kubelet registers it; kwok sends its heartbeats), a node-port
+responder standing in for kube-proxy and pods, and the Stratus controller
+manager with every controller on; then a demo Service "hello" of type
+LoadBalancer. Writes STATE_DIR/env once the cluster is up and STATE_DIR/ready
+once nodes are initialized and the demo answers. Children that exit are
+restarted; one that keeps failing stops the sandbox with its last log lines.
+Ctrl-C or SIGTERM stops everything; the same --state-dir resumes the cluster.
+
+Nodes follow instances, as kubelets follow their machines:
+  source STATE_DIR/env
+  stratus localcloud instances create node-0042   # a new node, initialized by Stratus
+  stratus localcloud instances stop node-0002     # NotReady after the grace period, then tainted shutdown
+  stratus localcloud instances delete node-0003   # NotReady after the grace period, then deleted by Stratus
+
+Faults, kept in localcloud's state across restarts:
+  stratus localcloud config set errorRate=0.2 latency=100ms
+  stratus localcloud config get
+
+Metrics and health of the controller manager (the env file holds a token,
+renewed at every start):
+  ` + sandbox.MetricsCurl + `
+  curl -sk -H "Authorization: Bearer $STRATUS_METRICS_TOKEN" https://127.0.0.1:10258/readyz
+
+Your own controller manager: stratus sandbox --no-ccm, then
+  stratus controller-manager $STRATUS_CCM_FLAGS`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -51,6 +51,9 @@ type sandbox struct {
 	demoVIP string
 	// ccmFlags are the controller manager's flags, also in the env file.
 	ccmFlags []string
+	// metricsToken reads the controller manager's /metrics.
+	metricsToken string
+	envMu        sync.Mutex
 }
 
 // Run brings the sandbox up, reports progress to out, and keeps it running
@@ -79,6 +82,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 		{"checking the state dir, binaries and ports", s.preflight},
 		{"starting etcd and kube-apiserver", s.startControlPlane},
 		{"starting localcloud", s.startLocalcloud},
+		{"creating the metrics reader's token", s.startMetricsReader},
 		{fmt.Sprintf("creating %d instances in %d zones", o.Nodes, o.Zones), s.ensureInstances},
 		{"registering the nodes of running instances (kwok sends their heartbeats)", s.startNodes},
 		{"starting the node-port responder", s.startResponder},
@@ -174,6 +178,7 @@ Stratus sandbox is ready (%.1fs). In another terminal:
 	if vip != "" {
 		fmt.Fprintf(s.out, "  curl http://%s/            # through localcloud's load balancer to a node\n", vip)
 	}
+	fmt.Fprintf(s.out, "  %s   # the controller manager's metrics\n", MetricsCurl)
 	if s.o.NoCCM {
 		fmt.Fprintf(s.out, "  %s controller-manager $STRATUS_CCM_FLAGS   # --no-ccm: your controller manager\n", s.self)
 	}
@@ -186,6 +191,8 @@ Press Ctrl-C to stop; run again with the same --state-dir to resume.
 }
 
 func (s *sandbox) writeEnv() error {
+	s.envMu.Lock()
+	defer s.envMu.Unlock()
 	content := "export KUBECONFIG=" + strconv.Quote(filepath.Join(s.state, "kubeconfig")) + "\n" +
 		"export LOCALCLOUD_URL=" + strconv.Quote(s.localcloudURL()) + "\n" +
 		"export LOCALCLOUD_TOKEN=" + strconv.Quote(s.lcToken) + "\n" +
@@ -195,6 +202,12 @@ func (s *sandbox) writeEnv() error {
 		"export LOCALCLOUD_CLUSTER=" + strconv.Quote(clusterName) + "\n" +
 		"export LOCALCLOUD_REGION=" + strconv.Quote(region) + "\n" +
 		"export LOCALCLOUD_ZONE=" + strconv.Quote(zoneName(0, s.o.Zones)) + "\n"
+	if s.metricsToken != "" {
+		content += "export STRATUS_METRICS_TOKEN=" + strconv.Quote(s.metricsToken) + "\n" +
+			"export STRATUS_METRICS_URL=" + strconv.Quote(s.metricsURL()) + "\n" +
+			"# the controller manager's metrics (and /healthz, /readyz):\n" +
+			"# " + MetricsCurl + "\n"
+	}
 	if len(s.ccmFlags) > 0 {
 		// Run your own build against the sandbox (with --no-ccm, or after
 		// stopping the sandbox's): stratus controller-manager $STRATUS_CCM_FLAGS

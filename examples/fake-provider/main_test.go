@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 
 	"example.com/fake-provider/provider"
@@ -45,10 +46,10 @@ func TestDaemonWithUpstreamFakeProvider(t *testing.T) {
 		"--v=2",
 	)
 
-	if _, err := testbed.CreateNode(ctx, cs, "worker-1", testbed.NodeOptions{Unmanaged: true}); err != nil {
+	if _, err := localcluster.CreateNode(ctx, cs, "worker-1", localcluster.NodeOptions{Unmanaged: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := testbed.SetReady(ctx, cs, "worker-1", corev1.ConditionTrue); err != nil {
+	if err := localcluster.SetReady(ctx, cs, "worker-1", corev1.ConditionTrue); err != nil {
 		t.Fatal(err)
 	}
 	svc := &corev1.Service{

@@ -22,6 +22,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node"
 	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -184,12 +185,12 @@ func TestNodeControllersServeV1OnlyProvider(t *testing.T) {
 	})
 
 	for _, name := range []string{"v1-node", "v1-gone", "v1-stopped"} {
-		if _, err := testbed.CreateNode(ctx, cs, name, testbed.NodeOptions{Unmanaged: true}); err != nil {
+		if _, err := localcluster.CreateNode(ctx, cs, name, localcluster.NodeOptions{Unmanaged: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, name := range []string{"v1-gone", "v1-stopped"} {
-		if err := testbed.SetReady(ctx, cs, name, corev1.ConditionFalse); err != nil {
+		if err := localcluster.SetReady(ctx, cs, name, corev1.ConditionFalse); err != nil {
 			t.Fatal(err)
 		}
 	}

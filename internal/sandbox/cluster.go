@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,10 +15,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
-	"github.com/stratus-ccm/stratus/pkg/testbed"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 )
 
 // stateFormat is bumped whenever the layout of the state dir changes in a
@@ -108,7 +106,7 @@ func (s *sandbox) checkState() error {
 
 // startControlPlane runs etcd (data kept in the state dir) and
 // kube-apiserver on fixed loopback ports.
-func (s *sandbox) startControlPlane(_ context.Context) error {
+func (s *sandbox) startControlPlane(ctx context.Context) error {
 	certDir := filepath.Join(s.state, "run", "apiserver")
 	// Certificates are made fresh each run; cluster state lives in etcd.
 	_ = os.RemoveAll(certDir)
@@ -123,31 +121,20 @@ func (s *sandbox) startControlPlane(_ context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	etcd := &envtest.Etcd{
-		Path:         filepath.Join(s.o.BinDir, "etcd"),
-		DataDir:      filepath.Join(s.state, "etcd"),
-		URL:          &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.o.EtcdPort))},
-		StartTimeout: 2 * time.Minute,
-		Out:          etcdLog, Err: etcdLog,
+	s.plane = &localcluster.ControlPlane{
+		BinDir:        s.o.BinDir,
+		EtcdDataDir:   filepath.Join(s.state, "etcd"),
+		CertDir:       certDir,
+		EtcdPort:      s.o.EtcdPort,
+		APIServerPort: s.o.APIServerPort,
+		// Enough room for --nodes 1000 and its load: the sandbox is the
+		// only client that matters here.
+		APIServerArgs: []string{"--max-requests-inflight=800", "--max-mutating-requests-inflight=400"},
+		EtcdLog:       etcdLog,
+		APIServerLog:  apiLog,
+		StartTimeout:  3 * time.Minute,
 	}
-	api := &envtest.APIServer{
-		Path:         filepath.Join(s.o.BinDir, "kube-apiserver"),
-		CertDir:      certDir,
-		StartTimeout: 3 * time.Minute,
-		Out:          apiLog, Err: apiLog,
-	}
-	api.Address = "127.0.0.1"
-	api.Port = strconv.Itoa(s.o.APIServerPort)
-	// Enough room for --nodes 1000 and its load: the sandbox is the only
-	// client that matters here.
-	api.Configure().Set("max-requests-inflight", "800").Set("max-mutating-requests-inflight", "400")
-	s.plane = &envtest.Environment{
-		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: api},
-		BinaryAssetsDirectory:    s.o.BinDir,
-		ControlPlaneStartTimeout: 3 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-	}
-	cfg, err := s.plane.Start()
+	cfg, err := s.plane.Start(ctx)
 	if err != nil {
 		s.plane = nil
 		return fmt.Errorf("sandbox: start etcd and kube-apiserver (logs in %s): %w", s.logs, err)
@@ -157,7 +144,7 @@ func (s *sandbox) startControlPlane(_ context.Context) error {
 	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return fmt.Errorf("sandbox: client: %w", err)
 	}
-	return testbed.WriteKubeconfig(cfg, filepath.Join(s.state, "kubeconfig"))
+	return localcluster.WriteKubeconfig(cfg, filepath.Join(s.state, "kubeconfig"))
 }
 
 // startLocalcloud runs `stratus localcloud serve` as a child process.

@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
-	"github.com/stratus-ccm/stratus/pkg/testbed"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 )
 
 // The sandbox plays the machines' kubelets: a running instance of the
@@ -67,7 +67,7 @@ func (s *sandbox) startNodes(ctx context.Context) error {
 	// Kubelets renew their Lease every quarter of its duration (40s): a
 	// grace period shortened below that would see live nodes go silent.
 	leaseSeconds := min(40, max(4, int(s.o.NodeMonitorGracePeriod.Seconds())))
-	args := append(testbed.KwokArgs(kc, s.writeKwokStages()), "--node-lease-duration-seconds="+strconv.Itoa(leaseSeconds))
+	args := append(localcluster.KwokArgs(kc, s.writeKwokStages()), "--node-lease-duration-seconds="+strconv.Itoa(leaseSeconds))
 	if _, err := s.supervise("kwok", func() (*child, error) {
 		return startChild("kwok", s.logs, filepath.Join(s.o.BinDir, "kwok"), args...)
 	}); err != nil {
@@ -136,7 +136,7 @@ func (k *kubelets) follow(ctx context.Context, name string, running bool) error 
 	_, err := k.nodes.Get(name)
 	exists := err == nil
 	if running && !exists {
-		if _, err := testbed.CreateNode(ctx, k.s.kube, name, testbed.NodeOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := localcluster.CreateNode(ctx, k.s.kube, name, localcluster.NodeOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 		klog.FromContext(ctx).V(2).Info("Registered the node of a running instance", "node", name)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
-	"github.com/stratus-ccm/stratus/pkg/testbed"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 )
 
 const (
@@ -95,7 +95,7 @@ func (s *sandbox) scaleDown(ctx context.Context, existing []api.Instance) error 
 
 func (s *sandbox) writeKwokStages() string {
 	path := filepath.Join(s.state, "run", "kwok-stages.yaml")
-	_ = writeFile(path, testbed.KwokStages)
+	_ = writeFile(path, localcluster.KwokStages)
 	return path
 }
 

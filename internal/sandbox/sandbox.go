@@ -15,10 +15,10 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	lcapi "github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 )
 
 // sandbox is one run: what it started, in order, so it can stop them in
@@ -41,7 +41,7 @@ type sandbox struct {
 	fatal    error
 	// backoff is the first restart delay of a supervised child.
 	backoff time.Duration
-	plane   *envtest.Environment
+	plane   *localcluster.ControlPlane
 	kube    kubernetes.Interface
 	restCfg *rest.Config
 	cloud   *lcclient.Client
@@ -155,9 +155,7 @@ func (s *sandbox) shutdown() {
 		s.procs[i].stop(15 * time.Second)
 	}
 	if s.plane != nil {
-		if err := s.plane.Stop(); err != nil {
-			fmt.Fprintf(s.out, "stopping the control plane: %v\n", err)
-		}
+		s.plane.Stop()
 	}
 	s.stopStrays()
 	if s.lock != nil {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stratus-ccm/stratus/pkg/ccm"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -88,7 +89,7 @@ func TestNewCommandGivesProviderItsInputsAndRunsExtraControllers(t *testing.T) {
 	env := testbed.Start(t)
 	ctx := testbed.Context(t, 2*time.Minute)
 	cs := env.Clientset
-	if _, err := testbed.CreateNode(ctx, cs, "before-start", testbed.NodeOptions{Unmanaged: true}); err != nil {
+	if _, err := localcluster.CreateNode(ctx, cs, "before-start", localcluster.NodeOptions{Unmanaged: true}); err != nil {
 		t.Fatal(err)
 	}
 	cfgFile := t.TempDir() + "/cloud.conf"

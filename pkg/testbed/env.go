@@ -2,17 +2,16 @@ package testbed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -31,34 +30,10 @@ type Env struct {
 	env *envtest.Environment
 }
 
-// BinDir returns the directory holding kube-apiserver, etcd and kwok:
-// $STRATUS_BIN_DIR, or bin/ at the root of the module.
-func BinDir() (string, error) {
-	if d := os.Getenv("STRATUS_BIN_DIR"); d != "" {
-		return filepath.Abs(d)
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("testbed: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if _, err := os.Stat(filepath.Join(dir, "hack", "tools")); err == nil {
-				return filepath.Join(dir, "bin"), nil
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("testbed: cannot find the repository root (no go.mod with hack/tools above the working directory); set STRATUS_BIN_DIR")
-		}
-		dir = parent
-	}
-}
-
 // RequireBinaries fails t unless every named binary is in BinDir.
 func RequireBinaries(t testing.TB, names ...string) string {
 	t.Helper()
-	dir, err := BinDir()
+	dir, err := localcluster.BinDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +71,7 @@ func StartEnv(binDir, workDir string) (*Env, error) {
 	// envtest resolves kubectl next to the other binaries; the system one
 	// is just as good and the project does not build its own.
 	if _, err := os.Stat(filepath.Join(binDir, "kubectl")); err != nil {
-		if p, err := lookPath("kubectl"); err == nil {
+		if p, err := exec.LookPath("kubectl"); err == nil {
 			env.ControlPlane.KubectlPath = p
 		}
 	}
@@ -110,7 +85,7 @@ func StartEnv(binDir, workDir string) (*Env, error) {
 		return nil, fmt.Errorf("testbed: clientset: %w", err)
 	}
 	e.Kubeconfig = filepath.Join(workDir, "kubeconfig")
-	if err := WriteKubeconfig(cfg, e.Kubeconfig); err != nil {
+	if err := localcluster.WriteKubeconfig(cfg, e.Kubeconfig); err != nil {
 		_ = env.Stop()
 		return nil, err
 	}
@@ -125,29 +100,22 @@ func (e *Env) Stop() error {
 	return nil
 }
 
-// WriteKubeconfig writes cfg (certificate or token based) as a kubeconfig.
-func WriteKubeconfig(cfg *rest.Config, path string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{
-		Server:                   cfg.Host,
-		CertificateAuthorityData: cfg.CAData,
-	}
-	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData,
-		ClientKeyData:         cfg.KeyData,
-		Token:                 cfg.BearerToken,
-	}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
-	kc.CurrentContext = "test"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("testbed: write kubeconfig %s: %w", path, err)
-	}
-	return nil
-}
-
 // Context returns a context that ends when t ends or after d.
 func Context(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// StartKwok runs kwok against the env until t ends.
+func (e *Env) StartKwok(t testing.TB) *localcluster.Kwok {
+	t.Helper()
+	RequireBinaries(t, "kwok")
+	dir := t.TempDir()
+	k, err := localcluster.StartKwok(context.Background(), filepath.Join(e.BinDir, "kwok"), e.Kubeconfig, dir, filepath.Join(dir, "kwok.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Stop() })
+	return k
 }

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
-	"github.com/stratus-ccm/stratus/pkg/testbed"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 )
 
 // CloudKnobs configure localcloud for a run.
@@ -51,7 +51,7 @@ type Cluster struct {
 	CloudConfig  string // provider --cloud-config file
 
 	plane      *envtest.Environment
-	kwok       *testbed.Kwok
+	kwok       *localcluster.Kwok
 	localcloud *Proc
 }
 
@@ -118,7 +118,7 @@ func (c *Cluster) startControlPlane() error {
 		return fmt.Errorf("harness: client: %w", err)
 	}
 	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
-	if err := testbed.WriteKubeconfig(cfg, c.Kubeconfig); err != nil {
+	if err := localcluster.WriteKubeconfig(cfg, c.Kubeconfig); err != nil {
 		return fmt.Errorf("harness: %w", err)
 	}
 	return nil
@@ -127,7 +127,7 @@ func (c *Cluster) startControlPlane() error {
 // startKwok runs kwok with the test bed's stages and flags, so that the
 // benchmark's fake kubelets behave exactly as the tests' do.
 func (c *Cluster) startKwok(ctx context.Context) error {
-	k, err := testbed.StartKwokProcess(ctx, filepath.Join(c.BinDir, "kwok"), c.Kubeconfig, c.Dir, c.logFile("kwok"))
+	k, err := localcluster.StartKwok(ctx, filepath.Join(c.BinDir, "kwok"), c.Kubeconfig, c.Dir, c.logFile("kwok"))
 	if err != nil {
 		return fmt.Errorf("harness: %w", err)
 	}

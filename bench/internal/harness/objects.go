@@ -16,7 +16,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
-	"github.com/stratus-ccm/stratus/pkg/testbed"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 )
 
 // Benchmark object names and places.
@@ -74,7 +74,7 @@ func (cl *Cluster) CreateNodes(ctx context.Context, names []string) error {
 		g.Go(func() error {
 			// The test bed's node: the uninitialized taint, no providerID, no
 			// addresses, annotated for kwok to keep it Ready.
-			_, err := testbed.CreateNode(gctx, cl.Kube, n, testbed.NodeOptions{})
+			_, err := localcluster.CreateNode(gctx, cl.Kube, n, localcluster.NodeOptions{})
 			return err
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/controllers/node"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node/nodetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -48,7 +49,7 @@ func TestIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, name := range names {
-			if _, err := testbed.CreateNode(ctx, cs, name, testbed.NodeOptions{}); err != nil {
+			if _, err := localcluster.CreateNode(ctx, cs, name, localcluster.NodeOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -83,10 +84,10 @@ func TestIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		ext := insts["pip-ok"].Addresses.External
-		if _, err := testbed.CreateNode(ctx, cs, "pip-ok", testbed.NodeOptions{ProvidedNodeIP: ext}); err != nil {
+		if _, err := localcluster.CreateNode(ctx, cs, "pip-ok", localcluster.NodeOptions{ProvidedNodeIP: ext}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := testbed.CreateNode(ctx, cs, "pip-bad", testbed.NodeOptions{ProvidedNodeIP: "192.0.2.99"}); err != nil {
+		if _, err := localcluster.CreateNode(ctx, cs, "pip-bad", localcluster.NodeOptions{ProvidedNodeIP: "192.0.2.99"}); err != nil {
 			t.Fatal(err)
 		}
 		n := waitInitialized(ctx, t, cs, "pip-ok")
@@ -105,7 +106,7 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("missing instance stays tainted", func(t *testing.T) {
 		ctx := testbed.Context(t, 2*time.Minute)
-		if _, err := testbed.CreateNode(ctx, cs, "no-instance", testbed.NodeOptions{}); err != nil {
+		if _, err := localcluster.CreateNode(ctx, cs, "no-instance", localcluster.NodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitEvent(ctx, t, cs, "no-instance", node.ReasonInstanceNotFound)
@@ -122,7 +123,7 @@ func TestIntegration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := testbed.CreateNode(ctx, cs, "refresh", testbed.NodeOptions{}); err != nil {
+		if _, err := localcluster.CreateNode(ctx, cs, "refresh", localcluster.NodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		n := waitInitialized(ctx, t, cs, "refresh")

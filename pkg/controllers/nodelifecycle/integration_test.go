@@ -18,6 +18,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/controllers/node/nodetest"
 	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
@@ -52,11 +53,11 @@ func TestIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		inst := insts[name]
-		opts := testbed.NodeOptions{ProviderID: lcprovider.ProviderID(inst.ID), Unmanaged: true}
-		if _, err := testbed.CreateNode(ctx, cs, name, opts); err != nil {
+		opts := localcluster.NodeOptions{ProviderID: lcprovider.ProviderID(inst.ID), Unmanaged: true}
+		if _, err := localcluster.CreateNode(ctx, cs, name, opts); err != nil {
 			t.Fatal(err)
 		}
-		if err := testbed.SetReady(ctx, cs, name, ready); err != nil {
+		if err := localcluster.SetReady(ctx, cs, name, ready); err != nil {
 			t.Fatal(err)
 		}
 		return inst
@@ -82,14 +83,14 @@ func TestIntegration(t *testing.T) {
 		if _, err := lc.Admin.StopInstance(ctx, inst.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := testbed.SetReady(ctx, cs, "stopped", v1.ConditionFalse); err != nil {
+		if err := localcluster.SetReady(ctx, cs, "stopped", v1.ConditionFalse); err != nil {
 			t.Fatal(err)
 		}
 		waitTaint(ctx, t, cs, "stopped", true)
 		if _, err := lc.Admin.StartInstance(ctx, inst.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := testbed.SetReady(ctx, cs, "stopped", v1.ConditionTrue); err != nil {
+		if err := localcluster.SetReady(ctx, cs, "stopped", v1.ConditionTrue); err != nil {
 			t.Fatal(err)
 		}
 		waitTaint(ctx, t, cs, "stopped", false)
@@ -107,7 +108,7 @@ func TestIntegration(t *testing.T) {
 		if err := lc.Admin.ResetStats(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := testbed.SetReady(ctx, cs, "flaky", v1.ConditionFalse); err != nil {
+		if err := localcluster.SetReady(ctx, cs, "flaky", v1.ConditionFalse); err != nil {
 			t.Fatal(err)
 		}
 		stillThere(ctx, t, cs, lc, "flaky", "503")

@@ -30,6 +30,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/controllers/node"
 	"github.com/stratus-ccm/stratus/pkg/controllers/node/nodetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -154,7 +155,7 @@ func registerNodes(ctx context.Context, b *testing.B, base *rest.Config, names [
 	for range 32 {
 		wg.Go(func() {
 			for name := range work {
-				if _, err := testbed.CreateNode(ctx, cs, name, testbed.NodeOptions{}); err != nil {
+				if _, err := localcluster.CreateNode(ctx, cs, name, localcluster.NodeOptions{}); err != nil {
 					errs <- err
 				}
 			}

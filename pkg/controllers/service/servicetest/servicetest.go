@@ -37,8 +37,8 @@ import (
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
-	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 // ClusterName is the cluster the test bed's load balancers belong to.
@@ -201,7 +201,7 @@ func (c *Controller) Stop() {
 // the node controller leaves it: providerID localcloud://<id>, the
 // instance's internal address, and (with kwok) kept Ready.
 func NewNode(inst api.Instance, labels map[string]string, kwok bool) *v1.Node {
-	n := testbed.NewNode(inst.Name, testbed.NodeOptions{
+	n := localcluster.NewNode(inst.Name, localcluster.NodeOptions{
 		ProviderID: lcprovider.ProviderIDPrefix + inst.ID, Labels: labels, Unmanaged: !kwok,
 	})
 	n.Spec.Taints = nil // initialized

@@ -1,4 +1,4 @@
-package testbed
+package localcluster
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -37,36 +36,23 @@ func KwokArgs(kubeconfig, stagesFile string) []string {
 	}
 }
 
-// StartKwok runs kwok against the env until t ends.
-func (e *Env) StartKwok(t testing.TB) *Kwok {
-	t.Helper()
-	RequireBinaries(t, "kwok")
-	dir := t.TempDir()
-	k, err := StartKwokProcess(context.Background(), filepath.Join(e.BinDir, "kwok"), e.Kubeconfig, dir, filepath.Join(dir, "kwok.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Stop() })
-	return k
-}
-
-// StartKwokProcess starts kwok with the project's stages written into
+// StartKwok starts kwok with the project's stages written into
 // workDir, its output going to logFile.
-func StartKwokProcess(ctx context.Context, binary, kubeconfig, workDir, logFile string) (*Kwok, error) {
+func StartKwok(ctx context.Context, binary, kubeconfig, workDir, logFile string) (*Kwok, error) {
 	stages := filepath.Join(workDir, "kwok-stages.yaml")
 	if err := os.WriteFile(stages, KwokStages, 0o600); err != nil {
-		return nil, fmt.Errorf("testbed: write kwok stages: %w", err)
+		return nil, fmt.Errorf("write kwok stages: %w", err)
 	}
 	out, err := os.Create(logFile)
 	if err != nil {
-		return nil, fmt.Errorf("testbed: kwok log: %w", err)
+		return nil, fmt.Errorf("kwok log: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, binary, KwokArgs(kubeconfig, stages)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = out.Close()
-		return nil, fmt.Errorf("testbed: start kwok: %w", err)
+		return nil, fmt.Errorf("start kwok: %w", err)
 	}
 	k := &Kwok{cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); _ = out.Close(); close(k.done) }()

@@ -1,9 +1,8 @@
-package testbed
+package localcluster
 
 import (
 	"context"
 	"fmt"
-	"os/exec"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,11 +12,8 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 )
 
-// KwokAnnotation marks the nodes the test bed's kwok manages.
+// KwokAnnotation marks the nodes the kwok of StartKwok manages.
 const KwokAnnotation = "kwok.x-k8s.io/node"
-
-// lookPath is exec.LookPath, kept as a seam for the one place it is used.
-var lookPath = exec.LookPath
 
 // NodeOptions shape a node created by CreateNode.
 type NodeOptions struct {
@@ -74,7 +70,7 @@ func NewNode(name string, o NodeOptions) *corev1.Node {
 func CreateNode(ctx context.Context, cs kubernetes.Interface, name string, o NodeOptions) (*corev1.Node, error) {
 	n, err := cs.CoreV1().Nodes().Create(ctx, NewNode(name, o), metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("testbed: create node %s: %w", name, err)
+		return nil, fmt.Errorf("create node %s: %w", name, err)
 	}
 	return n, nil
 }
@@ -105,7 +101,7 @@ func SetReady(ctx context.Context, cs kubernetes.Interface, name string, status 
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("testbed: set node %s Ready=%s: %w", name, status, err)
+		return fmt.Errorf("set node %s Ready=%s: %w", name, status, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package nodeipam_test
+package daemon_test
 
 import (
 	"context"
@@ -25,6 +25,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
@@ -139,7 +140,7 @@ func waitPodCIDRs(ctx context.Context, t *testing.T, cs kubernetes.Interface, wa
 func createNodes(ctx context.Context, t *testing.T, cs kubernetes.Interface, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		if _, err := testbed.CreateNode(ctx, cs, n, testbed.NodeOptions{}); err != nil {
+		if _, err := localcluster.CreateNode(ctx, cs, n, localcluster.NodeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,7 +179,7 @@ func checkDisjoint(t *testing.T, all map[string][]string, cluster []netip.Prefix
 	}
 }
 
-func TestIntegration(t *testing.T) {
+func TestNodeIPAMController(t *testing.T) {
 	env := testbed.Start(t)
 	env.StartKwok(t)
 	cloudConfig := startCloud(t)
@@ -233,7 +234,7 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("a node with a CIDR outside the cluster is reported", func(t *testing.T) {
 		defer deleteAllNodes(ctx, t, cs)
-		stray := testbed.NewNode("stray", testbed.NodeOptions{})
+		stray := localcluster.NewNode("stray", localcluster.NodeOptions{})
 		stray.Spec.PodCIDR, stray.Spec.PodCIDRs = "192.168.7.0/24", []string{"192.168.7.0/24"}
 		if _, err := cs.CoreV1().Nodes().Create(ctx, stray, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package service_test
+package daemon_test
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stratus-ccm/stratus/internal/app"
@@ -61,7 +63,7 @@ func TestDaemonRunsServiceController(t *testing.T) {
 	if _, _, err := servicetest.AddNode(ctx, env.Clientset, lc.Client, "node-a", nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Clientset.CoreV1().Services("default").Create(ctx, webService("default", "web"), metav1.CreateOptions{}); err != nil {
+	if _, err := env.Clientset.CoreV1().Services("default").Create(ctx, lbService("default", "web"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -81,5 +83,15 @@ func TestDaemonRunsServiceController(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("%s is not registered on the registry given to the daemon", service.MetricSyncsTotal)
+	}
+}
+
+func lbService(ns, name string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
 	}
 }

@@ -1,4 +1,4 @@
-package route_test
+package daemon_test
 
 import (
 	"context"
@@ -28,14 +28,15 @@ import (
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
-// clusterName is the daemon's default --cluster-name, hence its route table.
-const clusterName = "kubernetes"
+// routeClusterName is the daemon's default --cluster-name, hence its route table.
+const routeClusterName = "kubernetes"
 
-type bed struct {
+type routeBed struct {
 	t     *testing.T
 	ctx   context.Context
 	env   *testbed.Env
@@ -46,9 +47,9 @@ type bed struct {
 	metrics *prometheus.Registry
 }
 
-func newBed(t *testing.T) *bed {
+func newRouteBed(t *testing.T) *routeBed {
 	t.Helper()
-	b := &bed{t: t, ctx: testbed.Context(t, 6*time.Minute), env: testbed.Start(t), metrics: prometheus.NewRegistry()}
+	b := &routeBed{t: t, ctx: testbed.Context(t, 6*time.Minute), env: testbed.Start(t), metrics: prometheus.NewRegistry()}
 	b.cs = b.env.Clientset
 	b.env.StartKwok(t)
 	k := api.DefaultKnobs()
@@ -72,7 +73,7 @@ func newBed(t *testing.T) *bed {
 }
 
 // startCCM runs the daemon with both network controllers until t ends.
-func (b *bed) startCCM() {
+func (b *routeBed) startCCM() {
 	t := b.t
 	o := app.NewOptions()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
@@ -106,13 +107,13 @@ func (b *bed) startCCM() {
 // waits until kwok reports it Ready (kwok's first status write carries its
 // own NetworkUnavailable=False condition, which must not land after the
 // test's), then sets the providerID as the node controller would.
-func (b *bed) addNode(name string) *api.Instance {
+func (b *routeBed) addNode(name string) *api.Instance {
 	t := b.t
 	inst, err := b.cloud.CreateInstance(b.ctx, api.CreateInstanceRequest{Name: name, Zone: "zone-a", Region: "region-1", Type: "small"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := testbed.CreateNode(b.ctx, b.cs, name, testbed.NodeOptions{}); err != nil {
+	if _, err := localcluster.CreateNode(b.ctx, b.cs, name, localcluster.NodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b.poll("node "+name+" Ready", func(ctx context.Context) (bool, error) {
@@ -144,7 +145,7 @@ func (b *bed) addNode(name string) *api.Instance {
 	return inst
 }
 
-func (b *bed) poll(what string, cond wait.ConditionWithContextFunc) {
+func (b *routeBed) poll(what string, cond wait.ConditionWithContextFunc) {
 	b.t.Helper()
 	if err := wait.PollUntilContextTimeout(b.ctx, 250*time.Millisecond, 90*time.Second, true, cond); err != nil {
 		b.t.Fatalf("waiting for %s: %v", what, err)
@@ -152,8 +153,8 @@ func (b *bed) poll(what string, cond wait.ConditionWithContextFunc) {
 }
 
 // table returns the cluster's routes as sorted "cidr→instance" strings.
-func (b *bed) table(ctx context.Context) ([]string, error) {
-	rs, err := b.cloud.ListRoutes(ctx, clusterName)
+func (b *routeBed) table(ctx context.Context) ([]string, error) {
+	rs, err := b.cloud.ListRoutes(ctx, routeClusterName)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +167,7 @@ func (b *bed) table(ctx context.Context) ([]string, error) {
 }
 
 // expected returns the routes the named nodes' pod CIDRs call for.
-func (b *bed) expected(ctx context.Context, names ...string) ([]string, error) {
+func (b *routeBed) expected(ctx context.Context, names ...string) ([]string, error) {
 	var out []string
 	for _, n := range names {
 		node, err := b.cs.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
@@ -185,7 +186,7 @@ func (b *bed) expected(ctx context.Context, names ...string) ([]string, error) {
 
 // waitTable waits until the table holds exactly the routes of the named
 // nodes plus extra.
-func (b *bed) waitTable(extra []string, names ...string) {
+func (b *routeBed) waitTable(extra []string, names ...string) {
 	var got, want []string
 	b.poll(fmt.Sprintf("routes of %v", names), func(ctx context.Context) (bool, error) {
 		var err error
@@ -199,7 +200,7 @@ func (b *bed) waitTable(extra []string, names ...string) {
 	})
 }
 
-func (b *bed) condition(ctx context.Context, name string) *corev1.NodeCondition {
+func (b *routeBed) condition(ctx context.Context, name string) *corev1.NodeCondition {
 	n, err := b.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil
@@ -212,14 +213,14 @@ func (b *bed) condition(ctx context.Context, name string) *corev1.NodeCondition 
 	return nil
 }
 
-func (b *bed) waitCondition(name string, status corev1.ConditionStatus, reason, msgPart string) {
+func (b *routeBed) waitCondition(name string, status corev1.ConditionStatus, reason, msgPart string) {
 	b.poll(fmt.Sprintf("node %s NetworkUnavailable=%s/%s", name, status, reason), func(ctx context.Context) (bool, error) {
 		c := b.condition(ctx, name)
 		return c != nil && c.Status == status && c.Reason == reason && strings.Contains(c.Message, msgPart), nil
 	})
 }
 
-func (b *bed) waitEvent(node, reason, msgPart string) {
+func (b *routeBed) waitEvent(node, reason, msgPart string) {
 	sel := fields.Set{"involvedObject.kind": "Node", "involvedObject.name": node, "reason": reason}.AsSelector().String()
 	b.poll(fmt.Sprintf("%s event on %s", reason, node), func(ctx context.Context) (bool, error) {
 		evs, err := b.cs.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: sel})
@@ -235,13 +236,13 @@ func (b *bed) waitEvent(node, reason, msgPart string) {
 	})
 }
 
-func (b *bed) deleteNode(name string) {
+func (b *routeBed) deleteNode(name string) {
 	if err := b.cs.CoreV1().Nodes().Delete(b.ctx, name, metav1.DeleteOptions{}); err != nil {
 		b.t.Fatal(err)
 	}
 }
 
-func (b *bed) counterValue(name string) float64 {
+func (b *routeBed) counterValue(name string) float64 {
 	t := b.t
 	t.Helper()
 	mfs, err := b.metrics.Gather()
@@ -259,8 +260,10 @@ func (b *bed) counterValue(name string) float64 {
 	return total
 }
 
-func TestIntegration(t *testing.T) {
-	b := newBed(t)
+// The route controller, run by the daemon next to the node-ipam-controller,
+// programs a route per pod CIDR and backs off against a full table.
+func TestRouteController(t *testing.T) {
+	b := newRouteBed(t)
 	orphan, err := b.cloud.CreateInstance(b.ctx, api.CreateInstanceRequest{Name: "orphan", Zone: "zone-a", Region: "region-1", Type: "small"})
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +271,7 @@ func TestIntegration(t *testing.T) {
 	// A stale pod route of this cluster, and a route an operator added
 	// outside the cluster CIDRs, which is not the controller's to delete.
 	for name, cidr := range map[string]string{"stale": "10.244.200.0/24", "manual": "192.168.50.0/24"} {
-		if _, err := b.cloud.CreateRoute(b.ctx, clusterName, api.CreateRouteRequest{Name: name, DestinationCIDR: cidr, InstanceID: orphan.ID}); err != nil {
+		if _, err := b.cloud.CreateRoute(b.ctx, routeClusterName, api.CreateRouteRequest{Name: name, DestinationCIDR: cidr, InstanceID: orphan.ID}); err != nil {
 			t.Fatal(err)
 		}
 	}

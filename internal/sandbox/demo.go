@@ -14,13 +14,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// DemoService is the name of the demo Service in the default namespace.
-const DemoService = "hello"
+// DemoService is the name of the demo Service in the default namespace;
+// DemoLocalService is its twin with externalTrafficPolicy Local, whose
+// stand-in pods run on only some nodes (see PodNodes).
+const (
+	DemoService      = "hello"
+	DemoLocalService = "hello-local"
+)
 
-// demo creates the demo Service (TCP 80 and UDP 7) and waits until its
-// load balancer answers through the VIP.
+// demo creates the demo Services and waits until their load balancers
+// answer through their VIPs.
 func (s *sandbox) demo(ctx context.Context) error {
-	svc := &corev1.Service{
+	hello := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: DemoService, Namespace: metav1.NamespaceDefault},
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeLoadBalancer,
@@ -30,35 +35,60 @@ func (s *sandbox) demo(ctx context.Context) error {
 			},
 		},
 	}
-	if _, err := s.kube.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("sandbox: create demo Service: %w", err)
+	local := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: DemoLocalService, Namespace: metav1.NamespaceDefault},
+		Spec: corev1.ServiceSpec{
+			Type:                  corev1.ServiceTypeLoadBalancer,
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			Ports:                 []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}
+	for _, svc := range []*corev1.Service{hello, local} {
+		if _, err := s.kube.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("sandbox: create demo Service %s: %w", svc.Name, err)
+		}
 	}
 	if s.o.NoCCM {
-		// Its load balancer comes once the user's controller manager runs.
+		// Their load balancers come once the user's controller manager runs.
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.o.ReadyTimeout)
 	defer cancel()
-	return waitFor(ctx, time.Second, "the demo Service's load balancer to answer", func(ctx context.Context) (bool, error) {
+	for _, name := range []string{DemoService, DemoLocalService} {
+		vip, err := s.waitAnswer(ctx, name)
+		if err != nil {
+			return err
+		}
+		if name == DemoService {
+			s.demoVIP = vip
+		}
+	}
+	return nil
+}
+
+// waitAnswer waits until the Service's VIP answers on port 80.
+func (s *sandbox) waitAnswer(ctx context.Context, name string) (string, error) {
+	var vip string
+	err := waitFor(ctx, time.Second, "the load balancer of Service "+name+" to answer", func(ctx context.Context) (bool, error) {
 		if err := s.childrenAlive(); err != nil {
 			return false, err
 		}
-		got, err := s.kube.CoreV1().Services(svc.Namespace).Get(ctx, DemoService, metav1.GetOptions{})
+		got, err := s.kube.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		if len(got.Status.LoadBalancer.Ingress) == 0 || got.Status.LoadBalancer.Ingress[0].IP == "" {
 			return false, nil
 		}
-		vip := got.Status.LoadBalancer.Ingress[0].IP
+		vip = got.Status.LoadBalancer.Ingress[0].IP
 		line, err := Probe(vip, 80)
 		if err != nil {
 			return false, err
 		}
-		s.demoVIP = vip
-		fmt.Fprintf(s.out, "            %s:80 answered: %s", vip, line)
+		fmt.Fprintf(s.out, "            %s %s:80 answered: %s", name, vip, line)
 		return true, nil
 	})
+	return vip, err
 }
 
 // Probe connects to ip:port and returns the responder's greeting.

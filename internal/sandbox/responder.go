@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +20,8 @@ import (
 
 // responder stands in for kube-proxy and the pods behind a Service: on
 // each node's internal address it listens on the node ports of every
-// LoadBalancer Service and answers, TCP with a line (or a minimal HTTP
+// LoadBalancer Service (with externalTrafficPolicy Local, only on the
+// nodes its stand-in pods run on, see PodNodes) and answers, TCP with a line (or a minimal HTTP
 // response) naming the node and the Service, UDP as an echo. That is all
 // the sandbox needs to show traffic arriving through a load balancer; no
 // packets are proxied anywhere else.
@@ -72,16 +74,22 @@ func (r *responder) sync(ctx context.Context, nodeLister corelisters.NodeLister,
 	nodes, _ := nodeLister.List(labels.Everything())
 	svcs, _ := svcLister.List(labels.Everything())
 	want := map[string]endpoint{}
-	for _, n := range nodes {
-		ip := internalIP(n)
-		if ip == "" {
+	for _, svc := range svcs {
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			continue
 		}
-		for _, svc := range svcs {
-			if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		name := svc.Namespace + "/" + svc.Name
+		local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+		pods := PodNodes(svc, nodes)
+		for _, n := range nodes {
+			ip := internalIP(n)
+			// With externalTrafficPolicy Local, kube-proxy answers only
+			// where the Service has endpoints: elsewhere the node port
+			// and the health-check node port are silent, so the load
+			// balancer's health checks leave those nodes out.
+			if ip == "" || (local && !pods[n.Name]) {
 				continue
 			}
-			name := svc.Namespace + "/" + svc.Name
 			for _, p := range svc.Spec.Ports {
 				if p.NodePort == 0 {
 					continue
@@ -114,6 +122,37 @@ func (r *responder) sync(ctx context.Context, nodeLister corelisters.NodeLister,
 		}
 		r.listeners[k] = stop
 	}
+}
+
+// PodNodesAnnotation lists, comma-separated, the nodes where the stand-in
+// pods of a Service run.
+const PodNodesAnnotation = "sandbox.stratus.dev/pod-nodes"
+
+// PodNodes says where the stand-in pods of svc run: the nodes its
+// annotation names, else the first half (rounded up) of the nodes that
+// have an address, by name, so that externalTrafficPolicy Local has
+// nodes to leave out as soon as there are two.
+func PodNodes(svc *corev1.Service, nodes []*corev1.Node) map[string]bool {
+	out := map[string]bool{}
+	if v, ok := svc.Annotations[PodNodesAnnotation]; ok {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				out[n] = true
+			}
+		}
+		return out
+	}
+	var names []string
+	for _, n := range nodes {
+		if internalIP(n) != "" {
+			names = append(names, n.Name)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names[:(len(names)+1)/2] {
+		out[n] = true
+	}
+	return out
 }
 
 func internalIP(n *corev1.Node) string {

@@ -105,7 +105,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 		steps = append(steps, struct {
 			what string
 			fn   func(context.Context) error
-		}{"creating the demo Service hello and waiting for its load balancer", s.demo})
+		}{"creating the demo Services hello and hello-local (externalTrafficPolicy Local) and waiting for their load balancers", s.demo})
 	}
 	for _, st := range steps {
 		if err := s.step(ctx, st.what, st.fn); err != nil {
@@ -171,7 +171,7 @@ Stratus sandbox is ready (%.1fs). In another terminal:
 
   source %s            # or: export KUBECONFIG=%s
   kubectl get nodes -o wide
-  kubectl get svc hello
+  kubectl get svc hello hello-local
 `, time.Since(s.began).Seconds(), filepath.Join(s.state, "env"), filepath.Join(s.state, "kubeconfig"))
 	if vip != "" {
 		fmt.Fprintf(s.out, "  curl http://%s/            # through localcloud's load balancer to a node\n", vip)

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
@@ -125,4 +127,20 @@ func withQuota(err error) error {
 		return fmt.Errorf("%w: %w", cloud.ErrQuotaExceeded, err)
 	}
 	return err
+}
+
+// markThrottled makes a throttled call's error a RetryError, the signal
+// the CCM's controllers and instrumented wrapper recognise, carrying the
+// cloud's Retry-After, while keeping the client's error in the chain (so
+// errors.Is(err, lcclient.ErrRateLimited) still holds). The client has
+// already retried within its own budget by then.
+func markThrottled(err *error) {
+	if *err == nil {
+		return
+	}
+	if d, ok := lcclient.RetryAfter(*err); ok {
+		if _, already := cloud.RetryAfter(*err); !already {
+			*err = fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("localcloud: throttled by the cloud", max(d, time.Second)), *err)
+		}
+	}
 }

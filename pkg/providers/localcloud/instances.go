@@ -75,8 +75,9 @@ func (i *instances) find(ctx context.Context, node *v1.Node) (*api.Instance, err
 
 // InstanceExists reports false only when the cloud says the instance is
 // gone; a failed call is an error, never "gone".
-func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
-	_, err := i.find(ctx, node)
+func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (_ bool, err error) {
+	defer markThrottled(&err)
+	_, err = i.find(ctx, node)
 	if errors.Is(err, cloudprovider.InstanceNotFound) {
 		return false, nil
 	}
@@ -87,7 +88,8 @@ func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, er
 }
 
 // InstanceShutdown reports whether the instance is stopped.
-func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (_ bool, err error) {
+	defer markThrottled(&err)
 	inst, err := i.find(ctx, node)
 	if err != nil {
 		return false, fmt.Errorf("localcloud: instance shutdown %s: %w", node.Name, err)
@@ -96,7 +98,8 @@ func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, 
 }
 
 // InstanceMetadata returns providerID, type, addresses, zone and region.
-func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (_ *cloudprovider.InstanceMetadata, err error) {
+	defer markThrottled(&err)
 	inst, err := i.find(ctx, node)
 	if err != nil {
 		return nil, fmt.Errorf("localcloud: instance metadata %s: %w", node.Name, err)
@@ -122,7 +125,8 @@ func metadata(inst *api.Instance) cloudprovider.InstanceMetadata {
 
 // ListInstances implements cloud.InstanceLister: every live instance, one
 // call per page of listPageSize. Any failed page fails the whole list.
-func (c *Cloud) ListInstances(ctx context.Context) ([]cloud.Instance, error) {
+func (c *Cloud) ListInstances(ctx context.Context) (_ []cloud.Instance, err error) {
+	defer markThrottled(&err)
 	all, err := c.client.ListAllInstances(ctx, lcclient.ListOptions{MaxResults: listPageSize})
 	if err != nil {
 		return nil, fmt.Errorf("localcloud: list instances: %w", err)
@@ -142,7 +146,8 @@ func (c *Cloud) ListInstances(ctx context.Context) ([]cloud.Instance, error) {
 
 // ListLoadBalancers implements cloud.LoadBalancerLister: the load
 // balancers tagged with the cluster, except those already being deleted.
-func (c *Cloud) ListLoadBalancers(ctx context.Context, clusterName string) ([]cloud.LoadBalancer, error) {
+func (c *Cloud) ListLoadBalancers(ctx context.Context, clusterName string) (_ []cloud.LoadBalancer, err error) {
+	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, c.clusterName)
 	all, err := c.client.ListAllLoadBalancers(ctx, lcclient.ListOptions{Cluster: cluster, MaxResults: listPageSize})
 	if err != nil {

@@ -50,7 +50,8 @@ func (l *loadBalancers) lookup(ctx context.Context, cluster string, svc *v1.Serv
 
 // GetLoadBalancer reports the status of an active load balancer; one that
 // is being deleted no longer exists for the controller.
-func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (_ *v1.LoadBalancerStatus, _ bool, err error) {
+	defer markThrottled(&err)
 	lb, err := l.lookup(ctx, clusterOr(clusterName, l.defaultCluster), svc)
 	if err != nil {
 		return nil, false, fmt.Errorf("localcloud: get load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
@@ -126,7 +127,8 @@ func backends(nodes []*v1.Node) []string {
 // EnsureLoadBalancer creates or updates the load balancer and returns its
 // status once active. While the cloud provisions, it returns a RetryError
 // so the controller requeues after a fixed delay instead of waiting here.
-func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
+	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, l.defaultCluster)
 	spec, mode, err := desired(svc, nodes)
 	if err != nil {
@@ -203,7 +205,8 @@ func specEqual(a, b api.LoadBalancerSpec) bool {
 }
 
 // UpdateLoadBalancer brings the node set (and any other change) up to date.
-func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (err error) {
+	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, l.defaultCluster)
 	spec, _, err := desired(svc, nodes)
 	if err != nil {
@@ -228,7 +231,8 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 
 // EnsureLoadBalancerDeleted starts the deletion and returns; a load
 // balancer that is gone or already being deleted is success.
-func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
+	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, l.defaultCluster)
 	lb, err := l.lookup(ctx, cluster, svc)
 	if err != nil {

@@ -20,7 +20,8 @@ type routes struct {
 
 // ListRoutes returns the cluster's routes; routes to terminated instances
 // are reported as blackholes so the route controller replaces them.
-func (r *routes) ListRoutes(ctx context.Context, clusterName string) ([]*cloudprovider.Route, error) {
+func (r *routes) ListRoutes(ctx context.Context, clusterName string) (_ []*cloudprovider.Route, err error) {
+	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, r.defaultCluster)
 	items, err := r.client.ListRoutes(ctx, cluster)
 	if err != nil {
@@ -50,7 +51,8 @@ func routeName(cluster, hint string) string {
 
 // CreateRoute routes route.DestinationCIDR to the node's instance. A
 // retry that finds its own route already there succeeds.
-func (r *routes) CreateRoute(ctx context.Context, clusterName, nameHint string, route *cloudprovider.Route) error {
+func (r *routes) CreateRoute(ctx context.Context, clusterName, nameHint string, route *cloudprovider.Route) (err error) {
+	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, r.defaultCluster)
 	id, ok, err := r.names.lookup(ctx, string(route.TargetNode))
 	if err != nil {
@@ -87,9 +89,10 @@ func (r *routes) exists(ctx context.Context, cluster string, want api.CreateRout
 }
 
 // DeleteRoute removes a route by name; a route already gone is success.
-func (r *routes) DeleteRoute(ctx context.Context, clusterName string, route *cloudprovider.Route) error {
+func (r *routes) DeleteRoute(ctx context.Context, clusterName string, route *cloudprovider.Route) (err error) {
+	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, r.defaultCluster)
-	err := r.client.DeleteRoute(ctx, cluster, route.Name)
+	err = r.client.DeleteRoute(ctx, cluster, route.Name)
 	if err != nil && !errors.Is(err, lcclient.ErrNotFound) {
 		return fmt.Errorf("localcloud: delete route %s: %w", route.Name, err)
 	}

@@ -1,0 +1,256 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// T is what the kit needs of a test: *testing.T through Run, or any
+// implementation through RunT (the kit's own tests record with one).
+type T interface {
+	Helper()
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	// Run runs f as a subtest called name and reports whether it passed.
+	Run(name string, f func(T)) bool
+}
+
+// Config is the provider under test and what the kit may do with it.
+type Config struct {
+	// Provider is the provider under test, built as the daemon builds it.
+	Provider cloudprovider.Interface
+	// ClusterName is passed to every call that takes one; default
+	// "conformance".
+	ClusterName string
+	// Instances are Nodes, as their kubelets register them (a name, and a
+	// spec.providerID when the kubelet sets one), whose machines exist.
+	Instances []*v1.Node
+	// Gone are Nodes whose machines do not exist (deleted, or never
+	// created).
+	Gone []*v1.Node
+	// Service is the LoadBalancer Service the load-balancer checks ensure
+	// and delete, with a UID no load balancer exists for yet; nil uses a
+	// TCP port 80 Service in namespace "conformance".
+	Service *v1.Service
+	// Route is the route the route checks create and delete; nil uses
+	// 10.254.254.0/24 to the first of Instances.
+	Route *cloudprovider.Route
+	// FailAfter makes the cloud answer the next n calls as usual and fail
+	// every later one (a dropped connection, a 500) until disarm is
+	// called. Nil leaves EnsureConvergesAfterPartialFailure out.
+	FailAfter func(n int) (disarm func())
+	// Throttle makes the cloud throttle its callers until undo is called.
+	// Nil leaves ThrottlingIsARetryError out.
+	Throttle func() (undo func())
+	// Timeout bounds each check, including the waits a provider asks for
+	// with a RetryError; default 2 minutes.
+	Timeout time.Duration
+}
+
+// Report says which checks ran and why the others did not.
+type Report struct {
+	// Ran lists the checks that ran, by subtest path (Group/Check).
+	Ran []string
+	// NotRun maps each check that did not run to the reason.
+	NotRun map[string]string
+}
+
+// Run runs every applicable check as a subtest of t.
+func Run(t *testing.T, cfg Config) Report {
+	t.Helper()
+	return RunT(testingT{t}, cfg)
+}
+
+// RunT is Run for any T.
+func RunT(t T, cfg Config) Report {
+	t.Helper()
+	s, err := newSuite(cfg)
+	rep := Report{NotRun: map[string]string{}}
+	if err != nil {
+		t.Errorf("conformance: %v", err)
+		return rep
+	}
+	for _, g := range groups() {
+		var run []check
+		for _, c := range g.checks {
+			if reason := c.needs(s); reason != "" {
+				rep.NotRun[g.name+"/"+c.name] = reason
+				continue
+			}
+			run = append(run, c)
+		}
+		if len(run) == 0 {
+			continue
+		}
+		t.Run(g.name, func(t T) {
+			for _, c := range run {
+				rep.Ran = append(rep.Ran, g.name+"/"+c.name)
+				t.Run(c.name, func(t T) { s.run(t, c) })
+			}
+		})
+	}
+	for name, reason := range rep.NotRun {
+		t.Logf("conformance: %s not run: %s", name, reason)
+	}
+	return rep
+}
+
+// check is one behaviour: what it needs, how to test it, and why Stratus
+// cares, printed when it fails.
+type check struct {
+	name  string
+	why   string
+	needs func(*suite) string
+	test  func(context.Context, *suite) error
+}
+
+type group struct {
+	name   string
+	checks []check
+}
+
+// groups lists the checks in the order they run: routes last, since a
+// provider that fails them may leave the cloud in a state other checks
+// would trip on.
+func groups() []group {
+	return []group{
+		{"Instances", instanceChecks()},
+		{"LoadBalancer", loadBalancerChecks()},
+		{"Errors", errorChecks()},
+		{"Routes", routeChecks()},
+	}
+}
+
+// suite is the provider's capabilities, looked up once.
+type suite struct {
+	cfg        Config
+	instances  cloudprovider.InstancesV2 // nil when the provider has none
+	legacy     bool                      // instances adapts the legacy Instances
+	instLister cloud.InstanceLister
+	lb         cloudprovider.LoadBalancer
+	lbLister   cloud.LoadBalancerLister
+	routes     cloudprovider.Routes
+}
+
+func newSuite(cfg Config) (*suite, error) {
+	if cfg.Provider == nil {
+		return nil, fmt.Errorf("Config.Provider is nil")
+	}
+	if cfg.ClusterName == "" {
+		cfg.ClusterName = "conformance"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 2 * time.Minute
+	}
+	if cfg.Service == nil {
+		cfg.Service = defaultService("conformance-lb", "conformance-uid-1")
+	}
+	s := &suite{cfg: cfg}
+	p := cfg.Provider
+	// The node controllers see a provider as the daemon does: its
+	// InstancesV2, or its legacy Instances (and Zones) adapted.
+	if in, ok := p.InstancesV2(); ok && in != nil {
+		s.instances = in
+	} else if in, ok := p.Instances(); ok && in != nil {
+		var z cloudprovider.Zones
+		if zones, ok := p.Zones(); ok {
+			z = zones
+		}
+		s.instances, s.legacy = cloud.InstancesV2FromV1(p.ProviderName(), in, z), true
+	}
+	if l, ok := p.(cloud.InstanceLister); ok {
+		s.instLister = l
+	} else if in, ok := p.InstancesV2(); ok {
+		s.instLister, _ = in.(cloud.InstanceLister)
+	}
+	if lb, ok := p.LoadBalancer(); ok && lb != nil {
+		s.lb = lb
+		s.lbLister, _ = p.(cloud.LoadBalancerLister)
+	}
+	if r, ok := p.Routes(); ok && r != nil {
+		s.routes = r
+	}
+	return s, nil
+}
+
+func (s *suite) run(t T, c check) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	if err := c.test(ctx, s); err != nil {
+		t.Errorf("%v\nWhy it matters: %s", err, c.why)
+	}
+}
+
+func defaultService(name, uid string) *v1.Service {
+	return &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "conformance", Name: name, UID: types.UID(uid)},
+		Spec: v1.ServiceSpec{
+			Type:  v1.ServiceTypeLoadBalancer,
+			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}},
+		},
+	}
+}
+
+// retrying calls fn until it returns something other than a RetryError,
+// waiting as long as each RetryError asks (within ctx), as the daemon's
+// controllers do.
+func retrying[R any](ctx context.Context, fn func(context.Context) (R, error)) (R, error) {
+	for {
+		v, err := fn(ctx)
+		d, ok := cloud.RetryAfter(err)
+		if !ok {
+			return v, err
+		}
+		timer := time.NewTimer(min(max(d, 10*time.Millisecond), 10*time.Second))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return v, fmt.Errorf("%w (still asked to retry when the check's time ran out: %w)", err, ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+// testingT adapts *testing.T to T.
+type testingT struct{ *testing.T }
+
+func (t testingT) Run(name string, f func(T)) bool {
+	return t.T.Run(name, func(t *testing.T) { f(testingT{t}) })
+}
+
+func (s *suite) needInstances() string {
+	switch {
+	case s.instances == nil:
+		return "the provider implements neither InstancesV2 nor Instances"
+	case len(s.cfg.Instances) == 0:
+		return "Config.Instances is empty"
+	}
+	return ""
+}
+
+func (s *suite) needGone() string {
+	switch {
+	case s.instances == nil:
+		return "the provider implements neither InstancesV2 nor Instances"
+	case len(s.cfg.Gone) == 0:
+		return "Config.Gone is empty"
+	}
+	return ""
+}
+
+func (s *suite) needLB() string {
+	if s.lb == nil {
+		return "the provider implements no LoadBalancer"
+	}
+	return ""
+}

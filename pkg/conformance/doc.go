@@ -1,0 +1,21 @@
+// Package conformance checks a cloud provider against the contract
+// Stratus' controllers rely on, from the provider author's own tests:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, conformance.Config{
+//			Provider:  myProvider,             // against a real or test account
+//			Instances: []*v1.Node{runningNode}, // machines that exist
+//			Gone:      []*v1.Node{deletedNode}, // machines that do not
+//		})
+//	}
+//
+// Each check is a subtest named after the behaviour (for example
+// LoadBalancer/EnsureIsIdempotent) and, when it fails, says what Stratus
+// does wrong with a provider that behaves so. A check whose inputs the
+// Config does not give (no Gone instances, no fault injection, a provider
+// without Routes) is not run; Run's Report lists those with the reason, so
+// a test can insist on the checks it expects.
+//
+// The checks create and delete one or two load balancers and one route,
+// named after Config.ClusterName, and leave nothing behind when they pass.
+package conformance

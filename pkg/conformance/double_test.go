@@ -1,0 +1,320 @@
+package conformance_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// defects a memCloud can have, each breaking one part of the contract.
+type defects struct {
+	existsFalse       bool // InstanceExists is false for a running machine
+	unwrappedNotFound bool // InstanceNotFound is stringified, not wrapped
+	unstableAddresses bool // addresses come back in a different order each call
+	listerMissing     bool // ListInstances omits a machine
+	nameFromVersion   bool // the load balancer name depends on resourceVersion
+	deleteMissingErrs bool // deleting a missing load balancer fails
+	leakOnRetry       bool // an ensure retried after a lost answer creates a second load balancer
+	plainThrottle     bool // throttling is a plain error
+	routeCreateErrs   bool // creating an existing route fails
+}
+
+// memCloud is an in-memory provider: correct unless a defect is set. It
+// implements InstancesV2, LoadBalancer, Routes and both listers.
+type memCloud struct {
+	d defects
+
+	mu        sync.Mutex
+	machines  map[string]string // node name → instance ID
+	lbs       map[string]memLB  // by cloud ID
+	nextID    int
+	routes    map[string]cloudprovider.Route // by CIDR
+	calls     int
+	failAfter int // -1: disarmed
+	throttled bool
+	flip      bool
+	lost      bool // the last ensure's answer was lost
+}
+
+type memLB struct {
+	name string
+	svc  types.UID
+	ns   string
+	svcN string
+}
+
+func newMemCloud(d defects) *memCloud {
+	return &memCloud{d: d, machines: map[string]string{"m-1": "i-1", "m-2": "i-2"}, lbs: map[string]memLB{},
+		routes: map[string]cloudprovider.Route{}, failAfter: -1}
+}
+
+var (
+	_ cloudprovider.Interface    = (*memCloud)(nil)
+	_ cloudprovider.InstancesV2  = (*memCloud)(nil)
+	_ cloudprovider.LoadBalancer = (*memCloud)(nil)
+	_ cloudprovider.Routes       = (*memCloud)(nil)
+	_ cloud.InstanceLister       = (*memCloud)(nil)
+	_ cloud.LoadBalancerLister   = (*memCloud)(nil)
+)
+
+var errLost = errors.New("answer lost (injected)")
+
+// call counts one API call; it fails when throttled, and reports whether
+// the answer of a call that did its work is to be lost.
+func (c *memCloud) call() (lose bool, err error) {
+	c.calls++
+	if c.throttled {
+		if c.d.plainThrottle {
+			return false, errors.New("429 too many requests")
+		}
+		return false, cloudproviderapi.NewRetryError("throttled", time.Millisecond)
+	}
+	if c.failAfter < 0 {
+		return false, nil
+	}
+	if c.failAfter == 0 {
+		return true, nil
+	}
+	c.failAfter--
+	return false, nil
+}
+
+func (c *memCloud) FailAfter(n int) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failAfter = n
+	return func() { c.mu.Lock(); c.failAfter = -1; c.mu.Unlock() }
+}
+
+func (c *memCloud) Throttle() func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.throttled = true
+	return func() { c.mu.Lock(); c.throttled = false; c.mu.Unlock() }
+}
+
+func (c *memCloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+func (c *memCloud) LoadBalancer() (cloudprovider.LoadBalancer, bool)                  { return c, true }
+func (c *memCloud) Instances() (cloudprovider.Instances, bool)                        { return nil, false }
+func (c *memCloud) InstancesV2() (cloudprovider.InstancesV2, bool)                    { return c, true }
+func (c *memCloud) Zones() (cloudprovider.Zones, bool)                                { return nil, false }
+func (c *memCloud) Clusters() (cloudprovider.Clusters, bool)                          { return nil, false }
+func (c *memCloud) Routes() (cloudprovider.Routes, bool)                              { return c, true }
+func (c *memCloud) ProviderName() string                                              { return "mem" }
+func (c *memCloud) HasClusterID() bool                                                { return true }
+
+// find looks a Node's machine up by providerID or name.
+func (c *memCloud) find(n *v1.Node) (string, bool) {
+	for name, id := range c.machines {
+		if n.Spec.ProviderID == "mem://"+id || (n.Spec.ProviderID == "" && n.Name == name) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+func (c *memCloud) notFound(n *v1.Node) error {
+	if c.d.unwrappedNotFound {
+		// The defect under test: the sentinel is flattened to text.
+		return fmt.Errorf("machine of %s: %s", n.Name, cloudprovider.InstanceNotFound.Error())
+	}
+	return fmt.Errorf("machine of %s: %w", n.Name, cloudprovider.InstanceNotFound)
+}
+
+func (c *memCloud) InstanceExists(_ context.Context, n *v1.Node) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.call(); err != nil {
+		return false, err
+	}
+	_, ok := c.find(n)
+	return ok && !c.d.existsFalse, nil
+}
+
+func (c *memCloud) InstanceShutdown(_ context.Context, n *v1.Node) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.call(); err != nil {
+		return false, err
+	}
+	if _, ok := c.find(n); !ok {
+		return false, c.notFound(n)
+	}
+	return false, nil
+}
+
+func (c *memCloud) metadata(name string) cloudprovider.InstanceMetadata {
+	addrs := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0." + name[2:]}, {Type: v1.NodeHostName, Address: name}}
+	if c.d.unstableAddresses {
+		c.flip = !c.flip
+		if c.flip {
+			addrs[0], addrs[1] = addrs[1], addrs[0]
+		}
+	}
+	return cloudprovider.InstanceMetadata{ProviderID: "mem://" + c.machines[name], InstanceType: "t", NodeAddresses: addrs, Zone: "z", Region: "r"}
+}
+
+func (c *memCloud) InstanceMetadata(_ context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.call(); err != nil {
+		return nil, err
+	}
+	name, ok := c.find(n)
+	if !ok {
+		return nil, c.notFound(n)
+	}
+	md := c.metadata(name)
+	return &md, nil
+}
+
+func (c *memCloud) ListInstances(context.Context) ([]cloud.Instance, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.call(); err != nil {
+		return nil, err
+	}
+	var out []cloud.Instance
+	for name, id := range c.machines {
+		if c.d.listerMissing && name == "m-2" {
+			continue
+		}
+		out = append(out, cloud.Instance{ProviderID: "mem://" + id, Name: name, Metadata: c.metadata(name)})
+	}
+	return out, nil
+}
+
+func (c *memCloud) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	if c.d.nameFromVersion {
+		return "lb-" + string(svc.UID) + svc.ResourceVersion
+	}
+	return "lb-" + string(svc.UID)
+}
+
+func (c *memCloud) lookup(svc *v1.Service) (string, bool) {
+	for id, lb := range c.lbs {
+		if lb.svc == svc.UID {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+func (c *memCloud) GetLoadBalancer(_ context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.call(); err != nil {
+		return nil, false, err
+	}
+	if _, ok := c.lookup(svc); !ok {
+		return nil, false, nil
+	}
+	return ingress(), true, nil
+}
+
+func ingress() *v1.LoadBalancerStatus {
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "192.0.2.10"}}}
+}
+
+func (c *memCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, _ []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lose, err := c.call()
+	if err != nil {
+		return nil, err
+	}
+	// The leaky variant forgets, after a lost answer, that it created
+	// the load balancer, and creates another on the retry.
+	if _, ok := c.lookup(svc); !ok || c.d.leakOnRetry && c.lost {
+		c.nextID++
+		c.lbs[fmt.Sprint("id-", c.nextID)] = memLB{name: c.GetLoadBalancerName(ctx, cluster, svc), svc: svc.UID, ns: svc.Namespace, svcN: svc.Name}
+	}
+	c.lost = lose
+	if lose {
+		return nil, errLost
+	}
+	return ingress(), nil
+}
+
+func (c *memCloud) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
+	_, err := c.EnsureLoadBalancer(ctx, cluster, svc, nodes)
+	return err
+}
+
+func (c *memCloud) EnsureLoadBalancerDeleted(_ context.Context, _ string, svc *v1.Service) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.call(); err != nil {
+		return err
+	}
+	id, ok := c.lookup(svc)
+	if !ok {
+		if c.d.deleteMissingErrs {
+			return fmt.Errorf("load balancer of %s not found", svc.Name)
+		}
+		return nil
+	}
+	for ok {
+		delete(c.lbs, id)
+		id, ok = c.lookup(svc)
+	}
+	return nil
+}
+
+func (c *memCloud) ListLoadBalancers(context.Context, string) ([]cloud.LoadBalancer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.call(); err != nil {
+		return nil, err
+	}
+	var out []cloud.LoadBalancer
+	for _, lb := range c.lbs {
+		out = append(out, cloud.LoadBalancer{Name: lb.name, ServiceNamespace: lb.ns, ServiceName: lb.svcN, ServiceUID: lb.svc})
+	}
+	return out, nil
+}
+
+func (c *memCloud) ListRoutes(context.Context, string) ([]*cloudprovider.Route, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.call(); err != nil {
+		return nil, err
+	}
+	var out []*cloudprovider.Route
+	for _, r := range c.routes {
+		out = append(out, &r)
+	}
+	return out, nil
+}
+
+func (c *memCloud) CreateRoute(_ context.Context, _, _ string, r *cloudprovider.Route) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.call(); err != nil {
+		return err
+	}
+	if _, ok := c.routes[r.DestinationCIDR]; ok && c.d.routeCreateErrs {
+		return fmt.Errorf("route %s already exists", r.DestinationCIDR)
+	}
+	c.routes[r.DestinationCIDR] = *r
+	return nil
+}
+
+func (c *memCloud) DeleteRoute(_ context.Context, _ string, r *cloudprovider.Route) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.call(); err != nil {
+		return err
+	}
+	delete(c.routes, r.DestinationCIDR)
+	return nil
+}

@@ -1,0 +1,164 @@
+package conformance_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/fake"
+
+	"github.com/stratus-ccm/stratus/pkg/conformance"
+)
+
+// recorder is a conformance.T that records each check's failures instead
+// of failing the test, so a test can assert which checks a provider fails.
+type recorder struct {
+	path string
+	root *recording
+}
+
+type recording struct {
+	mu       sync.Mutex
+	failures map[string][]string // check path → messages
+}
+
+func newRecorder() *recorder {
+	return &recorder{root: &recording{failures: map[string][]string{}}}
+}
+
+func (r *recorder) Helper()             {}
+func (r *recorder) Logf(string, ...any) {}
+func (r *recorder) Errorf(format string, args ...any) {
+	r.root.mu.Lock()
+	defer r.root.mu.Unlock()
+	r.root.failures[r.path] = append(r.root.failures[r.path], fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) Run(name string, f func(conformance.T)) bool {
+	path := name
+	if r.path != "" {
+		path = r.path + "/" + name
+	}
+	child := &recorder{path: path, root: r.root}
+	f(child)
+	r.root.mu.Lock()
+	defer r.root.mu.Unlock()
+	for p := range r.root.failures {
+		if p == path || strings.HasPrefix(p, path+"/") {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *recorder) failed() []string {
+	return slices.Sorted(maps.Keys(r.root.failures))
+}
+
+func memConfig(c *memCloud) conformance.Config {
+	return conformance.Config{
+		Provider:  c,
+		Instances: []*v1.Node{node("m-1", ""), node("m-2", "mem://i-2")},
+		Gone:      []*v1.Node{node("m-gone", ""), node("other", "mem://i-9")},
+		FailAfter: c.FailAfter,
+		Throttle:  c.Throttle,
+	}
+}
+
+// TestKitFailsExactlyTheBrokenChecks runs the kit against an in-memory
+// provider, first correct (every check passes: the kit has no false
+// alarm), then with one defect at a time: exactly the checks that defect
+// breaks fail, each with its explanation.
+func TestKitFailsExactlyTheBrokenChecks(t *testing.T) {
+	cases := map[string]struct {
+		d    defects
+		want []string // failed checks
+		says string   // in the failure message
+	}{
+		"correct":             {},
+		"exists false":        {d: defects{existsFalse: true}, want: []string{"Instances/ExistingInstancesExist"}, says: "InstanceExists(m-1) = false for a machine that exists"},
+		"unwrapped not found": {d: defects{unwrappedNotFound: true}, want: []string{"Instances/GoneInstanceMetadataIsInstanceNotFound"}, says: "errors.Is(err, cloudprovider.InstanceNotFound) is false"},
+		"unstable addresses": {d: defects{unstableAddresses: true},
+			want: []string{"Instances/MetadataIsStable"}, says: "changed between calls"},
+		"lister misses one":   {d: defects{listerMissing: true}, want: []string{"Instances/ListerAgreesWithPerInstanceCalls"}, says: "node m-2 (machine exists) is not in ListInstances' answer"},
+		"name from version":   {d: defects{nameFromVersion: true}, want: []string{"LoadBalancer/NameIsStable"}, says: "GetLoadBalancerName changed"},
+		"delete missing errs": {d: defects{deleteMissingErrs: true}, want: []string{"LoadBalancer/DeleteIsIdempotent", "LoadBalancer/DeletingMissingSucceeds"}, says: "not found"},
+		"leak on retry":       {d: defects{leakOnRetry: true}, want: []string{"LoadBalancer/EnsureConvergesAfterPartialFailure"}, says: "shows 2 load balancers"},
+		"plain throttle":      {d: defects{plainThrottle: true}, want: []string{"Errors/ThrottlingIsARetryError"}, says: "has no RetryError in its chain"},
+		"route create errs":   {d: defects{routeCreateErrs: true}, want: []string{"Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"}, says: "already exists"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			rec := newRecorder()
+			rep := conformance.RunT(rec, memConfig(newMemCloud(c.d)))
+			if len(rep.NotRun) != 0 {
+				t.Errorf("not run: %v; the double supports every check", rep.NotRun)
+			}
+			if got := rec.failed(); !slices.Equal(got, c.want) {
+				t.Fatalf("failed checks = %v, want %v; messages: %v", got, c.want, rec.root.failures)
+			}
+			for _, check := range c.want {
+				msg := strings.Join(rec.root.failures[check], "\n")
+				if !strings.Contains(msg, c.says) || !strings.Contains(msg, "Why it matters: ") {
+					t.Errorf("%s failed with %q, want it to say %q and why it matters", check, msg, c.says)
+				}
+			}
+		})
+	}
+}
+
+// upstreamFake is upstream's k8s.io/cloud-provider/fake configured as a
+// consistent cloud, as examples/fake-provider configures it.
+func upstreamFake(routes bool) *fake.Cloud {
+	return &fake.Cloud{
+		Provider:           "fake",
+		EnableInstancesV2:  true,
+		ExistsByProviderID: true,
+		DisableRoutes:      !routes,
+		OverrideInstanceMetadata: func(_ context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+			return &cloudprovider.InstanceMetadata{ProviderID: "fake://" + n.Name, InstanceType: "small",
+				NodeAddresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}}, Zone: "a", Region: "r"}, nil
+		},
+		ExternalIP: net.ParseIP("203.0.113.10"),
+		Balancers:  map[string]fake.Balancer{},
+		RouteMap:   map[string]*fake.Route{},
+	}
+}
+
+// TestUpstreamFakeConforms runs the kit against upstream's fake provider:
+// its instances and load balancers pass every check that applies (it has
+// no machine that is gone, no fault injection, no throttling and no
+// listers, so those checks do not run).
+func TestUpstreamFakeConforms(t *testing.T) {
+	rep := conformance.Run(t, conformance.Config{Provider: upstreamFake(false), Instances: []*v1.Node{node("worker-1", "")}})
+	wantRan := []string{
+		"Instances/ExistingInstancesExist", "Instances/MetadataOfExistingInstances", "Instances/MetadataIsStable",
+		"LoadBalancer/NameIsStable", "LoadBalancer/MissingIsReportedMissing", "LoadBalancer/DeletingMissingSucceeds",
+		"LoadBalancer/EnsureReturnsIngress", "LoadBalancer/EnsureIsIdempotent", "LoadBalancer/DeleteIsIdempotent",
+	}
+	if !slices.Equal(rep.Ran, wantRan) {
+		t.Errorf("ran %v, want %v", rep.Ran, wantRan)
+	}
+}
+
+// TestUpstreamFakeRoutesAreNotIdempotent records what the kit finds in
+// upstream's fake routes: CreateRoute refuses a route that exists (and
+// then fails every later call through its shared Err field), so the two
+// idempotency checks fail, and only those.
+func TestUpstreamFakeRoutesAreNotIdempotent(t *testing.T) {
+	rec := newRecorder()
+	conformance.RunT(rec, conformance.Config{Provider: upstreamFake(true), Instances: []*v1.Node{node("worker-1", "")}})
+	if got, want := rec.failed(), []string{"Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"}; !slices.Equal(got, want) {
+		t.Fatalf("failed checks = %v, want %v; messages: %v", got, want, rec.root.failures)
+	}
+	if msg := rec.root.failures["Routes/CreateIsIdempotent"][0]; !strings.Contains(msg, "already exists") {
+		t.Errorf("CreateIsIdempotent says %q, want the fake's 'already exists'", msg)
+	}
+}

@@ -1,0 +1,127 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+func nodeName(n *v1.Node) types.NodeName { return types.NodeName(n.Name) }
+
+func (s *suite) needRoutes() string {
+	switch {
+	case s.routes == nil:
+		return "the provider implements no Routes"
+	case s.cfg.Route == nil && len(s.cfg.Instances) == 0:
+		return "Config.Route is nil and Config.Instances is empty (no node to route to)"
+	}
+	return ""
+}
+
+func (s *suite) route() *cloudprovider.Route {
+	if s.cfg.Route != nil {
+		r := *s.cfg.Route
+		return &r
+	}
+	return &cloudprovider.Route{TargetNode: nodeName(s.cfg.Instances[0]), DestinationCIDR: "10.254.254.0/24"}
+}
+
+func routeChecks() []check {
+	return []check{
+		{
+			name:  "CreatedRouteIsListed",
+			why:   "the route controller lists routes every pass and creates what is missing: a created route that ListRoutes does not show (with its node and CIDR) is created again every pass.",
+			needs: (*suite).needRoutes,
+			test: func(ctx context.Context, s *suite) error {
+				r := s.route()
+				if err := s.createRoute(ctx, r); err != nil {
+					return fmt.Errorf("CreateRoute(%s → %s): %w", r.DestinationCIDR, r.TargetNode, err)
+				}
+				return s.routeListed(ctx, r, 1)
+			},
+		},
+		{
+			name:  "CreateIsIdempotent",
+			why:   "a CreateRoute whose answer was lost is retried: a second call for a route that exists must succeed and leave one route, or the node's pods stay unreachable behind a NodeNetworkUnavailable condition.",
+			needs: (*suite).needRoutes,
+			test: func(ctx context.Context, s *suite) error {
+				r := s.route()
+				for i := range 2 {
+					if err := s.createRoute(ctx, r); err != nil {
+						return fmt.Errorf("CreateRoute(%s → %s), call %d: %w", r.DestinationCIDR, r.TargetNode, i+1, err)
+					}
+				}
+				return s.routeListed(ctx, r, 1)
+			},
+		},
+		{
+			name:  "DeleteIsIdempotent",
+			why:   "DeleteRoute is retried until it succeeds; a second call for a route already deleted must succeed, and the route must no longer be listed, or the controller retries it forever.",
+			needs: (*suite).needRoutes,
+			test: func(ctx context.Context, s *suite) error {
+				r := s.route()
+				if err := s.createRoute(ctx, r); err != nil {
+					return fmt.Errorf("CreateRoute(%s → %s): %w", r.DestinationCIDR, r.TargetNode, err)
+				}
+				listed, err := s.findRoutes(ctx, r)
+				if err != nil {
+					return err
+				}
+				if len(listed) == 0 {
+					return fmt.Errorf("the created route %s → %s is not listed", r.DestinationCIDR, r.TargetNode)
+				}
+				for i := range 2 {
+					if _, err := retrying(ctx, func(ctx context.Context) (struct{}, error) {
+						return struct{}{}, s.routes.DeleteRoute(ctx, s.cfg.ClusterName, listed[0])
+					}); err != nil {
+						return fmt.Errorf("DeleteRoute(%s → %s), call %d: %w", r.DestinationCIDR, r.TargetNode, i+1, err)
+					}
+				}
+				return s.routeListed(ctx, r, 0)
+			},
+		},
+	}
+}
+
+func (s *suite) createRoute(ctx context.Context, r *cloudprovider.Route) error {
+	_, err := retrying(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, s.routes.CreateRoute(ctx, s.cfg.ClusterName, "conformance", r)
+	})
+	return err
+}
+
+func (s *suite) findRoutes(ctx context.Context, r *cloudprovider.Route) ([]*cloudprovider.Route, error) {
+	all, err := retrying(ctx, func(ctx context.Context) ([]*cloudprovider.Route, error) {
+		return s.routes.ListRoutes(ctx, s.cfg.ClusterName)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ListRoutes: %w", err)
+	}
+	var out []*cloudprovider.Route
+	for _, got := range all {
+		if got != nil && got.DestinationCIDR == r.DestinationCIDR {
+			out = append(out, got)
+		}
+	}
+	return out, nil
+}
+
+func (s *suite) routeListed(ctx context.Context, r *cloudprovider.Route, want int) error {
+	got, err := s.findRoutes(ctx, r)
+	if err != nil {
+		return err
+	}
+	if len(got) != want {
+		return fmt.Errorf("ListRoutes shows %d routes for %s, want %d", len(got), r.DestinationCIDR, want)
+	}
+	for _, g := range got {
+		if g.TargetNode != r.TargetNode {
+			return fmt.Errorf("ListRoutes shows the route for %s to node %q, want %q", r.DestinationCIDR, g.TargetNode, r.TargetNode)
+		}
+	}
+	return nil
+}

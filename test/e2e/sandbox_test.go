@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -35,6 +37,8 @@ func buildStratus(t *testing.T) string {
 type sandboxRun struct {
 	bin, binDir, state string
 	ports              []int
+	// vipPool is this run's own, away from another sandbox's default.
+	vipPool string
 }
 
 func (r sandboxRun) start(t *testing.T, logName string) *testbed.Process {
@@ -44,6 +48,9 @@ func (r sandboxRun) start(t *testing.T, logName string) *testbed.Process {
 		"--apiserver-port=" + strconv.Itoa(r.ports[0]), "--etcd-port=" + strconv.Itoa(r.ports[1]),
 		"--localcloud-port=" + strconv.Itoa(r.ports[2]), "--ccm-port=" + strconv.Itoa(r.ports[3]),
 		"--ready-timeout=4m",
+		// Nodes of stopped machines go NotReady in seconds, not 50.
+		"--node-monitor-grace-period=8s", "--node-monitor-period=1s",
+		"--vip-pool=" + r.vipPool,
 	}
 	return testbed.StartProcess(t, filepath.Join(t.TempDir(), logName), r.bin, args...)
 }
@@ -122,7 +129,8 @@ func kubeClient(t *testing.T, state string) kubernetes.Interface {
 }
 
 func TestSandboxAsAUser(t *testing.T) {
-	r := sandboxRun{bin: buildStratus(t), binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state")}
+	r := sandboxRun{bin: buildStratus(t), binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state"),
+		vipPool: fmt.Sprintf("127.0.%d.0/24", 110+rand.IntN(140))}
 	for range 4 {
 		r.ports = append(r.ports, testbed.FreePort(t))
 	}
@@ -193,6 +201,11 @@ func TestSandboxAsAUser(t *testing.T) {
 	if _, err := sandbox.Probe(vip, 80); err != nil {
 		t.Fatalf("demo after resume: %v", err)
 	}
+	// The resumed sandbox as a living cloud.
+	checkMetrics(t, r)
+	checkLocalTraffic(ctx, t, cs)
+	checkCCMKilled(ctx, t, cs, r, p)
+	checkNodesFollowInstances(ctx, t, cs, r)
 	stopAndCheck(t, p, r)
 }
 
@@ -214,7 +227,8 @@ func TestSandboxBadInput(t *testing.T) {
 		want string
 	}{
 		"zero nodes":       {[]string{"--nodes=0"}, "--nodes=0"},
-		"negative latency": {[]string{"--latency=-5ms"}, "--latency=-5ms"},
+		"negative latency": {[]string{"--latency=-5ms"}, "--latency: latency: -5ms is out of range"},
+		"absurd rate":      {[]string{"--rate-limit=1e-300"}, "--rate-limit: rateLimit: 1e-300 is out of range"},
 		"port in use":      {[]string{"--apiserver-port=" + busyPort}, "--apiserver-port"},
 		"missing binary":   {[]string{"--bin-dir=" + t.TempDir()}, "make tools"},
 		"incompatible dir": {[]string{"--state-dir=" + incompatible}, "incompatible"},

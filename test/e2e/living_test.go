@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/stratus-ccm/stratus/internal/sandbox"
+)
+
+// sandboxEnv reads the env file the way `source` would, for the variables
+// the sandbox exports.
+func sandboxEnv(t *testing.T, state string) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(state, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "=")
+		if !ok || strings.HasPrefix(k, "#") {
+			continue
+		}
+		if uq, err := strconv.Unquote(v); err == nil {
+			v = uq
+		}
+		env[k] = v
+	}
+	return env
+}
+
+// userCLI runs `stratus localcloud ARGS` as a user who sourced the env file.
+func userCLI(t *testing.T, r sandboxRun, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(r.bin, append([]string{"localcloud"}, args...)...)
+	cmd.Env = os.Environ()
+	for k, v := range sandboxEnv(t, r.state) {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("stratus localcloud %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func waitCond(ctx context.Context, t *testing.T, what string, timeout time.Duration, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func vipOf(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) string {
+	t.Helper()
+	svc, err := cs.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
+		t.Fatalf("service %s: %v", name, err)
+	}
+	return svc.Status.LoadBalancer.Ingress[0].IP
+}
+
+// checkLocalTraffic: hello-local's traffic reaches only the nodes its
+// stand-in pods run on, once the load balancer's health checks have
+// excluded the others.
+func checkLocalTraffic(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	vip := vipOf(ctx, t, cs, sandbox.DemoLocalService)
+	svc, _ := cs.CoreV1().Services("default").Get(ctx, sandbox.DemoLocalService, metav1.GetOptions{})
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptrs := make([]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		ptrs[i] = &nodes.Items[i]
+	}
+	pods := sandbox.PodNodes(svc, ptrs)
+	if len(pods) == 0 || len(pods) == len(ptrs) {
+		t.Fatalf("stand-in pods on %v of %d nodes: ETP Local has nothing to exclude", pods, len(ptrs))
+	}
+	reached := map[string]int{}
+	waitCond(ctx, t, "hello-local to answer 20 times in a row", time.Minute, func(context.Context) (bool, error) {
+		clear(reached)
+		for range 20 {
+			line, err := sandbox.Probe(vip, 80)
+			if err != nil {
+				return false, nil
+			}
+			node := strings.Fields(strings.TrimPrefix(line, "hello from "))[0]
+			reached[node]++
+		}
+		return true, nil
+	})
+	for node := range reached {
+		if !pods[node] {
+			t.Errorf("traffic for an externalTrafficPolicy Local Service reached %s, which runs none of its pods (%v)", node, pods)
+		}
+	}
+}
+
+func checkMetrics(t *testing.T, r sandboxRun) {
+	env := sandboxEnv(t, r.state)
+	req, _ := http.NewRequest(http.MethodGet, env["STRATUS_METRICS_URL"], nil)
+	req.Header.Set("Authorization", "Bearer "+env["STRATUS_METRICS_TOKEN"])
+	// The controller manager's serving certificate is self-signed.
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "stratus_cloud_requests_total") {
+		t.Fatalf("metrics with the env file's token: %d\n%.500s", resp.StatusCode, body)
+	}
+}
+
+// ccmPIDs lists the sandbox's controller manager processes.
+func ccmPIDs(state string) []int {
+	var out []int
+	for _, l := range leftovers(state) {
+		pid, cmdline, _ := strings.Cut(l, ": ")
+		if strings.Contains(cmdline, " controller-manager ") {
+			n, _ := strconv.Atoi(pid)
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// checkCCMKilled: SIGKILL of the controller manager; the sandbox starts
+// it again within seconds, the new one takes the lease, and the demo keeps
+// answering throughout.
+func checkCCMKilled(ctx context.Context, t *testing.T, cs kubernetes.Interface, r sandboxRun, p interface{ Exited() bool }) {
+	pids := ccmPIDs(r.state)
+	if len(pids) != 1 {
+		t.Fatalf("controller manager processes: %v", pids)
+	}
+	vip := vipOf(ctx, t, cs, sandbox.DemoService)
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitCond(ctx, t, "a new controller manager process", 10*time.Second, func(context.Context) (bool, error) {
+		now := ccmPIDs(r.state)
+		return len(now) == 1 && now[0] != pids[0], nil
+	})
+	if _, err := sandbox.Probe(vip, 80); err != nil {
+		t.Fatalf("demo right after the controller manager was killed: %v", err)
+	}
+	lease, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := *lease.Spec.HolderIdentity
+	waitCond(ctx, t, "the new controller manager to take the lease", time.Minute, func(ctx context.Context) (bool, error) {
+		l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != old, nil
+	})
+	if _, err := sandbox.Probe(vip, 80); err != nil {
+		t.Fatalf("demo after the controller manager came back: %v", err)
+	}
+	if p.Exited() {
+		t.Fatal("the sandbox stopped after its controller manager was killed")
+	}
+}
+
+// checkNodesFollowInstances: deleting, stopping and creating instances
+// with the CLI deletes, taints and adds nodes, by Stratus' controllers.
+func checkNodesFollowInstances(ctx context.Context, t *testing.T, cs kubernetes.Interface, r sandboxRun) {
+	userCLI(t, r, "instances", "delete", "node-0003")
+	userCLI(t, r, "instances", "stop", "node-0002")
+	userCLI(t, r, "instances", "create", "node-0004")
+
+	waitCond(ctx, t, "node-0003 deleted after its instance was", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Nodes().Get(ctx, "node-0003", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	events, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=node-0003,reason=DeletingNode"})
+	if err != nil || len(events.Items) == 0 || !strings.Contains(events.Items[0].Source.Component+events.Items[0].ReportingController, "cloud") {
+		t.Errorf("no DeletingNode event from the controller manager for node-0003: %v %+v", err, events)
+	}
+	waitCond(ctx, t, "node-0002 tainted shutdown after its instance stopped", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "node-0002", metav1.GetOptions{})
+		return err == nil && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintNodeShutdown }), nil
+	})
+	waitCond(ctx, t, "node-0004 registered and initialized after its instance was created", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "node-0004", metav1.GetOptions{})
+		return err == nil && strings.HasPrefix(n.Spec.ProviderID, "localcloud://") &&
+			!slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider }), nil
+	})
+	if out := userCLI(t, r, "routes", "list"); !strings.Contains(out, "node-0004") {
+		t.Errorf("routes list (the env file's cluster) does not show node-0004's route:\n%s", out)
+	}
+}

@@ -67,6 +67,10 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	migration, err := loadMigration(o)
+	if err != nil {
+		return err
+	}
 	restCfg, err := kubeConfig(o)
 	if err != nil {
 		return err
@@ -107,11 +111,12 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		return err
 	}
 	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters, restCfg: restCfg,
-		informers: informerFactory, ids: ids}); err != nil {
+		informers: informerFactory, ids: ids, migration: migration}); err != nil {
 		return fmt.Errorf("add controllers: %w", err)
 	}
 	log.Info("Starting cloud controller manager", "provider", c.ProviderName(), "controllers", enabled,
-		"serviceAccountCredentials", o.UseServiceAccountCredentials, "leaderElect", o.LeaderElect, "lease", o.LeaderElectNamespace+"/"+o.LeaderElectName)
+		"serviceAccountCredentials", o.UseServiceAccountCredentials, "leaderElect", o.LeaderElect, "lease", o.LeaderElectNamespace+"/"+o.LeaderElectName,
+		"leaderMigration", migration.String())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("controller manager: %w", err)
 	}
@@ -242,6 +247,9 @@ type controllersRunnable struct {
 	// ids gives each controller its own API identity; nil leaves
 	// cc.NewClients as it is.
 	ids *identities
+	// migration, when set, moves some controllers under the migration
+	// lease (upstream's leader migration); nil runs all under the main one.
+	migration *migrationPlan
 }
 
 func (r *controllersRunnable) NeedLeaderElection() bool { return true }
@@ -260,8 +268,31 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 	if u, ok := r.cc.Cloud.Unwrap().(cloudprovider.InformerUser); ok {
 		u.SetInformers(r.informers)
 	}
+	mainSet, migrated, unowned := r.migration.split(r.enabled)
+	if len(unowned) > 0 {
+		log.Info("Leader migration: controllers left to the other component", "controllers", unowned)
+	}
+	defer r.informers.Shutdown()
+	if err := r.start(ctx, mainSet); err != nil {
+		return err
+	}
+	if r.migration != nil {
+		// As upstream: the migration lease is tried only once the main one
+		// is held, and its controllers start only under it.
+		return runMigrationLease(ctx, r.restCfg, r.cc.Options, r.migration, func(ctx context.Context) error {
+			return r.start(ctx, migrated)
+		})
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// start runs the start functions of the named controllers, then the
+// informers they asked for.
+func (r *controllersRunnable) start(ctx context.Context, names []string) error {
+	log := klog.FromContext(ctx)
 	var errs []error
-	for _, name := range r.enabled {
+	for _, name := range names {
 		start, ok := r.starters[name]
 		if !ok {
 			log.Info("Controller not available in this build", "controller", name)
@@ -282,9 +313,8 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 	}
 	// Started last, as upstream does, so every informer the provider or a
 	// controller asked for is started here; one nobody asked for costs
-	// nothing.
+	// nothing. A second call (the migrated controllers) starts only the
+	// informers added since.
 	r.informers.Start(ctx.Done())
-	defer r.informers.Shutdown()
-	<-ctx.Done()
 	return nil
 }

@@ -17,8 +17,6 @@ var unsupportedFlags = []struct {
 	isBool bool
 }{
 	{"contention-profiling", true},
-	{"enable-leader-migration", true},
-	{"leader-migration-config", false},
 	{"external-cloud-volume-plugin", false},
 	{"feature-gates", false},
 	{"node-sync-period", false},

@@ -37,6 +37,9 @@ func (o *Options) validate(known []knownController) error {
 	if _, err := resolveControllers(o.Controllers, known); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := loadMigration(o); err != nil {
+		errs = append(errs, err)
+	}
 	if o.KubeAPIQPS <= 0 {
 		bad("kube-api-qps", o.KubeAPIQPS, "must be greater than 0")
 	}

@@ -1,0 +1,190 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	cmconfig "k8s.io/controller-manager/config"
+	migrationconfig "k8s.io/controller-manager/pkg/leadermigration/config"
+)
+
+// ComponentName is the component a leader migration configuration names to
+// give a controller to this process: Stratus takes the upstream
+// cloud-controller-manager's place, so it answers to that name (and "*").
+const ComponentName = "cloud-controller-manager"
+
+// legacyMigrationNames are controller names that upstream's own default
+// LeaderMigrationConfiguration still uses (the kube-controller-manager's
+// names from before 1.28). A cloud-controller-manager matches migration
+// entries by exact name, so these match none of its controllers, in
+// upstream and in Stratus alike; they are accepted so that upstream's
+// default and files written against it load unchanged.
+var legacyMigrationNames = map[string]bool{
+	"route-controller":   true,
+	"service-controller": true,
+}
+
+// MigrationOptions are upstream's leader migration flags.
+type MigrationOptions struct {
+	// Enabled is --enable-leader-migration.
+	Enabled bool
+	// ConfigFile is --leader-migration-config; empty means upstream's default
+	// configuration for the cloud-controller-manager.
+	ConfigFile string
+}
+
+func (m *MigrationOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&m.Enabled, "enable-leader-migration", m.Enabled,
+		"Whether to enable controller leader migration: the controllers named in the migration configuration run under the migration lease, the others under the main one.")
+	fs.StringVar(&m.ConfigFile, "leader-migration-config", m.ConfigFile,
+		"Path to the LeaderMigrationConfiguration file (controllermanager.config.k8s.io/v1, v1beta1 or v1alpha1), or empty for upstream's default configuration.")
+}
+
+// migrationPlan is a loaded leader migration configuration, reduced to what
+// the controller manager needs: the lease and which controllers it guards.
+type migrationPlan struct {
+	LeaseName string
+	// migrated holds the controllers this process runs under the migration
+	// lease; unowned the ones another component runs, which this process
+	// must not start at all.
+	migrated map[string]bool
+	unowned  map[string]bool
+}
+
+// place says under which lock a controller runs.
+type place int
+
+const (
+	placeMain place = iota
+	placeMigration
+	placeNowhere
+)
+
+func (p *migrationPlan) place(controller string) place {
+	switch {
+	case p == nil:
+		return placeMain
+	case p.migrated[controller]:
+		return placeMigration
+	case p.unowned[controller]:
+		return placeNowhere
+	default:
+		return placeMain
+	}
+}
+
+// loadMigration reads, decodes (with upstream's scheme, strictly) and
+// validates the leader migration configuration, and checks it against the
+// rest of the flags. It returns nil when migration is off.
+func loadMigration(o *Options) (*migrationPlan, error) {
+	m := o.Migration
+	if !m.Enabled {
+		if m.ConfigFile != "" {
+			return nil, fmt.Errorf("--leader-migration-config=%s: needs --enable-leader-migration (upstream ignores the file without it; Stratus refuses rather than run unmigrated)", m.ConfigFile)
+		}
+		return nil, nil
+	}
+	if !o.LeaderElect {
+		return nil, errors.New("--enable-leader-migration: needs --leader-elect=true (leader migration is a second lease next to the leader election one)")
+	}
+	where := "--leader-migration-config=" + m.ConfigFile
+	cfg := migrationconfig.DefaultLeaderMigrationConfiguration()
+	if m.ConfigFile == "" {
+		where = "upstream's default leader migration configuration"
+	} else {
+		var err error
+		if cfg, err = migrationconfig.ReadLeaderMigrationConfiguration(m.ConfigFile); err != nil {
+			return nil, fmt.Errorf("%s: %w (want kind LeaderMigrationConfiguration, apiVersion controllermanager.config.k8s.io/v1)", where, err)
+		}
+	}
+	errs := migrationconfig.ValidateLeaderMigrationConfiguration(cfg)
+	errs = append(errs, validateMigrationForStratus(cfg, o)...)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
+	}
+	plan := &migrationPlan{LeaseName: cfg.LeaderName, migrated: map[string]bool{}, unowned: map[string]bool{}}
+	for _, l := range cfg.ControllerLeaders {
+		if l.Component == ComponentName || l.Component == "*" {
+			plan.migrated[l.Name] = true
+		} else {
+			plan.unowned[l.Name] = true
+		}
+	}
+	return plan, nil
+}
+
+// validateMigrationForStratus adds what Stratus needs beyond upstream's own
+// validation: only Lease locks, a lease distinct from the main one, and
+// controller names that exist (a typo would otherwise silently leave the
+// controller under the main lock, in two processes at once).
+func validateMigrationForStratus(cfg *cmconfig.LeaderMigrationConfiguration, o *Options) field.ErrorList {
+	var errs field.ErrorList
+	if cfg.ResourceLock != migrationconfig.ResourceLockLeases {
+		errs = append(errs, field.NotSupported(field.NewPath("resourceLock"), cfg.ResourceLock, []string{migrationconfig.ResourceLockLeases}))
+	}
+	if cfg.LeaderName == o.LeaderElectName {
+		errs = append(errs, field.Invalid(field.NewPath("leaderName"), cfg.LeaderName,
+			"must differ from --leader-elect-resource-name: the migration lease sits next to the main one"))
+	}
+	known := map[string]bool{}
+	for _, n := range allControllers {
+		known[n] = true
+	}
+	seen := map[string]bool{}
+	for i, l := range cfg.ControllerLeaders {
+		p := field.NewPath("controllerLeaders").Index(i).Child("name")
+		switch {
+		case l.Name == "":
+			// upstream's validation reports it
+		case controllerAliases[l.Name] != "":
+			errs = append(errs, field.Invalid(p, l.Name, fmt.Sprintf("migration entries match controllers by their full name; use %q", controllerAliases[l.Name])))
+		case !known[l.Name] && !legacyMigrationNames[l.Name]:
+			errs = append(errs, field.NotSupported(p, l.Name, migrationNames()))
+		case seen[l.Name]:
+			errs = append(errs, field.Duplicate(p, l.Name))
+		}
+		seen[l.Name] = true
+	}
+	return errs
+}
+
+func migrationNames() []string {
+	out := append([]string(nil), allControllers...)
+	for n := range legacyMigrationNames {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// split divides the enabled controllers between the main and the migration
+// lease, dropping the ones another component owns.
+func (p *migrationPlan) split(enabled []string) (mainSet, migrated, unowned []string) {
+	for _, n := range enabled {
+		switch p.place(n) {
+		case placeMain:
+			mainSet = append(mainSet, n)
+		case placeMigration:
+			migrated = append(migrated, n)
+		case placeNowhere:
+			unowned = append(unowned, n)
+		}
+	}
+	return mainSet, migrated, unowned
+}
+
+func (p *migrationPlan) String() string {
+	if p == nil {
+		return "off"
+	}
+	var m []string
+	for n := range p.migrated {
+		m = append(m, n)
+	}
+	sort.Strings(m)
+	return p.LeaseName + ": " + strings.Join(m, ",")
+}

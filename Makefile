@@ -32,7 +32,16 @@ $(BIN)/stratus: FORCE
 FORCE:
 
 # tools builds only what is missing or older than hack/tools' go.mod/go.sum.
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok
+tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm
+
+# upstream-ccm is upstream's cloud-controller-manager (k8s.io/cloud-provider's
+# app) linked with the localcloud provider: the incumbent of the takeover and
+# leader migration tests, and the benchmark peer. bench/ is its own module; it
+# links this module's provider, so provider changes rebuild it too.
+UPSTREAM_CCM_SRC := bench/go.mod bench/go.sum $(wildcard bench/cmd/upstream-ccm/*.go) \
+	$(shell find pkg/providers/localcloud pkg/localcloud/api pkg/localcloud/client pkg/cloud -name '*.go' -not -name '*_test.go' 2>/dev/null)
+$(BIN)/upstream-ccm: $(UPSTREAM_CCM_SRC)
+	cd bench && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ ./cmd/upstream-ccm
 
 $(BIN)/kube-apiserver: $(TOOLS_MOD)
 	cd hack/tools && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
@@ -88,6 +97,5 @@ clean:
 # smoke run; BENCH_SCENARIOS=nodeinit,lb,steady,failover selects scenarios.
 .PHONY: bench
 bench: tools build
-	cd bench && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/upstream-ccm ./cmd/upstream-ccm
 	cd bench && $(GO) build -o $(BIN)/bench ./cmd/bench
 	$(BIN)/bench -root $(CURDIR) -bin $(BIN)

@@ -1,0 +1,180 @@
+package migration
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stratus-ccm/stratus/pkg/testbed"
+)
+
+const (
+	nodeCount = 3
+	// settlePasses is how many route reconciliations (one ListRoutes each,
+	// every 10 s in both implementations) the new leader must complete
+	// before the switch is judged: by then it has synced every Service and
+	// Node once and run its periodic loops at least once.
+	settlePasses = 2
+)
+
+// TestTakeover proves that Stratus takes over from the upstream
+// cloud-controller-manager, and hands back to it, without touching a load
+// balancer, a route, a VIP or a node, while traffic flows: upstream →
+// Stratus as a plain replacement (upstream keeps its lease on SIGTERM, so
+// the gap is its lease expiry), Stratus → upstream (Stratus releases its
+// lease), and upstream → Stratus with the documented hand-over (delete the
+// Lease once the old process is gone).
+func TestTakeover(t *testing.T) {
+	ctx := testbed.Context(t, 12*time.Minute)
+	c := newCluster(t, ctx)
+	c.addNodes(nodeCount)
+	up := c.start("upstream", "upstream-1")
+	c.waitFor("upstream to initialize the nodes", 2*time.Minute, c.allNodesInitialized, up)
+	svcs := services()
+	c.createServices(svcs)
+	protos := map[string]string{}
+	for _, s := range svcs {
+		protos[s.Name] = string(s.Spec.Ports[0].Protocol)
+	}
+	var vips map[string]string
+	c.waitFor("upstream to publish every load balancer and route", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var err error
+		if vips, err = c.vips(ctx); err != nil {
+			return false, nil
+		}
+		for name, vip := range vips {
+			if vip == "" || probe(protos[name], vip) != nil {
+				return false, nil
+			}
+		}
+		routes, err := c.cloud.ListRoutes(ctx, clusterName)
+		return err == nil && len(routes) == nodeCount, nil
+	}, up)
+
+	stratus := c.switchOver(t, up, "stratus", "stratus-1", vips, protos, false)
+	up2 := c.switchOver(t, stratus, "upstream", "upstream-2", vips, protos, false)
+	c.switchOver(t, up2, "stratus", "stratus-2", vips, protos, true)
+}
+
+// switchOver starts the successor next to the running leader, stops the
+// leader with SIGTERM and checks what changed until the successor has
+// settled. With handOver, the test deletes the Lease once the old leader
+// has exited, as docs/migration.md tells operators to.
+func (c *cluster) switchOver(t *testing.T, from *ccm, kind, name string, vips, protos map[string]string, handOver bool) *ccm {
+	t.Helper()
+	lbsBefore, err := c.lbs(c.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routesBefore, err := c.cloud.ListRoutes(c.ctx, clusterName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holderBefore, _, err := c.lease(c.ctx, mainLease)
+	if err != nil || holderBefore == "" {
+		t.Fatalf("lease before the switch: %q, %v", holderBefore, err)
+	}
+	if err := c.cloud.ResetStats(c.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := c.recordWrites(t)
+	tr := startTraffic(c.ctx, t, vips["tcp"], vips, protos)
+
+	to := c.start(kind, name)
+	c.waitFor(name+" to serve /healthz", time.Minute, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:"+strconv.Itoa(to.port)+"/healthz", nil)
+		resp, err := insecure.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}, to)
+	if h, _, _ := c.lease(c.ctx, mainLease); h != holderBefore {
+		t.Fatalf("%s took the lease (%q) while %s held it", name, h, from.name)
+	}
+	if err := from.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := from.Wait(time.Minute); err != nil {
+		t.Fatalf("%s after SIGTERM: %v", from.name, err)
+	}
+	exited := time.Now()
+	if handOver {
+		err := c.cs.CoordinationV1().Leases(leaseNS).Delete(c.ctx, mainLease, metav1.DeleteOptions{})
+		if err != nil {
+			t.Fatalf("hand-over: delete the lease: %v", err)
+		}
+	}
+	var acquired time.Time
+	c.waitFor(name+" to take the lease", time.Minute, func(ctx context.Context) (bool, error) {
+		h, at, err := c.lease(ctx, mainLease)
+		acquired = at
+		return err == nil && h != "" && h != holderBefore, nil
+	}, to)
+	gap := acquired.Sub(exited)
+	var listsAtAcquire int64
+	if st, err := c.cloud.Stats(c.ctx); err == nil {
+		listsAtAcquire = st.Count("ListRoutes")
+	}
+	c.waitFor(name+" to settle", time.Minute, func(ctx context.Context) (bool, error) {
+		st, err := c.cloud.Stats(ctx)
+		return err == nil && st.Count("ListRoutes") >= listsAtAcquire+settlePasses, nil
+	}, to)
+	tr.end()
+	changes, events := w.end()
+
+	stats, err := c.cloud.Stats(c.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lbsAfter, err := c.lbs(c.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vipsAfter, err := c.vips(c.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routesAfter, err := c.cloud.ListRoutes(c.ctx, clusterName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s → %s (hand-over %v): gap %.1fs with no leader; cloud writes: CreateLoadBalancer %d, UpdateLoadBalancer %d, DeleteLoadBalancer %d, CreateRoute %d, DeleteRoute %d; %s; API writes: %s; events: %d (%s)",
+		from.name, name, handOver, gap.Seconds(), stats.Count("CreateLoadBalancer"), stats.Count("UpdateLoadBalancer"),
+		stats.Count("DeleteLoadBalancer"), stats.Count("CreateRoute"), stats.Count("DeleteRoute"), tr, summary(changes), len(events), summary(events))
+
+	for _, op := range []string{"CreateLoadBalancer", "DeleteLoadBalancer", "CreateRoute", "DeleteRoute", "CreateInstance", "DeleteInstance"} {
+		if n := stats.Count(op); n != 0 {
+			t.Errorf("%s → %s: %d %s calls, want 0", from.name, name, n, op)
+		}
+	}
+	if !maps.Equal(lbsBefore, lbsAfter) {
+		t.Errorf("load balancers changed: %v → %v", lbsBefore, lbsAfter)
+	}
+	if !maps.Equal(vips, vipsAfter) {
+		t.Errorf("VIPs changed: %v → %v", vips, vipsAfter)
+	}
+	if len(routesAfter) != len(routesBefore) {
+		t.Errorf("routes: %d → %d", len(routesBefore), len(routesAfter))
+	}
+	if tr.heldFail.Load() != 0 || tr.freshFail.Load() != 0 || tr.held.Load() == 0 {
+		t.Errorf("traffic during the switch: %s; first error: %v", tr, tr.firstErr.Load())
+	}
+	if len(changes) != 0 {
+		t.Errorf("writes to Nodes or Services during the switch, where nothing changed: %s", summary(changes))
+	}
+	// Both announce every load balancer they sync when they start (two
+	// events per Service, as upstream does), and the new leader its
+	// election; more than that is a storm.
+	if len(events) > 2*len(vips)+1 {
+		t.Errorf("%d events during the switch, more than 2 per Service and 1 election: %s", len(events), summary(events))
+	}
+	return to
+}

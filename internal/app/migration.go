@@ -37,6 +37,14 @@ type MigrationOptions struct {
 	ConfigFile string
 }
 
+// addSwitchFlags registers the flags for switching from another
+// cloud-controller-manager: upstream's leader migration, and observe mode.
+func (o *Options) addSwitchFlags(fs *pflag.FlagSet) {
+	o.Migration.addFlags(fs)
+	fs.BoolVar(&o.Observe, "observe", o.Observe,
+		"Observe mode: run beside the cloud-controller-manager in charge, read everything and change nothing (API writes are server-side dry runs, mutating cloud calls are refused), and report what would have been done. Implies no leader election.")
+}
+
 func (m *MigrationOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&m.Enabled, "enable-leader-migration", m.Enabled,
 		"Whether to enable controller leader migration: the controllers named in the migration configuration run under the migration lease, the others under the main one.")
@@ -82,6 +90,9 @@ func (p *migrationPlan) place(controller string) place {
 // rest of the flags. It returns nil when migration is off.
 func loadMigration(o *Options) (*migrationPlan, error) {
 	m := o.Migration
+	if o.Observe && m.Enabled {
+		return nil, errors.New("--observe with --enable-leader-migration: observe mode takes no lease and runs no controller for real; choose one")
+	}
 	if !m.Enabled {
 		if m.ConfigFile != "" {
 			return nil, fmt.Errorf("--leader-migration-config=%s: needs --enable-leader-migration (upstream ignores the file without it; Stratus refuses rather than run unmigrated)", m.ConfigFile)

@@ -50,6 +50,7 @@ type Options struct {
 	LeaderElectNamespace  string
 	ControllerStartPeriod time.Duration
 	Migration             MigrationOptions
+	Observe               bool
 
 	NodeMonitorPeriod           time.Duration
 	NodeStatusUpdateFrequency   time.Duration
@@ -192,7 +193,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.OrphanedLoadBalancerGrace, "orphaned-load-balancer-grace-period", o.OrphanedLoadBalancerGrace, "How long a load balancer must stay orphaned before it is deleted.")
 	fs.DurationVar(&o.OrphanedLoadBalancerInterval, "orphaned-load-balancer-check-period", o.OrphanedLoadBalancerInterval, "How often owned load balancers are listed to find orphans.")
 
-	o.Migration.addFlags(fs)
+	o.addSwitchFlags(fs)
 	logsapi.AddFlags(o.Logs, fs)
 	o.addUnsupportedFlags(fs)
 }

@@ -27,6 +27,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // UserAgent identifies Stratus in API server audit logs and metrics.
@@ -87,7 +88,15 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	c, err := cloud.Instrument(provider, cloud.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics})
+	var rec *observe.Recorder
+	if o.Observe {
+		if rec, err = observe.NewRecorder(deps.Metrics); err != nil {
+			return err
+		}
+		restCfg = observeConfig(restCfg, rec)
+		defer logObserveSummary(ctx, rec)
+	}
+	c, err := cloud.Instrument(provider, cloud.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics, Observe: rec})
 	if err != nil {
 		return err
 	}
@@ -116,7 +125,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	}
 	log.Info("Starting cloud controller manager", "provider", c.ProviderName(), "controllers", enabled,
 		"serviceAccountCredentials", o.UseServiceAccountCredentials, "leaderElect", o.LeaderElect, "lease", o.LeaderElectNamespace+"/"+o.LeaderElectName,
-		"leaderMigration", migration.String())
+		"leaderMigration", migration.String(), "observe", o.Observe)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("controller manager: %w", err)
 	}
@@ -167,11 +176,13 @@ func newManager(o *Options, restCfg *rest.Config) (manager.Manager, error) {
 	}
 	resync := o.MinResyncPeriod
 	mgr, err := manager.New(restCfg, manager.Options{
-		Scheme:                        scheme,
-		Logger:                        klog.Background(),
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
-		LeaderElection:                o.LeaderElect,
+		Scheme:                 scheme,
+		Logger:                 klog.Background(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Observe mode takes no lease: it must not displace the
+		// controller manager in charge, and it changes nothing anyway.
+		LeaderElection:                o.LeaderElect && !o.Observe,
 		LeaderElectionResourceLock:    "leases",
 		LeaderElectionID:              o.LeaderElectName,
 		LeaderElectionNamespace:       o.LeaderElectNamespace,

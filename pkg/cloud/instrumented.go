@@ -10,6 +10,8 @@ import (
 	"golang.org/x/time/rate"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // Results recorded in stratus_cloud_requests_total's "result" label.
@@ -31,6 +33,9 @@ type Options struct {
 	Burst int
 	// Registerer receives the wrapper's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// Observe, when set, turns on observe mode: reads pass, mutating calls
+	// are recorded here as planned changes and refused with ErrObserveOnly.
+	Observe *observe.Recorder
 }
 
 // Cloud wraps a provider so that every call is counted, timed and
@@ -41,6 +46,7 @@ type Cloud struct {
 	provider cloudprovider.Interface
 	limiter  *rate.Limiter
 	metrics  *metrics
+	observer *observe.Recorder
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -64,7 +70,7 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cloud{provider: p, limiter: rate.NewLimiter(limit, o.Burst), metrics: m}, nil
+	return &Cloud{provider: p, limiter: rate.NewLimiter(limit, o.Burst), metrics: m, observer: o.Observe}, nil
 }
 
 // Unwrap returns the provider as it was given.

@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // InstancesV2 returns the provider's InstancesV2, instrumented.
@@ -129,6 +131,10 @@ func (w *instances) InstanceTypeByProviderID(ctx context.Context, id string) (st
 }
 
 func (w *instances) AddSSHKeyToAllInstances(ctx context.Context, user string, key []byte) error {
+	if w.c.observer != nil {
+		return w.c.refuse(ctx, "AddSSHKeyToAllInstances", observe.Change{Kind: "instances", Action: observe.ActionUpdate,
+			Object: "all instances", Diff: "SSH key added for user " + user})
+	}
 	return call0(ctx, w.c, "AddSSHKeyToAllInstances", func(ctx context.Context) error {
 		return w.in.AddSSHKeyToAllInstances(ctx, user, key)
 	})

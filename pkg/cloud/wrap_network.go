@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // LoadBalancer returns the provider's LoadBalancer, instrumented.
@@ -54,18 +56,28 @@ func (w *loadBalancer) GetLoadBalancerName(ctx context.Context, cluster string, 
 }
 
 func (w *loadBalancer) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	if w.c.observer != nil {
+		return w.observeEnsure(ctx, "EnsureLoadBalancer", cluster, svc, nodes)
+	}
 	return call(ctx, w.c, "EnsureLoadBalancer", func(ctx context.Context) (*v1.LoadBalancerStatus, error) {
 		return w.lb.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 	})
 }
 
 func (w *loadBalancer) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
+	if w.c.observer != nil {
+		_, err := w.observeEnsure(ctx, "UpdateLoadBalancer", cluster, svc, nodes)
+		return err
+	}
 	return call0(ctx, w.c, "UpdateLoadBalancer", func(ctx context.Context) error {
 		return w.lb.UpdateLoadBalancer(ctx, cluster, svc, nodes)
 	})
 }
 
 func (w *loadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {
+	if w.c.observer != nil {
+		return w.observeDelete(ctx, cluster, svc)
+	}
 	return call0(ctx, w.c, "EnsureLoadBalancerDeleted", func(ctx context.Context) error {
 		return w.lb.EnsureLoadBalancerDeleted(ctx, cluster, svc)
 	})
@@ -103,12 +115,18 @@ func (w *routes) ListRoutes(ctx context.Context, cluster string) ([]*cloudprovid
 }
 
 func (w *routes) CreateRoute(ctx context.Context, cluster, nameHint string, route *cloudprovider.Route) error {
+	if w.c.observer != nil {
+		return w.c.refuse(ctx, "CreateRoute", routeChange(observe.ActionCreate, route))
+	}
 	return call0(ctx, w.c, "CreateRoute", func(ctx context.Context) error {
 		return w.r.CreateRoute(ctx, cluster, nameHint, route)
 	})
 }
 
 func (w *routes) DeleteRoute(ctx context.Context, cluster string, route *cloudprovider.Route) error {
+	if w.c.observer != nil {
+		return w.c.refuse(ctx, "DeleteRoute", routeChange(observe.ActionDelete, route))
+	}
 	return call0(ctx, w.c, "DeleteRoute", func(ctx context.Context) error {
 		return w.r.DeleteRoute(ctx, cluster, route)
 	})

@@ -1,0 +1,339 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/stratus-ccm/stratus/pkg/observe"
+)
+
+// everything implements every provider interface and extension, records
+// each method that reaches it, and says every load balancer exists and
+// would change.
+type everything struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (p *everything) hit(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls == nil {
+		p.calls = map[string]int{}
+	}
+	p.calls[name]++
+}
+
+func (p *everything) reached(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[name] > 0
+}
+
+func (p *everything) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = nil
+}
+
+func (p *everything) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+func (p *everything) LoadBalancer() (cloudprovider.LoadBalancer, bool)                  { return p, true }
+func (p *everything) Instances() (cloudprovider.Instances, bool)                        { return p, true }
+func (p *everything) InstancesV2() (cloudprovider.InstancesV2, bool)                    { return p, true }
+func (p *everything) Zones() (cloudprovider.Zones, bool)                                { return p, true }
+func (p *everything) Clusters() (cloudprovider.Clusters, bool)                          { return p, true }
+func (p *everything) Routes() (cloudprovider.Routes, bool)                              { return p, true }
+func (p *everything) ProviderName() string                                              { return "everything" }
+func (p *everything) HasClusterID() bool                                                { return true }
+
+func (p *everything) GetLoadBalancer(context.Context, string, *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	p.hit("GetLoadBalancer")
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "192.0.2.1"}}}, true, nil
+}
+
+func (p *everything) GetLoadBalancerName(context.Context, string, *v1.Service) string {
+	p.hit("GetLoadBalancerName")
+	return "lb-1"
+}
+
+func (p *everything) EnsureLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	p.hit("EnsureLoadBalancer")
+	return &v1.LoadBalancerStatus{}, nil
+}
+
+func (p *everything) UpdateLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) error {
+	p.hit("UpdateLoadBalancer")
+	return nil
+}
+
+func (p *everything) EnsureLoadBalancerDeleted(context.Context, string, *v1.Service) error {
+	p.hit("EnsureLoadBalancerDeleted")
+	return nil
+}
+
+func (p *everything) PlanLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) ([]string, error) {
+	p.hit("PlanLoadBalancer")
+	return []string{"backends: +[i-2] -[]"}, nil
+}
+
+func (p *everything) ListLoadBalancers(context.Context, string) ([]LoadBalancer, error) {
+	p.hit("ListLoadBalancers")
+	return nil, nil
+}
+
+func (p *everything) ListRoutes(context.Context, string) ([]*cloudprovider.Route, error) {
+	p.hit("ListRoutes")
+	return nil, nil
+}
+
+func (p *everything) CreateRoute(context.Context, string, string, *cloudprovider.Route) error {
+	p.hit("CreateRoute")
+	return nil
+}
+
+func (p *everything) DeleteRoute(context.Context, string, *cloudprovider.Route) error {
+	p.hit("DeleteRoute")
+	return nil
+}
+
+func (p *everything) NodeAddresses(context.Context, types.NodeName) ([]v1.NodeAddress, error) {
+	p.hit("NodeAddresses")
+	return nil, nil
+}
+
+func (p *everything) NodeAddressesByProviderID(context.Context, string) ([]v1.NodeAddress, error) {
+	p.hit("NodeAddressesByProviderID")
+	return nil, nil
+}
+
+func (p *everything) InstanceID(context.Context, types.NodeName) (string, error) {
+	p.hit("InstanceID")
+	return "", nil
+}
+
+func (p *everything) InstanceType(context.Context, types.NodeName) (string, error) {
+	p.hit("InstanceType")
+	return "", nil
+}
+
+func (p *everything) InstanceTypeByProviderID(context.Context, string) (string, error) {
+	p.hit("InstanceTypeByProviderID")
+	return "", nil
+}
+
+func (p *everything) AddSSHKeyToAllInstances(context.Context, string, []byte) error {
+	p.hit("AddSSHKeyToAllInstances")
+	return nil
+}
+
+func (p *everything) CurrentNodeName(context.Context, string) (types.NodeName, error) {
+	p.hit("CurrentNodeName")
+	return "", nil
+}
+
+func (p *everything) InstanceExistsByProviderID(context.Context, string) (bool, error) {
+	p.hit("InstanceExistsByProviderID")
+	return true, nil
+}
+
+func (p *everything) InstanceShutdownByProviderID(context.Context, string) (bool, error) {
+	p.hit("InstanceShutdownByProviderID")
+	return false, nil
+}
+
+func (p *everything) InstanceExists(context.Context, *v1.Node) (bool, error) {
+	p.hit("InstanceExists")
+	return true, nil
+}
+
+func (p *everything) InstanceShutdown(context.Context, *v1.Node) (bool, error) {
+	p.hit("InstanceShutdown")
+	return false, nil
+}
+
+func (p *everything) InstanceMetadata(context.Context, *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	p.hit("InstanceMetadata")
+	return &cloudprovider.InstanceMetadata{}, nil
+}
+
+func (p *everything) ListInstances(context.Context) ([]Instance, error) {
+	p.hit("ListInstances")
+	return nil, nil
+}
+
+func (p *everything) GetZone(context.Context) (cloudprovider.Zone, error) {
+	p.hit("GetZone")
+	return cloudprovider.Zone{}, nil
+}
+
+func (p *everything) GetZoneByProviderID(context.Context, string) (cloudprovider.Zone, error) {
+	p.hit("GetZoneByProviderID")
+	return cloudprovider.Zone{}, nil
+}
+
+func (p *everything) GetZoneByNodeName(context.Context, types.NodeName) (cloudprovider.Zone, error) {
+	p.hit("GetZoneByNodeName")
+	return cloudprovider.Zone{}, nil
+}
+
+func (p *everything) ListClusters(context.Context) ([]string, error) {
+	p.hit("ListClusters")
+	return nil, nil
+}
+
+func (p *everything) Master(context.Context, string) (string, error) {
+	p.hit("Master")
+	return "", nil
+}
+
+// mutatingMethods are the provider methods that change the cloud; observe
+// mode must refuse each. Every other method of every provider interface
+// must be listed in readMethods: a method in neither list fails the test,
+// so a new method cannot slip through unclassified.
+var mutatingMethods = map[string]bool{
+	"EnsureLoadBalancer": true, "UpdateLoadBalancer": true, "EnsureLoadBalancerDeleted": true,
+	"CreateRoute": true, "DeleteRoute": true, "AddSSHKeyToAllInstances": true,
+}
+
+var readMethods = map[string]bool{
+	"GetLoadBalancer": true, "GetLoadBalancerName": true, "ListLoadBalancers": true, "ListRoutes": true,
+	"NodeAddresses": true, "NodeAddressesByProviderID": true, "InstanceID": true, "InstanceType": true,
+	"InstanceTypeByProviderID": true, "CurrentNodeName": true, "InstanceExistsByProviderID": true,
+	"InstanceShutdownByProviderID": true, "InstanceExists": true, "InstanceShutdown": true,
+	"InstanceMetadata": true, "ListInstances": true, "GetZone": true, "GetZoneByProviderID": true,
+	"GetZoneByNodeName": true, "ListClusters": true, "Master": true, "PlanLoadBalancer": true,
+}
+
+// argFor builds a usable argument of type t.
+func argFor(t reflect.Type) reflect.Value {
+	switch t {
+	case reflect.TypeFor[context.Context]():
+		return reflect.ValueOf(context.Background())
+	case reflect.TypeFor[*v1.Service]():
+		return reflect.ValueOf(&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc", UID: "u1"},
+			Spec: v1.ServiceSpec{Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80}}}})
+	case reflect.TypeFor[[]*v1.Node]():
+		return reflect.ValueOf([]*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}})
+	case reflect.TypeFor[*v1.Node]():
+		return reflect.ValueOf(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	case reflect.TypeFor[*cloudprovider.Route]():
+		return reflect.ValueOf(&cloudprovider.Route{Name: "r1", TargetNode: "n1", DestinationCIDR: "10.0.1.0/24"})
+	}
+	return reflect.Zero(t)
+}
+
+func TestObserveRefusesEveryMutatingCall(t *testing.T) {
+	p := &everything{}
+	rec, err := observe.NewRecorder(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := instrument(t, p, Options{Observe: rec})
+
+	// Every capability the wrapper hands out, found by reflection on
+	// *Cloud: each method without arguments returning (interface, bool).
+	errType := reflect.TypeFor[error]()
+	surfaces := 0
+	cv := reflect.ValueOf(c)
+	for i := range cv.NumMethod() {
+		m := cv.Type().Method(i)
+		ft := m.Type
+		if ft.NumIn() != 1 || ft.NumOut() != 2 || ft.Out(0).Kind() != reflect.Interface || ft.Out(1).Kind() != reflect.Bool {
+			continue
+		}
+		out := cv.Method(i).Call(nil)
+		if !out[1].Bool() {
+			t.Errorf("Cloud.%s: not exposed over a provider that has it", m.Name)
+			continue
+		}
+		surfaces++
+		impl, iface := out[0], ft.Out(0)
+		for j := range iface.NumMethod() {
+			meth := iface.Method(j)
+			name := m.Name + "()." + meth.Name
+			if mutatingMethods[meth.Name] == readMethods[meth.Name] {
+				t.Errorf("%s is not classified: add it to mutatingMethods (observe mode refuses it) or readMethods", name)
+				continue
+			}
+			mt := impl.MethodByName(meth.Name).Type()
+			args := make([]reflect.Value, mt.NumIn())
+			for k := range args {
+				args[k] = argFor(mt.In(k))
+			}
+			p.reset()
+			res := impl.MethodByName(meth.Name).Call(args)
+			var callErr error
+			if last := res[len(res)-1]; last.Type() == errType && !last.IsNil() {
+				callErr = last.Interface().(error)
+			}
+			if mutatingMethods[meth.Name] {
+				if p.reached(meth.Name) {
+					t.Errorf("%s reached the provider in observe mode", name)
+				}
+				if !errors.Is(callErr, ErrObserveOnly) {
+					t.Errorf("%s returned %v, want ErrObserveOnly", name, callErr)
+				}
+				if got := requests(t, c, meth.Name, ResultRefused); got == 0 {
+					t.Errorf("%s: refusal not counted", name)
+				}
+			} else if !p.reached(meth.Name) {
+				t.Errorf("%s (a read) did not reach the provider in observe mode (err %v)", name, callErr)
+			}
+		}
+	}
+	if surfaces < 8 {
+		t.Errorf("found %d capabilities on *Cloud, want at least 8 (LoadBalancer, Routes, Instances, InstancesV2, Zones, Clusters and the extensions)", surfaces)
+	}
+	var planned []string
+	for _, ch := range rec.Changes() {
+		planned = append(planned, ch.String())
+	}
+	for _, want := range []string{"would update load-balancer lb-1", "would delete load-balancer lb-1", "would create route n1", "would delete route n1", "would update instance"} {
+		if !strings.Contains(strings.Join(planned, "\n"), want) {
+			t.Errorf("planned changes %q lack %q", planned, want)
+		}
+	}
+}
+
+// inSync plans no change: an ensure in observe mode then answers with the
+// current status, as the provider would, and records nothing.
+type inSync struct{ everything }
+
+func (p *inSync) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return p, true }
+func (p *inSync) PlanLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) ([]string, error) {
+	p.hit("PlanLoadBalancer")
+	return nil, nil
+}
+
+func TestObserveEnsureInSyncPlansNothing(t *testing.T) {
+	p := &inSync{}
+	rec, err := observe.NewRecorder(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := instrument(t, p, Options{Observe: rec})
+	lb, _ := c.LoadBalancer()
+	svc := argFor(reflect.TypeFor[*v1.Service]()).Interface().(*v1.Service)
+	st, err := lb.EnsureLoadBalancer(context.Background(), "c", svc, nil)
+	if err != nil || st == nil || st.Ingress[0].IP != "192.0.2.1" {
+		t.Fatalf("ensure in sync: %v, %v", st, err)
+	}
+	if err := lb.UpdateLoadBalancer(context.Background(), "c", svc, nil); err != nil {
+		t.Fatalf("update in sync: %v", err)
+	}
+	if p.reached("EnsureLoadBalancer") || p.reached("UpdateLoadBalancer") {
+		t.Error("a mutating call reached the provider")
+	}
+	if n := len(rec.Changes()); n != 0 {
+		t.Errorf("%d changes planned for a load balancer in sync: %v", n, rec.Changes())
+	}
+}

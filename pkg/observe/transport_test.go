@@ -1,0 +1,95 @@
+package observe_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
+)
+
+// TestDryRunAgainstAPIServer drives every kind of write through the
+// observe transport against a real API server: nothing is stored, writes
+// that would change something are recorded with their diff, and a write
+// that changes nothing is not.
+func TestDryRunAgainstAPIServer(t *testing.T) {
+	env := testbed.Start(t)
+	ctx := testbed.Context(t, 2*time.Minute)
+	admin := env.Clientset
+	if _, err := admin.CoreV1().Nodes().Create(ctx, testbed.NewNode("n1", testbed.NodeOptions{}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := observe.NewRecorder(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
+	cfg.UserAgent = "stratus/cloud-node-controller"
+	cfg.Wrap(observe.DryRun(rec))
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := cs.CoreV1().Nodes()
+
+	// A patch that changes a label: recorded with the diff, not stored.
+	if _, err := nodes.Patch(ctx, "n1", types.MergePatchType, []byte(`{"metadata":{"labels":{"zone":"a"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A patch that is already true: not recorded.
+	if _, err := nodes.Patch(ctx, "n1", types.MergePatchType, []byte(`{"metadata":{"labels":{"kubernetes.io/os":"linux"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A status update (PUT on the subresource).
+	n, err := nodes.Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
+	if _, err := nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes.Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes.Create(ctx, testbed.NewNode("n2", testbed.NodeOptions{}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	stored, err := admin.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("n1 after a dry-run delete: %v", err)
+	}
+	if stored.Labels["zone"] != "" || len(stored.Status.Addresses) != 0 {
+		t.Errorf("a dry run was stored: labels %v, addresses %v", stored.Labels, stored.Status.Addresses)
+	}
+	if _, err := admin.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{}); err == nil {
+		t.Error("n2 was created by a dry run")
+	}
+	var got []string
+	for _, c := range rec.Changes() {
+		got = append(got, c.String()+": "+c.Diff)
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		`would update node n1 (cloud-node-controller): metadata.labels.zone: <none> → "a"`,
+		`would update node/status n1 (cloud-node-controller): status.addresses: <none> → [{"address":"10.0.0.1","type":"InternalIP"}]`,
+		"would delete node n1 (cloud-node-controller)",
+		"would create node n2 (cloud-node-controller)",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("planned changes lack %q:\n%s", want, all)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("%d planned changes, want 4 (the no-op patch is not one):\n%s", len(got), all)
+	}
+}

@@ -1,0 +1,78 @@
+package localcloud
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+)
+
+var _ cloud.LoadBalancerPlanner = (*loadBalancers)(nil)
+
+// PlanLoadBalancer says what EnsureLoadBalancer would change, with reads
+// only: the same desired spec, compared field by field as specEqual does.
+func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) ([]string, error) {
+	spec, _, err := desired(svc, nodes)
+	if err != nil {
+		return nil, fmt.Errorf("localcloud: plan load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	lb, err := l.lookup(ctx, clusterOr(clusterName, l.defaultCluster), svc)
+	if err != nil {
+		return nil, fmt.Errorf("localcloud: plan load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	switch {
+	case lb == nil:
+		return []string{"load balancer created"}, nil
+	case lb.Status == api.LBDeleting:
+		return []string{"load balancer being deleted: created again once gone"}, nil
+	}
+	return specChanges(lb.LoadBalancerSpec, spec), nil
+}
+
+// specChanges lists what differs from have to want, as "field: old → new".
+func specChanges(have, want api.LoadBalancerSpec) []string {
+	var out []string
+	if !slices.Equal(have.Listeners, want.Listeners) {
+		out = append(out, fmt.Sprintf("listeners: %v → %v", have.Listeners, want.Listeners))
+	}
+	if added, removed := setDiff(have.Backends, want.Backends); len(added)+len(removed) > 0 {
+		out = append(out, fmt.Sprintf("backends: +[%s] -[%s]", strings.Join(added, ","), strings.Join(removed, ",")))
+	}
+	if added, removed := setDiff(have.SourceRanges, want.SourceRanges); len(added)+len(removed) > 0 {
+		out = append(out, fmt.Sprintf("sourceRanges: +[%s] -[%s]", strings.Join(added, ","), strings.Join(removed, ",")))
+	}
+	if have.HealthCheck != want.HealthCheck {
+		out = append(out, fmt.Sprintf("healthCheck: %+v → %+v", have.HealthCheck, want.HealthCheck))
+	}
+	if have.UDPIdleTimeoutMs != want.UDPIdleTimeoutMs {
+		out = append(out, fmt.Sprintf("udpIdleTimeoutMs: %d → %d", have.UDPIdleTimeoutMs, want.UDPIdleTimeoutMs))
+	}
+	return out
+}
+
+func setDiff(have, want []string) (added, removed []string) {
+	h, w := map[string]bool{}, map[string]bool{}
+	for _, s := range have {
+		h[s] = true
+	}
+	for _, s := range want {
+		w[s] = true
+		if !h[s] {
+			added = append(added, s)
+		}
+	}
+	for s := range h {
+		if !w[s] {
+			removed = append(removed, s)
+		}
+	}
+	sort.Strings(added)
+	sort.Strings(removed)
+	return added, removed
+}

@@ -134,7 +134,7 @@ func entryString(e metav1.ManagedFieldsEntry) string {
 		s = e.Time.String()
 	}
 	if e.FieldsV1 != nil {
-		s += string(e.FieldsV1.Raw)
+		s += e.FieldsV1.GetRawString()
 	}
 	return s
 }

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -52,6 +54,7 @@ type cluster struct {
 	binDir   string
 	nodes    map[string]string // name → internal IP
 	resp     *responder
+	token    string // see scrapeToken
 }
 
 func newCluster(t *testing.T, ctx context.Context) *cluster {
@@ -94,7 +97,7 @@ func newCluster(t *testing.T, ctx context.Context) *cluster {
 // addNodes creates n instances and registers their nodes as kubelets with
 // --cloud-provider=external do, each with a pod CIDR as the
 // kube-controller-manager's IPAM would have given it.
-func (c *cluster) addNodes(n int) {
+func (c *cluster) addNodes(n int, o testbed.NodeOptions) {
 	c.t.Helper()
 	first := len(c.nodes)
 	for i := first; i < first+n; i++ {
@@ -106,7 +109,7 @@ func (c *cluster) addNodes(n int) {
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		node := testbed.NewNode(name, testbed.NodeOptions{})
+		node := testbed.NewNode(name, o)
 		node.Spec.PodCIDR = fmt.Sprintf("10.244.%d.0/24", i)
 		node.Spec.PodCIDRs = []string{node.Spec.PodCIDR}
 		if _, err := c.cs.CoreV1().Nodes().Create(c.ctx, node, metav1.CreateOptions{}); err != nil {
@@ -125,7 +128,6 @@ func (c *cluster) ccmArgs(port int, certDir string) []string {
 		"--kubeconfig=" + c.env.Kubeconfig,
 		"--authentication-kubeconfig=" + c.env.Kubeconfig,
 		"--authorization-kubeconfig=" + c.env.Kubeconfig,
-		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 		"--cluster-name=" + clusterName,
 		"--leader-elect=true",
 		"--allocate-node-cidrs=true",
@@ -141,8 +143,9 @@ func (c *cluster) ccmArgs(port int, certDir string) []string {
 // ccm is one running controller manager.
 type ccm struct {
 	*testbed.Process
-	name string
-	port int
+	name  string
+	port  int
+	token string
 }
 
 // start runs "stratus" (Stratus) or "upstream" (the upstream peer).
@@ -156,10 +159,41 @@ func (c *cluster) start(kind, name string, extra ...string) *ccm {
 		args = append([]string{"controller-manager"}, args...)
 	}
 	p := testbed.StartProcess(c.t, filepath.Join(c.t.TempDir(), name+".log"), bin, args...)
-	return &ccm{Process: p, name: name, port: port}
+	return &ccm{Process: p, name: name, port: port, token: c.scrapeToken()}
 }
 
 var insecure = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // loopback self-signed serving certificate
+
+// scrapeToken returns a token the API server authenticates (TokenReview)
+// and authorizes for GET /metrics, which Stratus' /metrics requires.
+func (c *cluster) scrapeToken() string {
+	c.t.Helper()
+	if c.token != "" {
+		return c.token
+	}
+	const name, ns = "scraper", "kube-system"
+	cs := c.cs
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(c.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(c.ctx, role, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(c.ctx, binding, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(c.ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.token = tr.Status.Token
+	return c.token
+}
 
 // metrics returns the process' /metrics text.
 func (m *ccm) metrics(ctx context.Context) (string, error) {
@@ -167,6 +201,7 @@ func (m *ccm) metrics(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	req.Header.Set("Authorization", "Bearer "+m.token)
 	resp, err := insecure.Do(req)
 	if err != nil {
 		return "", err

@@ -1,0 +1,141 @@
+package migration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stratus-ccm/stratus/pkg/testbed"
+)
+
+const migrationLease = "ccm-migration"
+
+// migrationConfig moves the service and node lifecycle controllers between
+// components; "*" lets whichever holds the migration lease run them.
+const migrationConfig = `apiVersion: controllermanager.config.k8s.io/v1
+kind: LeaderMigrationConfiguration
+leaderName: ` + migrationLease + `
+controllerLeaders:
+  - name: service-lb-controller
+    component: "*"
+  - name: cloud-node-lifecycle-controller
+    component: "*"
+`
+
+// TestLeaderMigrationWithUpstream runs the upstream peer and Stratus side
+// by side with one LeaderMigrationConfiguration, as KEP-2436 runs the old
+// and the new controller manager: each under its own main lease (upstream
+// runs the other controllers there, Stratus only the migrated ones), both
+// campaigning for the migration lease. The migrated controllers run in the
+// holder only, as the leases and the writes show, and move to Stratus when
+// the holder is killed.
+func TestLeaderMigrationWithUpstream(t *testing.T) {
+	ctx := testbed.Context(t, 8*time.Minute)
+	c := newCluster(t, ctx)
+	c.addNodes(2, testbed.NodeOptions{})
+	cfg := filepath.Join(t.TempDir(), "migration.yaml")
+	if err := os.WriteFile(cfg, []byte(migrationConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	migration := []string{"--enable-leader-migration", "--leader-migration-config=" + cfg}
+	up := c.start("upstream", "upstream", append(migration, "--leader-elect-resource-name=upstream-main")...)
+	c.waitFor("upstream to hold both leases", time.Minute, func(ctx context.Context) (bool, error) {
+		mainHolder, _, err1 := c.lease(ctx, "upstream-main")
+		migHolder, _, err2 := c.lease(ctx, migrationLease)
+		return err1 == nil && err2 == nil && mainHolder != "" && migHolder == mainHolder, nil
+	}, up)
+	upstreamID, _, _ := c.lease(ctx, "upstream-main")
+	c.waitFor("upstream to initialize the nodes", 2*time.Minute, c.allNodesInitialized, up)
+
+	st := c.start("stratus", "stratus", append(migration, "--leader-elect-resource-name=stratus-main",
+		"--controllers=service-lb-controller,cloud-node-lifecycle-controller")...)
+	c.waitFor("Stratus to hold its main lease", time.Minute, func(ctx context.Context) (bool, error) {
+		h, _, err := c.lease(ctx, "stratus-main")
+		return err == nil && h != "", nil
+	}, st, up)
+
+	// While upstream holds the migration lease, a new Service is served by
+	// upstream's service controller alone.
+	c.createServices([]*corev1.Service{lbService("first", "TCP", nil)})
+	c.waitFor("upstream to publish the first load balancer", time.Minute, c.hasIngress("first"), up, st)
+	if h, _, _ := c.lease(ctx, migrationLease); h != upstreamID {
+		t.Fatalf("migration lease held by %q, want upstream %q", h, upstreamID)
+	}
+	assertServedBy(t, c, "first", "service-controller")
+	text, err := st.metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"GetLoadBalancer", "EnsureLoadBalancer", "UpdateLoadBalancer", "ListInstances", "InstanceExists"} {
+		if n := metricSum(text, "stratus_cloud_requests_total", `operation="`+op+`"`); n != 0 {
+			t.Errorf("Stratus made %v %s calls while upstream held the migration lease", n, op)
+		}
+	}
+
+	// Killing the holder moves the migrated controllers to Stratus once the
+	// lease expires; Stratus then serves the next Service alone.
+	if err := up.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	var acquired time.Time
+	c.waitFor("Stratus to take the migration lease", time.Minute, func(ctx context.Context) (bool, error) {
+		h, at, err := c.lease(ctx, migrationLease)
+		acquired = at
+		return err == nil && h != "" && h != upstreamID, nil
+	}, st)
+	t.Logf("migration lease moved to Stratus %.1fs after the holder was killed", acquired.Sub(killed).Seconds())
+	c.createServices([]*corev1.Service{lbService("second", "TCP", nil)})
+	c.waitFor("Stratus to publish the second load balancer", time.Minute, c.hasIngress("second"), st)
+	assertServedBy(t, c, "second", "service-lb-controller")
+	if text, err = st.metrics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := metricSum(text, "stratus_cloud_requests_total", `operation="EnsureLoadBalancer"`); n == 0 {
+		t.Error("Stratus counts no EnsureLoadBalancer call after it took the migration lease")
+	}
+	if h, _, _ := c.lease(ctx, "upstream-main"); h != upstreamID {
+		t.Errorf("Stratus took upstream's main lease: %q", h)
+	}
+}
+
+// hasIngress reports whether the Service has a load balancer ingress.
+func (c *cluster) hasIngress(name string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		vips, err := c.vips(ctx)
+		return err == nil && vips[name] != "", nil
+	}
+}
+
+// assertServedBy checks, from the Service's events, that exactly the named
+// service controller (upstream's "service-controller" or Stratus'
+// "service-lb-controller") acted on it.
+func assertServedBy(t *testing.T, c *cluster, svc, controller string) {
+	t.Helper()
+	evs, err := c.cs.CoreV1().Events(namespace).List(c.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var from []string
+	for _, e := range evs.Items {
+		src := e.ReportingController
+		if src == "" {
+			src = e.Source.Component
+		}
+		from = append(from, e.Reason+" from "+src)
+		if src != controller {
+			t.Errorf("service %s: event %s from %q, want only %q", svc, e.Reason, src, controller)
+		}
+	}
+	if len(from) == 0 {
+		t.Errorf("service %s: no events from %s", svc, controller)
+	}
+	t.Logf("service %s: %s", svc, strings.Join(from, ", "))
+}

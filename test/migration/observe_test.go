@@ -1,0 +1,178 @@
+package migration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
+)
+
+const planned = "stratus_observe_planned_changes_total"
+
+// TestObserveBesideUpstream runs Stratus with --observe beside a healthy
+// upstream cloud-controller-manager: in steady state it plans nothing and
+// writes nothing; with changes pending (a new Service, a node whose machine
+// is gone) while the incumbent is paused, it plans exactly what the
+// incumbent then does once it resumes.
+func TestObserveBesideUpstream(t *testing.T) {
+	ctx := testbed.Context(t, 8*time.Minute)
+	c := newCluster(t, ctx)
+	c.addNodes(2, testbed.NodeOptions{})
+	// One node whose readiness the test owns, to take its machine away.
+	gone := c.addUnmanagedNode()
+	// A long lease lets the incumbent be paused (SIGSTOP) without losing it.
+	up := c.start("upstream", "upstream", "--leader-elect-lease-duration=90s", "--leader-elect-renew-deadline=80s")
+	c.waitFor("upstream to initialize the nodes", 2*time.Minute, c.allNodesInitialized, up)
+	svcs := services()[:2]
+	c.createServices(svcs)
+	c.waitFor("upstream to publish the load balancers and routes", time.Minute, func(ctx context.Context) (bool, error) {
+		vips, err := c.vips(ctx)
+		routes, rerr := c.cloud.ListRoutes(ctx, clusterName)
+		return err == nil && rerr == nil && vips["tcp"] != "" && vips["udp"] != "" && len(routes) == len(c.nodes), nil
+	}, up)
+
+	if err := c.cloud.ResetStats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := c.recordWrites(t)
+	obs := c.start("stratus", "observer", "--observe")
+	c.waitFor("the observer to look at everything", time.Minute, func(ctx context.Context) (bool, error) {
+		text, err := obs.metrics(ctx)
+		return err == nil && metricSum(text, "stratus_cloud_requests_total", `operation="ListRoutes"`, `result="success"`) >= 2 &&
+			metricSum(text, "stratus_cloud_requests_total", `operation="PlanLoadBalancer"`) >= float64(len(svcs)) &&
+			metricSum(text, "stratus_cloud_requests_total", `operation="ListInstances"`) >= 1, nil
+	}, obs, up)
+	text, err := obs.metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := metricSum(text, planned); n != 0 {
+		t.Errorf("steady state: observer planned %v changes:\n%s", n, grepLines(obs.LogFile, "planned change"))
+	}
+	stats, err := c.cloud.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"CreateLoadBalancer", "UpdateLoadBalancer", "DeleteLoadBalancer", "CreateRoute", "DeleteRoute"} {
+		if n := stats.Count(op); n != 0 {
+			t.Errorf("steady state: %d %s calls", n, op)
+		}
+	}
+	if changes, _ := w.end(); len(changes) != 0 {
+		t.Errorf("steady state: Node or Service writes: %s", summary(changes))
+	}
+	if h, _, _ := c.lease(ctx, mainLease); strings.Contains(h, "observer") {
+		t.Errorf("the observer took the lease")
+	}
+
+	// Pending changes while the incumbent is paused.
+	if err := up.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	pending := lbService("pending", corev1.ProtocolTCP, nil)
+	c.createServices([]*corev1.Service{pending})
+	created, err := c.cs.CoreV1().Services(namespace).Get(ctx, "pending", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lbName := cloudprovider.DefaultLoadBalancerName(created)
+	c.removeMachine(gone)
+	c.waitFor("the observer to plan the pending changes", time.Minute, func(ctx context.Context) (bool, error) {
+		text, err := obs.metrics(ctx)
+		return err == nil &&
+			metricSum(text, planned, `kind="load-balancer"`, `action="create"`) >= 1 &&
+			metricSum(text, planned, `kind="nodes"`, `action="delete"`) >= 1, nil
+	}, obs)
+	plan := grepLines(obs.LogFile, "planned change")
+	for _, want := range []string{lbName + " (service default/pending)", `object="` + gone + `"`} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("the plan does not name %s:\n%s", want, plan)
+		}
+	}
+	if err := up.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+
+	// The incumbent, resumed, makes the same changes.
+	c.waitFor("upstream to make the changes the observer planned", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		lbs, err := c.cloud.ListAllLoadBalancers(ctx, lcclient.ListOptions{Name: lbName})
+		if err != nil || len(lbs) != 1 {
+			return false, nil
+		}
+		_, err = c.cs.CoreV1().Nodes().Get(ctx, gone, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}, up, obs)
+	if err := obs.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := obs.Wait(time.Minute); err != nil || code != 0 {
+		t.Errorf("observer after SIGTERM: exit %d, %v", code, err)
+	}
+	logText, err := os.ReadFile(obs.LogFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, exitSummary, _ := strings.Cut(string(logText), "Observe mode summary")
+	if !strings.Contains(exitSummary, "would create load-balancer "+lbName) || !strings.Contains(exitSummary, "would delete node "+gone) {
+		t.Errorf("exit summary lacks the planned changes:\n%s", exitSummary)
+	}
+	t.Logf("observer's plan:\n%s\nexit summary:%s", plan, exitSummary)
+}
+
+// addUnmanagedNode registers a node kwok leaves alone, Ready, and returns
+// its name.
+func (c *cluster) addUnmanagedNode() string {
+	c.t.Helper()
+	name := fmt.Sprintf("node-%02d", len(c.nodes))
+	c.addNodes(1, testbed.NodeOptions{Unmanaged: true})
+	if err := testbed.SetReady(c.ctx, c.cs, name, corev1.ConditionTrue); err != nil {
+		c.t.Fatal(err)
+	}
+	return name
+}
+
+// removeMachine terminates the node's instance and marks the node NotReady,
+// as its kubelet would stop reporting.
+func (c *cluster) removeMachine(node string) {
+	c.t.Helper()
+	all, err := c.cloud.ListAllInstances(c.ctx, lcclient.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, in := range all {
+		if in.Name == node {
+			if _, err := c.cloud.DeleteInstance(c.ctx, in.ID); err != nil {
+				c.t.Fatal(err)
+			}
+		}
+	}
+	if err := testbed.SetReady(c.ctx, c.cs, node, corev1.ConditionFalse); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// grepLines returns the lines of a log file that contain s.
+func grepLines(path, s string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -123,6 +123,9 @@ func (ids *identities) config(ctx context.Context, name string) (*rest.Config, s
 	}
 	// The daemon's credentials are dropped: only the token speaks.
 	cfg := rest.AnonymousClientConfig(ids.base)
+	// AnonymousClientConfig drops transport wrappers; keep the base's
+	// (observe mode's dry run) under the token.
+	cfg.WrapTransport = ids.base.WrapTransport
 	user := "system:serviceaccount:" + ServiceAccountNamespace + ":" + sa
 	cfg.UserAgent = UserAgent + "/" + name
 	cfg.Wrap(transport.ResettableTokenSourceWrapTransport(src))

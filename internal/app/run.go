@@ -76,6 +76,16 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	// Observe mode wraps the config before anything builds a client from
+	// it: the manager, the informers, the provider, the controllers.
+	var rec *observe.Recorder
+	if o.Observe {
+		if rec, err = observe.NewRecorder(deps.Metrics); err != nil {
+			return err
+		}
+		restCfg = observeConfig(restCfg, rec)
+		defer logObserveSummary(ctx, rec)
+	}
 	mgr, err := newManager(o, restCfg)
 	if err != nil {
 		return err
@@ -87,14 +97,6 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	provider, err := newProvider(ctx, o, deps.Providers, providerInputs(o, mgr, informerFactory))
 	if err != nil {
 		return err
-	}
-	var rec *observe.Recorder
-	if o.Observe {
-		if rec, err = observe.NewRecorder(deps.Metrics); err != nil {
-			return err
-		}
-		restCfg = observeConfig(restCfg, rec)
-		defer logObserveSummary(ctx, rec)
 	}
 	c, err := cloud.Instrument(provider, cloud.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics, Observe: rec})
 	if err != nil {

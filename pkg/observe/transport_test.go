@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/observe"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
@@ -23,7 +24,7 @@ func TestDryRunAgainstAPIServer(t *testing.T) {
 	env := testbed.Start(t)
 	ctx := testbed.Context(t, 2*time.Minute)
 	admin := env.Clientset
-	if _, err := admin.CoreV1().Nodes().Create(ctx, testbed.NewNode("n1", testbed.NodeOptions{}), metav1.CreateOptions{}); err != nil {
+	if _, err := admin.CoreV1().Nodes().Create(ctx, localcluster.NewNode("n1", localcluster.NodeOptions{}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := observe.NewRecorder(nil)
@@ -60,7 +61,7 @@ func TestDryRunAgainstAPIServer(t *testing.T) {
 	if err := nodes.Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nodes.Create(ctx, testbed.NewNode("n2", testbed.NodeOptions{}), metav1.CreateOptions{}); err != nil {
+	if _, err := nodes.Create(ctx, localcluster.NewNode("n2", localcluster.NodeOptions{}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -30,6 +30,7 @@ import (
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -97,7 +98,7 @@ func newCluster(t *testing.T, ctx context.Context) *cluster {
 // addNodes creates n instances and registers their nodes as kubelets with
 // --cloud-provider=external do, each with a pod CIDR as the
 // kube-controller-manager's IPAM would have given it.
-func (c *cluster) addNodes(n int, o testbed.NodeOptions) {
+func (c *cluster) addNodes(n int, o localcluster.NodeOptions) {
 	c.t.Helper()
 	first := len(c.nodes)
 	for i := first; i < first+n; i++ {
@@ -109,7 +110,7 @@ func (c *cluster) addNodes(n int, o testbed.NodeOptions) {
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		node := testbed.NewNode(name, o)
+		node := localcluster.NewNode(name, o)
 		node.Spec.PodCIDR = fmt.Sprintf("10.244.%d.0/24", i)
 		node.Spec.PodCIDRs = []string{node.Spec.PodCIDR}
 		if _, err := c.cs.CoreV1().Nodes().Create(c.ctx, node, metav1.CreateOptions{}); err != nil {

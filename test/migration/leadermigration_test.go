@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -39,7 +40,7 @@ controllerLeaders:
 func TestLeaderMigrationWithUpstream(t *testing.T) {
 	ctx := testbed.Context(t, 8*time.Minute)
 	c := newCluster(t, ctx)
-	c.addNodes(2, testbed.NodeOptions{})
+	c.addNodes(2, localcluster.NodeOptions{})
 	cfg := filepath.Join(t.TempDir(), "migration.yaml")
 	if err := os.WriteFile(cfg, []byte(migrationConfig), 0o600); err != nil {
 		t.Fatal(err)

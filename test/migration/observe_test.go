@@ -15,6 +15,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -28,7 +29,7 @@ const planned = "stratus_observe_planned_changes_total"
 func TestObserveBesideUpstream(t *testing.T) {
 	ctx := testbed.Context(t, 8*time.Minute)
 	c := newCluster(t, ctx)
-	c.addNodes(2, testbed.NodeOptions{})
+	c.addNodes(2, localcluster.NodeOptions{})
 	// One node whose readiness the test owns, to take its machine away.
 	gone := c.addUnmanagedNode()
 	// A long lease lets the incumbent be paused (SIGSTOP) without losing it.
@@ -135,8 +136,8 @@ func TestObserveBesideUpstream(t *testing.T) {
 func (c *cluster) addUnmanagedNode() string {
 	c.t.Helper()
 	name := fmt.Sprintf("node-%02d", len(c.nodes))
-	c.addNodes(1, testbed.NodeOptions{Unmanaged: true})
-	if err := testbed.SetReady(c.ctx, c.cs, name, corev1.ConditionTrue); err != nil {
+	c.addNodes(1, localcluster.NodeOptions{Unmanaged: true})
+	if err := localcluster.SetReady(c.ctx, c.cs, name, corev1.ConditionTrue); err != nil {
 		c.t.Fatal(err)
 	}
 	return name
@@ -157,7 +158,7 @@ func (c *cluster) removeMachine(node string) {
 			}
 		}
 	}
-	if err := testbed.SetReady(c.ctx, c.cs, node, corev1.ConditionFalse); err != nil {
+	if err := localcluster.SetReady(c.ctx, c.cs, node, corev1.ConditionFalse); err != nil {
 		c.t.Fatal(err)
 	}
 }

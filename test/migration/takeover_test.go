@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -34,7 +35,7 @@ const (
 func TestTakeover(t *testing.T) {
 	ctx := testbed.Context(t, 12*time.Minute)
 	c := newCluster(t, ctx)
-	c.addNodes(nodeCount, testbed.NodeOptions{})
+	c.addNodes(nodeCount, localcluster.NodeOptions{})
 	up := c.start("upstream", "upstream-1")
 	c.waitFor("upstream to initialize the nodes", 2*time.Minute, c.allNodesInitialized, up)
 	svcs := services()

@@ -22,7 +22,7 @@ var modes = map[string]map[string]any{
 		"cloudConfig":       map[string]any{"create": true, "secretName": "cc", "data": "url: http://10.0.0.1:8787\n"},
 		"allocateNodeCIDRs": true, "configureCloudRoutes": true, "clusterCIDR": "10.244.0.0/16,fd00:10:244::/56",
 		"loadBalancerClass": "example.com/lb", "extraArgs": []any{"--v=2"},
-		"image":             map[string]any{"repository": "registry.example/stratus", "digest": "sha256:" + strings.Repeat("ab", 32)},
+		"image": map[string]any{"repository": "registry.example/stratus", "digest": "sha256:" + strings.Repeat("ab", 32)},
 	},
 }
 

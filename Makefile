@@ -18,7 +18,7 @@ LDFLAGS := -X github.com/stratus-ccm/stratus/internal/version.version=$(STRATUS_
 # two test binaries (and so two apiservers) on this 2-core machine at once.
 TEST_FLAGS ?= -race -p 2 -timeout 20m
 
-.PHONY: all build tools test lint sandbox clean fmt manifests
+.PHONY: all build tools test lint sandbox clean fmt manifests image
 
 all: build
 
@@ -84,6 +84,17 @@ fmt:
 # (hack/dist is its own module, so the binary does not link Helm).
 manifests:
 	cd hack/dist && $(GO) run ./cmd/manifests -chart ../../charts/stratus -out ../../deploy
+
+# image: the OCI image of bin/stratus for IMAGE_PLATFORMS, built without a
+# container engine (hack/dist/image): an OCI layout in $(IMAGE_DIR)/oci and a
+# docker-archive of the host's platform to docker/podman load.
+IMAGE_REPOSITORY ?= ghcr.io/stratus-ccm/stratus
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_DIR ?= $(BIN)/image
+image:
+	cd hack/dist && $(GO) run ./cmd/image -module-dir ../.. -package ./cmd/stratus -alias cloud-controller-manager \
+		-platforms $(IMAGE_PLATFORMS) -ldflags "$(LDFLAGS)" -version $(STRATUS_VERSION) -revision $(STRATUS_COMMIT) \
+		-source https://github.com/stratus-ccm/stratus -repository $(IMAGE_REPOSITORY) -out $(IMAGE_DIR)
 
 sandbox: tools build
 	$(BIN)/stratus sandbox $(SANDBOX_FLAGS)

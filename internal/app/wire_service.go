@@ -2,9 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
-
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service"
@@ -12,7 +9,7 @@ import (
 
 // startServiceLBController starts the service-lb-controller when the
 // provider has load balancers, as upstream does.
-func startServiceLBController(ctx context.Context, cc ControllerContext) (bool, string, error) {
+func startServiceLBController(_ context.Context, cc ControllerContext) (bool, string, error) {
 	lb, ok := cc.Cloud.LoadBalancer()
 	if !ok {
 		return false, "the cloud provider does not support load balancers", nil
@@ -27,13 +24,9 @@ func startServiceLBController(ctx context.Context, cc ControllerContext) (bool, 
 	if err != nil {
 		return false, "", err
 	}
-	cs, err := kubernetes.NewForConfig(cl.Config)
-	if err != nil {
-		return false, "", fmt.Errorf("service controller: kubernetes client: %w", err)
-	}
 	c, err := service.New(service.Deps{
-		Client:       cs,
-		Services:     service.CacheReader{Reader: cl.Reader},
+		Client:       cl.Client,
+		APIReader:    cl.APIReader,
 		LoadBalancer: lb,
 		Lister:       lister,
 		Recorder:     cl.Recorder,
@@ -49,11 +42,8 @@ func startServiceLBController(ctx context.Context, cc ControllerContext) (bool, 
 	if err != nil {
 		return false, "", err
 	}
-	if err := c.Watch(ctx, cc.Manager.GetCache()); err != nil {
+	if err := c.SetupWithManager(cc.Manager); err != nil {
 		return false, "", err
-	}
-	if err := cc.Manager.Add(c); err != nil {
-		return false, "", fmt.Errorf("service controller: add to manager: %w", err)
 	}
 	return true, "", nil
 }

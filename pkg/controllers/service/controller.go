@@ -4,23 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // ControllerName is the controller's name, as upstream spells it; events,
-// logs and the --controllers flag carry it.
+// logs, the field manager of its writes and the --controllers flag carry it.
 const ControllerName = "service-lb-controller"
 
 // Defaults of Config.
@@ -37,6 +43,8 @@ const (
 	// exponential backoff after errors (upstream's values).
 	DefaultMinRetryDelay = 5 * time.Second
 	DefaultMaxRetryDelay = 300 * time.Second
+	// DefaultOrphanInterval is the period of the orphan collector.
+	DefaultOrphanInterval = 5 * time.Minute
 	// minRetryAfter keeps a RetryError without a delay from spinning.
 	minRetryAfter = 100 * time.Millisecond
 )
@@ -61,19 +69,15 @@ type Config struct {
 	OrphanInterval time.Duration
 }
 
-// ServiceReader reads Services, usually from an informer cache. A missing
-// Service is an error for which apierrors.IsNotFound holds.
-type ServiceReader interface {
-	GetService(ctx context.Context, namespace, name string) (*v1.Service, error)
-}
-
 // Deps are the controller's collaborators.
 type Deps struct {
-	// Client writes finalizers and status, and confirms orphans with a
-	// live read before deleting them.
-	Client kubernetes.Interface
-	// Services reads the Services being synced.
-	Services ServiceReader
+	// Client reads Services (from the manager's cache in production) and
+	// writes their finalizer and status.
+	Client client.Client
+	// APIReader reads Services from the API server, past the cache: an
+	// orphan is deleted only after a live read confirms it. Required with
+	// Lister.
+	APIReader client.Reader
 	// LoadBalancer is the cloud's load balancer API.
 	LoadBalancer cloudprovider.LoadBalancer
 	// Lister, when set, enables the orphan collector.
@@ -84,37 +88,57 @@ type Deps struct {
 	Registerer prometheus.Registerer
 }
 
-// Controller is the service-lb-controller.
-type Controller struct {
-	cfg     Config
-	client  kubernetes.Interface
-	reader  ServiceReader
-	lb      cloudprovider.LoadBalancer
-	lister  cloud.LoadBalancerLister
-	events  events.EventRecorder
-	metrics *metrics
-	now     func() time.Time
-
-	queue     workqueue.TypedRateLimitingInterface[string]
-	nodeQueue workqueue.TypedDelayingInterface[string]
-	nodes     *nodeTracker
-	state     *stateStore
-	synced    []func() bool
-	orphans   *orphanTracker
-	startOnce sync.Once
+// key is one work item: a Service, or one of the two passes that concern
+// every load balancer. The passes are single keys, so that any number of
+// triggers while one is pending cost one pass.
+type key struct {
+	// Service names the Service to sync; zero for a pass.
+	Service types.NamespacedName
+	// Pass names the pass; empty for a Service.
+	Pass string
 }
 
-// New builds a controller. It starts nothing: the manager calls Start.
+var (
+	// nodesKey: the node set changed; update the load balancers whose
+	// node set differs.
+	nodesKey = key{Pass: "nodes"}
+	// orphansKey: look for load balancers whose Service is gone.
+	orphansKey = key{Pass: "orphans"}
+)
+
+func serviceKey(svc *v1.Service) key {
+	return key{Service: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}}
+}
+
+// Controller is the service-lb-controller.
+type Controller struct {
+	cfg       Config
+	client    client.Client
+	apiReader client.Reader
+	lb        cloudprovider.LoadBalancer
+	lister    cloud.LoadBalancerLister
+	events    events.EventRecorder
+	metrics   *metrics
+	now       func() time.Time
+
+	nodes   *nodeTracker
+	state   *stateStore
+	orphans *orphanTracker
+	// queue is captured when the controller starts, for the node pass.
+	queue atomic.Pointer[queue]
+}
+
+// New builds a controller; it starts nothing (SetupWithManager does).
 func New(d Deps, cfg Config) (*Controller, error) {
 	switch {
 	case d.Client == nil:
 		return nil, errors.New("service controller: Client is required")
-	case d.Services == nil:
-		return nil, errors.New("service controller: Services is required")
 	case d.LoadBalancer == nil:
 		return nil, errors.New("service controller: LoadBalancer is required")
 	case d.Recorder == nil:
 		return nil, errors.New("service controller: Recorder is required")
+	case d.Lister != nil && d.APIReader == nil:
+		return nil, errors.New("service controller: APIReader is required with Lister, to confirm orphans")
 	}
 	cfg = withDefaults(cfg)
 	if cfg.MinRetryDelay > cfg.MaxRetryDelay {
@@ -125,15 +149,9 @@ func New(d Deps, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	return &Controller{
-		cfg: cfg, client: d.Client, reader: d.Services, lb: d.LoadBalancer, lister: d.Lister,
-		events: d.Recorder, metrics: m, now: time.Now,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](cfg.MinRetryDelay, cfg.MaxRetryDelay),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service-lb"}),
-		nodeQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "service-lb-nodes"}),
-		nodes:     newNodeTracker(),
-		state:     newStateStore(),
-		orphans:   newOrphanTracker(),
+		cfg: cfg, client: client.WithFieldOwner(d.Client, ControllerName), apiReader: d.APIReader,
+		lb: d.LoadBalancer, lister: d.Lister, events: d.Recorder, metrics: m, now: time.Now,
+		nodes: newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(),
 	}, nil
 }
 
@@ -151,7 +169,7 @@ func withDefaults(cfg Config) Config {
 		cfg.MaxRetryDelay = DefaultMaxRetryDelay
 	}
 	if cfg.OrphanInterval <= 0 {
-		cfg.OrphanInterval = 5 * time.Minute
+		cfg.OrphanInterval = DefaultOrphanInterval
 	}
 	if cfg.OrphanGrace < 0 {
 		cfg.OrphanGrace = 0
@@ -159,101 +177,86 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
-// NeedLeaderElection: only the leader touches the cloud.
-func (c *Controller) NeedLeaderElection() bool { return true }
-
-// Start runs the workers until ctx ends. It waits for the informers given
-// to Watch, so that the first syncs see every node: a load balancer
-// created with half the nodes would need a second call at once.
-func (c *Controller) Start(ctx context.Context) error {
-	started := false
-	c.startOnce.Do(func() { started = true })
-	if !started {
-		return errors.New("service controller: Start called twice")
-	}
-	logger := klog.FromContext(ctx).WithName("service-lb")
-	ctx = klog.NewContext(ctx, logger)
-	defer c.queue.ShutDown()
-	defer c.nodeQueue.ShutDown()
-	if !c.waitForSync(ctx) {
-		return nil
-	}
-	logger.Info("Starting service controller", "workers", c.cfg.Workers, "loadBalancerClass", c.cfg.LoadBalancerClass,
-		"orphanCollector", c.lister != nil, "deleteOrphans", c.cfg.DeleteOrphans)
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Go(func() {
-			for c.processNext(ctx) {
+// SetupWithManager adds the controller to mgr; it may be called after the
+// manager has started. The workers start once both caches have synced and
+// the handlers have seen every existing Node and Service, so that the
+// first syncs see every node: a load balancer created with half the nodes
+// would need a second call at once.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	err := builder.TypedControllerManagedBy[key](mgr).
+		Named(ControllerName).
+		WatchesRawSource(source.TypedFunc[key](func(_ context.Context, q queue) error {
+			// The node pass queues Services itself.
+			c.queue.Store(&q)
+			if c.lister != nil {
+				// The first orphan pass runs at start; each schedules
+				// the next.
+				q.Add(orphansKey)
 			}
-		})
+			return nil
+		})).
+		// Nodes first: their replay of existing objects starts first too.
+		WatchesRawSource(source.TypedKind(mgr.GetCache(), &v1.Node{}, c.nodeHandler())).
+		WatchesRawSource(source.TypedKind(mgr.GetCache(), &v1.Service{}, c.serviceHandler())).
+		WithOptions(controller.TypedOptions[key]{
+			MaxConcurrentReconciles: c.cfg.Workers,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[key](c.cfg.MinRetryDelay, c.cfg.MaxRetryDelay),
+		}).
+		WithLogConstructor(logConstructor(mgr.GetLogger())).
+		Complete(c)
+	if err != nil {
+		return fmt.Errorf("service controller: set up: %w", err)
 	}
-	wg.Go(func() {
-		for c.processNodeSync(ctx) {
-		}
-	})
-	if c.lister != nil {
-		wg.Go(func() { c.runOrphanCollector(ctx) })
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	c.nodeQueue.ShutDown()
-	wg.Wait()
-	logger.Info("Stopped service controller")
+	mgr.GetLogger().V(2).Info("Service controller set up", "controller", ControllerName, "workers", c.cfg.Workers,
+		"loadBalancerClass", c.cfg.LoadBalancerClass, "orphanCollector", c.lister != nil, "deleteOrphans", c.cfg.DeleteOrphans)
 	return nil
 }
 
-func (c *Controller) waitForSync(ctx context.Context) bool {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		done := true
-		for _, s := range c.synced {
-			done = done && s()
-		}
-		if done {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
+// logConstructor names the Service or the pass in every log line of a
+// reconcile.
+func logConstructor(base logr.Logger) func(*key) logr.Logger {
+	base = base.WithValues("controller", ControllerName)
+	return func(k *key) logr.Logger {
+		switch {
+		case k == nil:
+			return base
+		case k.Pass != "":
+			return base.WithValues("pass", k.Pass)
+		default:
+			return base.WithValues("service", klog.KRef(k.Service.Namespace, k.Service.Name))
 		}
 	}
 }
 
-// processNext runs one sync and schedules what follows from its result:
-// nothing, a retry after the delay the cloud asked for, or a retry with
-// per-Service exponential backoff. The queue never hands the same key to
-// two workers, so a Service's syncs never overlap; other Services proceed.
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
+// Reconcile implements reconcile.TypedReconciler: a pass, or one Service's
+// sync, whose result schedules what follows: nothing, a retry after the
+// delay the cloud asked for, or (on error) a retry with per-Service
+// exponential backoff. The queue never hands the same key to two workers,
+// so a Service's syncs never overlap; other Services proceed.
+func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, error) {
+	switch k {
+	case nodesKey:
+		c.nodePass(ctx, *c.queue.Load())
+		return reconcile.Result{}, nil
+	case orphansKey:
+		if err := c.collectOrphans(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "Looking for orphaned load balancers failed; will try again", "after", c.cfg.OrphanInterval)
+		}
+		return reconcile.Result{RequeueAfter: c.cfg.OrphanInterval}, nil
 	}
-	defer c.queue.Done(key)
 	start := c.now()
-	err := c.sync(ctx, key)
+	err := c.sync(ctx, k.Service)
 	c.metrics.syncDuration.Observe(c.now().Sub(start).Seconds())
-	logger := klog.FromContext(ctx).WithValues("service", key)
 	if err == nil {
 		c.metrics.syncs.WithLabelValues(resultSuccess).Inc()
-		c.queue.Forget(key)
-		return true
+		return reconcile.Result{}, nil
 	}
 	if d, ok := cloud.RetryAfter(err); ok {
 		c.metrics.syncs.WithLabelValues(resultRetry).Inc()
 		d = max(d, minRetryAfter)
-		logger.V(2).Info("Cloud asked to retry later", "after", d, "reason", err.Error())
-		c.queue.AddAfter(key, d)
-		return true
+		klog.FromContext(ctx).V(2).Info("Cloud asked to retry later", "after", d, "reason", err.Error())
+		return reconcile.Result{RequeueAfter: d}, nil
 	}
 	c.metrics.syncs.WithLabelValues(resultError).Inc()
-	logger.Error(err, "Sync failed; retrying with backoff", "failures", c.queue.NumRequeues(key)+1)
-	c.queue.AddRateLimited(key)
-	return true
-}
-
-// enqueue adds a Service key.
-func (c *Controller) enqueue(svc *v1.Service) {
-	c.queue.Add(types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}.String())
+	return reconcile.Result{}, err
 }

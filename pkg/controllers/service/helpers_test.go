@@ -7,18 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"fmt"
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -143,36 +148,55 @@ func names(nodes []*v1.Node) []string {
 	return out
 }
 
-// clientsetReader reads Services from a (fake) clientset.
-type clientsetReader struct{ cs kubernetes.Interface }
-
-func (r clientsetReader) GetService(ctx context.Context, ns, name string) (*v1.Service, error) {
-	return r.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-}
-
 type harness struct {
 	t        *testing.T
 	c        *Controller
-	cs       *fake.Clientset
+	cl       client.Client
+	writes   atomic.Int32 // API writes the controller made
 	lb       *fakeLB
 	lister   *fakeLister
 	recorder *events.FakeRecorder
 	reg      *prometheus.Registry
+	q        queue // the controller's queue, as SetupWithManager would capture it
 }
 
-func newHarness(t *testing.T, cfg Config, objs ...runtime.Object) *harness {
+// newHarness builds the controller on controller-runtime's fake client.
+// The API server's Service status strategy keeps the metadata changes of a
+// status patch (the controller writes its finalizer that way, as upstream
+// does); the fake client would drop them, so the harness applies a status
+// patch to the metadata as well.
+func newHarness(t *testing.T, cfg Config, objs ...client.Object) *harness {
 	t.Helper()
-	h := &harness{t: t, cs: fake.NewClientset(objs...), lb: newFakeLB(), lister: &fakeLister{},
+	h := &harness{t: t, lb: newFakeLB(), lister: &fakeLister{},
 		recorder: events.NewFakeRecorder(100), reg: prometheus.NewRegistry()}
+	h.cl = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+				h.writes.Add(1)
+				return c.Patch(ctx, obj, p, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				h.writes.Add(1)
+				if sub != "status" {
+					return fmt.Errorf("unexpected patch of subresource %s", sub)
+				}
+				if err := c.Patch(ctx, obj.DeepCopyObject().(client.Object), p); err != nil {
+					return err
+				}
+				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			},
+		}).Build()
 	if cfg.ClusterName == "" {
 		cfg.ClusterName = "test"
 	}
-	c, err := New(Deps{Client: h.cs, Services: clientsetReader{h.cs}, LoadBalancer: h.lb, Lister: h.lister,
+	c, err := New(Deps{Client: h.cl, APIReader: h.cl, LoadBalancer: h.lb, Lister: h.lister,
 		Recorder: h.recorder, Registerer: h.reg}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.queue.ShutDown(); c.nodeQueue.ShutDown() })
+	h.q = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[key]())
+	t.Cleanup(h.q.ShutDown)
+	c.queue.Store(&h.q)
 	h.c = c
 	for _, o := range objs {
 		if n, ok := o.(*v1.Node); ok {
@@ -182,9 +206,15 @@ func newHarness(t *testing.T, cfg Config, objs ...runtime.Object) *harness {
 	return h
 }
 
+// nn parses "namespace/name".
+func nn(s string) types.NamespacedName {
+	ns, name, _ := strings.Cut(s, "/")
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
 func (h *harness) sync(key string) error {
 	h.t.Helper()
-	return h.c.sync(context.Background(), key)
+	return h.c.sync(context.Background(), nn(key))
 }
 
 func (h *harness) mustSync(key string) {
@@ -196,16 +226,34 @@ func (h *harness) mustSync(key string) {
 
 func (h *harness) service(ns, name string) *v1.Service {
 	h.t.Helper()
-	svc, err := h.cs.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
+	svc := &v1.Service{}
+	if err := h.cl.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
 		h.t.Fatal(err)
 	}
 	return svc
 }
 
+// update writes svc as another client would (not counted as the
+// controller's write).
 func (h *harness) update(svc *v1.Service) {
 	h.t.Helper()
-	if _, err := h.cs.CoreV1().Services(svc.Namespace).Update(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
+	if err := h.cl.Update(context.Background(), svc); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// updateStatus writes svc's status as another client would.
+func (h *harness) updateStatus(svc *v1.Service) {
+	h.t.Helper()
+	if err := h.cl.Status().Update(context.Background(), svc); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// create creates svc as another client would.
+func (h *harness) create(svc *v1.Service) {
+	h.t.Helper()
+	if err := h.cl.Create(context.Background(), svc); err != nil {
 		h.t.Fatal(err)
 	}
 }

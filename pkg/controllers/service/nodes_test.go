@@ -7,8 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 func TestNodeTrackerVersion(t *testing.T) {
@@ -48,55 +54,101 @@ func TestNodePassQueuesOnlyOutdated(t *testing.T) {
 	h.mustSync("ns/b")
 	h.c.nodes.upsert(node("n2"))
 	h.mustSync("ns/a") // a catches up on its own (e.g. a concurrent Service change)
-	h.c.nodeQueue.Add(nodeSyncKey)
-	h.c.processNodeSync(context.Background())
-	if n := h.c.queue.Len(); n != 1 {
+	res, err := h.c.Reconcile(context.Background(), nodesKey)
+	if err != nil || res != (reconcile.Result{}) {
+		t.Fatalf("node pass = %+v, %v", res, err)
+	}
+	if n := h.q.Len(); n != 1 {
 		t.Fatalf("queued %d Services, want only b", n)
 	}
-	key, _ := h.c.queue.Get()
-	if key != "ns/b" {
-		t.Errorf("queued %q", key)
+	k, _ := h.q.Get()
+	if want := (key{Service: nn("ns/b")}); k != want {
+		t.Errorf("queued %+v, want %+v", k, want)
 	}
-	h.c.queue.Done(key)
+	h.q.Done(k)
+	if got := testutil.ToFloat64(h.c.metrics.nodeSyncs); got != 1 {
+		t.Errorf("%s = %v, want 1", MetricNodeSyncsTotal, got)
+	}
 }
 
-// Node events within the delay coalesce into one pass.
+// Node events within the delay coalesce into one pass, NodeSyncDelay after
+// the first; changes that cannot alter a node set schedule nothing.
 func TestNodeEventsCoalesce(t *testing.T) {
-	h := newHarness(t, Config{NodeSyncDelay: 200 * time.Millisecond})
-	handler := h.c.nodeHandler()
+	const delay = time.Second
+	h := newHarness(t, Config{NodeSyncDelay: delay})
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[key](),
+		workqueue.TypedRateLimitingQueueConfig[key]{Clock: clk})
+	t.Cleanup(q.ShutDown)
+	ctx := context.Background()
+	hd := h.c.nodeHandler()
+
+	// A heartbeat-like update of an unknown node changes nothing.
+	hb := node("z")
+	hd.Update(ctx, event.TypedUpdateEvent[*v1.Node]{ObjectOld: hb, ObjectNew: hb}, q)
 	for i := range 20 {
-		handler.OnAdd(node(string(rune('a'+i))), false)
+		hd.Create(ctx, event.TypedCreateEvent[*v1.Node]{Object: node(string(rune('a' + i)))}, q)
+		clk.Step(delay / 40) // the burst spreads over half the delay
 	}
-	if h.c.nodeQueue.Len() != 0 {
+	if !clk.HasWaiters() {
+		t.Fatal("no pass scheduled")
+	}
+	if q.Len() != 0 {
 		t.Fatal("a pass ran before the delay")
 	}
-	time.Sleep(400 * time.Millisecond)
-	if n := h.c.nodeQueue.Len(); n != 1 {
-		t.Errorf("pending passes = %d, want 1", n)
+	clk.Step(delay / 2) // NodeSyncDelay after the first event
+	waitFor(t, "the pass to be queued", func() bool { return q.Len() == 1 })
+	k, _ := q.Get()
+	if k != nodesKey {
+		t.Errorf("queued %+v, want the node pass", k)
+	}
+	q.Done(k)
+	clk.Step(delay)
+	if q.Len() != 0 {
+		t.Errorf("%d more passes after the burst's one", q.Len())
+	}
+	if got := len(h.c.nodes.snapshot().nodes); got != 21 {
+		t.Errorf("tracked %d nodes, want 21", got)
 	}
 }
 
-func TestProcessNextRetryAndBackoff(t *testing.T) {
+// waitFor polls cond, which a queue's own goroutine makes true.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// A RetryError is not a failure: the Service comes back after the delay
+// the cloud asked for (at least minRetryAfter). Any other error is
+// returned, for the queue's per-Service backoff.
+func TestReconcileRetryErrorAndBackoff(t *testing.T) {
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
+	k := key{Service: nn("ns/web")}
 
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 50*time.Millisecond))
-	h.c.queue.Add("ns/web")
-	h.c.processNext(ctx)
-	if h.c.queue.NumRequeues("ns/web") != 0 {
-		t.Error("a RetryError counted as a failure")
+	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
+	res, err := h.c.Reconcile(ctx, k)
+	if err != nil || res.RequeueAfter != 2*time.Second {
+		t.Errorf("after a RetryError of 2s: %+v, %v; want RequeueAfter 2s and no error", res, err)
 	}
-	time.Sleep(150 * time.Millisecond)
-	if h.c.queue.Len() != 1 {
-		t.Fatal("not requeued after the RetryError's delay")
+	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 0))
+	if res, _ := h.c.Reconcile(ctx, k); res.RequeueAfter != minRetryAfter {
+		t.Errorf("after a RetryError without delay: RequeueAfter %v, want %v", res.RequeueAfter, minRetryAfter)
 	}
-
 	h.lb.failNext("EnsureLoadBalancer", errors.New("boom"))
-	h.c.processNext(ctx)
-	if h.c.queue.NumRequeues("ns/web") != 1 {
-		t.Error("an error did not start the backoff")
+	if res, err := h.c.Reconcile(ctx, k); err == nil || res != (reconcile.Result{}) {
+		t.Errorf("after an error: %+v, %v; want the error, for the backoff", res, err)
 	}
-	if h.c.queue.Len() != 0 {
-		t.Error("an error was retried at once")
+	if res, err := h.c.Reconcile(ctx, k); err != nil || res != (reconcile.Result{}) {
+		t.Errorf("success: %+v, %v", res, err)
+	}
+	for result, want := range map[string]float64{resultRetry: 2, resultError: 1, resultSuccess: 1} {
+		if got := testutil.ToFloat64(h.c.metrics.syncs.WithLabelValues(result)); got != want {
+			t.Errorf("%s{result=%s} = %v, want %v", MetricSyncsTotal, result, got, want)
+		}
 	}
 }

@@ -9,9 +9,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/types"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -24,14 +25,6 @@ type orphanTracker struct {
 }
 
 func newOrphanTracker() *orphanTracker { return &orphanTracker{since: map[string]time.Time{}} }
-
-func (c *Controller) runOrphanCollector(ctx context.Context) {
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if err := c.collectOrphans(ctx); err != nil {
-			klog.FromContext(ctx).Error(err, "Looking for orphaned load balancers failed; will try again", "after", c.cfg.OrphanInterval)
-		}
-	}, c.cfg.OrphanInterval)
-}
 
 // collectOrphans lists the cluster's load balancers once, reports those
 // whose Service no longer wants them and, when enabled, deletes those
@@ -47,7 +40,7 @@ func (c *Controller) collectOrphans(ctx context.Context) error {
 	now := c.now()
 	seen := map[string]time.Time{}
 	for _, lb := range lbs {
-		orphan, why, err := c.isOrphan(ctx, lb, c.reader)
+		orphan, why, err := c.isOrphan(ctx, lb, c.client)
 		if err != nil {
 			logger.Error(err, "Cannot tell whether load balancer is orphaned; leaving it", "loadBalancer", lb.Name)
 			continue
@@ -72,12 +65,13 @@ func (c *Controller) collectOrphans(ctx context.Context) error {
 }
 
 // isOrphan decides from r whether lb's Service no longer wants it.
-func (c *Controller) isOrphan(ctx context.Context, lb cloud.LoadBalancer, r ServiceReader) (bool, string, error) {
+func (c *Controller) isOrphan(ctx context.Context, lb cloud.LoadBalancer, r client.Reader) (bool, string, error) {
 	if lb.ServiceName == "" || lb.ServiceNamespace == "" || lb.ServiceUID == "" {
 		// Not identifiable as a Service's: not this controller's to judge.
 		return false, "", nil
 	}
-	svc, err := r.GetService(ctx, lb.ServiceNamespace, lb.ServiceName)
+	svc := &v1.Service{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: lb.ServiceNamespace, Name: lb.ServiceName}, svc)
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, "service not found", nil
@@ -101,7 +95,7 @@ func (c *Controller) isOrphan(ctx context.Context, lb cloud.LoadBalancer, r Serv
 // cloud's tags: providers name load balancers after the Service's UID.
 func (c *Controller) deleteOrphan(ctx context.Context, lb cloud.LoadBalancer) bool {
 	logger := klog.FromContext(ctx).WithValues("loadBalancer", lb.Name)
-	orphan, _, err := c.isOrphan(ctx, lb, liveReader{c})
+	orphan, _, err := c.isOrphan(ctx, lb, c.apiReader)
 	if err != nil || !orphan {
 		logger.Info("Not deleting load balancer: its Service could not be confirmed gone", "err", err)
 		return false
@@ -117,13 +111,6 @@ func (c *Controller) deleteOrphan(ctx context.Context, lb cloud.LoadBalancer) bo
 	c.metrics.orphanDeletes.WithLabelValues(resultSuccess).Inc()
 	logger.Info("Deleted orphaned load balancer", "service", klog.KRef(lb.ServiceNamespace, lb.ServiceName), "serviceUID", lb.ServiceUID)
 	return true
-}
-
-// liveReader reads Services straight from the API server.
-type liveReader struct{ c *Controller }
-
-func (r liveReader) GetService(ctx context.Context, namespace, name string) (*v1.Service, error) {
-	return r.c.client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 func (t *orphanTracker) firstSeen(name string, now time.Time) time.Time {

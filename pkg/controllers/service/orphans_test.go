@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -17,9 +16,7 @@ func orphanHarness(t *testing.T, deleteOrphans bool, objs ...*v1.Service) (*harn
 	t.Helper()
 	h := newHarness(t, Config{DeleteOrphans: deleteOrphans, OrphanGrace: time.Minute})
 	for _, s := range objs {
-		if _, err := h.cs.CoreV1().Services(s.Namespace).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		h.create(s)
 	}
 	now := time.Unix(1000, 0)
 	h.c.now = func() time.Time { return now }
@@ -110,9 +107,7 @@ func TestOrphanRevivedIsKept(t *testing.T) {
 	if err := h.c.collectOrphans(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.cs.CoreV1().Services("ns").Create(context.Background(), lbService("ns", "web"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	h.create(lbService("ns", "web"))
 	*now = now.Add(time.Hour)
 	if err := h.c.collectOrphans(context.Background()); err != nil {
 		t.Fatal(err)

@@ -2,17 +2,14 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // addFinalizer adds the cleanup finalizer and returns the Service as the
@@ -64,28 +61,17 @@ func (c *Controller) patchStatus(ctx context.Context, svc *v1.Service, status *v
 	return nil
 }
 
-// patch sends the difference between old and updated in metadata and
-// status as a strategic merge patch to the status subresource, as
-// upstream's PatchService does: no resourceVersion precondition, so a
-// stale cached copy cannot make the write fail, and only the changed
-// fields are sent.
+// patch writes the difference between old and updated in metadata and
+// status to the status subresource, as a strategic merge patch, the way
+// upstream's service controller writes (and the RBAC it is granted,
+// services/status patch, allows): the API server's Service status strategy
+// keeps metadata changes, the finalizer list merges with other writers'
+// entries, and without a resourceVersion precondition a stale cached copy
+// cannot make the write fail. updated receives the Service as the API
+// server now has it.
 func (c *Controller) patch(ctx context.Context, old, updated *v1.Service) (*v1.Service, error) {
-	updated.Spec = old.Spec
-	oldData, err := json.Marshal(old)
-	if err != nil {
+	if err := c.client.Status().Patch(ctx, updated, client.StrategicMergeFrom(old)); err != nil {
 		return nil, fmt.Errorf("patch service %s: %w", klog.KObj(old), err)
 	}
-	newData, err := json.Marshal(updated)
-	if err != nil {
-		return nil, fmt.Errorf("patch service %s: %w", klog.KObj(old), err)
-	}
-	data, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, v1.Service{})
-	if err != nil {
-		return nil, fmt.Errorf("patch service %s: %w", klog.KObj(old), err)
-	}
-	out, err := c.client.CoreV1().Services(old.Namespace).Patch(ctx, old.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
-	if err != nil {
-		return nil, fmt.Errorf("patch service %s: %w", klog.KObj(old), err)
-	}
-	return out, nil
+	return updated, nil
 }

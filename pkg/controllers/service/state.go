@@ -21,29 +21,29 @@ type lbState struct {
 
 type stateStore struct {
 	mu       sync.Mutex
-	byKey    map[string]*lbState
-	retrying map[string]bool
+	byKey    map[types.NamespacedName]*lbState
+	retrying map[types.NamespacedName]bool
 }
 
 func newStateStore() *stateStore {
-	return &stateStore{byKey: map[string]*lbState{}, retrying: map[string]bool{}}
+	return &stateStore{byKey: map[types.NamespacedName]*lbState{}, retrying: map[types.NamespacedName]bool{}}
 }
 
-func (s *stateStore) get(key string) *lbState {
+func (s *stateStore) get(key types.NamespacedName) *lbState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byKey[key]
 }
 
 // set replaces a key's state; states are never mutated once stored.
-func (s *stateStore) set(key string, st *lbState) {
+func (s *stateStore) set(key types.NamespacedName, st *lbState) {
 	st.nodes = st.nodes.identity()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byKey[key] = st
 }
 
-func (s *stateStore) forget(key string) {
+func (s *stateStore) forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byKey, key)
@@ -52,7 +52,7 @@ func (s *stateStore) forget(key string) {
 
 // setRetrying remembers that the last ensure was told to come back later,
 // so that the retry does not announce itself with another event.
-func (s *stateStore) setRetrying(key string, v bool) (was bool) {
+func (s *stateStore) setRetrying(key types.NamespacedName, v bool) (was bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	was = s.retrying[key]
@@ -65,10 +65,10 @@ func (s *stateStore) setRetrying(key string, v bool) (was bool) {
 }
 
 // outdated returns the keys whose applied node set differs from cur.
-func (s *stateStore) outdated(cur nodeSet) []string {
+func (s *stateStore) outdated(cur nodeSet) []types.NamespacedName {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var keys []string
+	var keys []types.NamespacedName
 	for k, st := range s.byKey {
 		if !sameNodes(st.nodes, cur) {
 			keys = append(keys, k)

@@ -7,7 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
@@ -20,12 +20,9 @@ const maxNodeNamesInEvents = 20
 // sync brings one Service's load balancer to what the Service asks for.
 // It returns an error carrying a RetryError when the cloud asked to come
 // back later; any other error is retried with backoff.
-func (c *Controller) sync(ctx context.Context, key string) error {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return fmt.Errorf("sync service %q: %w", key, err)
-	}
-	svc, err := c.reader.GetService(ctx, namespace, name)
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
+	svc := &v1.Service{}
+	err := c.client.Get(ctx, key, svc)
 	if apierrors.IsNotFound(err) {
 		// The finalizer guarantees that a Service with a load balancer is
 		// seen with a deletion timestamp first; nothing is left to do.
@@ -35,7 +32,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("sync service %s: get: %w", key, err)
 	}
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("service", klog.KObj(svc)))
 	class := c.cfg.LoadBalancerClass
 	switch {
 	case needsCleanup(svc, class):
@@ -55,7 +51,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	case st == nil || st.uid != svc.UID || !lbConfigEqual(st.applied, svc):
 		return c.ensure(ctx, key, svc, nodes)
 	case !sameNodes(st.nodes, nodes):
-		return c.updateHosts(ctx, key, svc, st, nodes)
+		gone, err := c.updateHosts(ctx, key, svc, st, nodes)
+		if gone {
+			// A load balancer removed behind the controller's back is
+			// recreated by a full ensure, at once rather than after a
+			// backoff.
+			return c.ensure(ctx, key, svc, nodes)
+		}
+		return err
 	default:
 		// Nothing changed for the cloud; status may have been reset by
 		// someone else.
@@ -67,7 +70,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 }
 
 // ensure creates or updates the load balancer with EnsureLoadBalancer.
-func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, nodes nodeSet) error {
+func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *v1.Service, nodes nodeSet) error {
 	logger := klog.FromContext(ctx)
 	if !c.state.setRetrying(key, false) {
 		logger.V(2).Info("Ensuring load balancer", "nodes", len(nodes.nodes))
@@ -105,11 +108,13 @@ func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, no
 }
 
 // updateHosts tells the cloud about a new node set, leaving the rest of
-// the load balancer alone (upstream's UpdateLoadBalancer contract).
-func (c *Controller) updateHosts(ctx context.Context, key string, svc *v1.Service, st *lbState, nodes nodeSet) error {
+// the load balancer alone (upstream's UpdateLoadBalancer contract). It
+// reports gone, with its record forgotten, when the update failed because
+// the load balancer no longer exists.
+func (c *Controller) updateHosts(ctx context.Context, key types.NamespacedName, svc *v1.Service, st *lbState, nodes nodeSet) (gone bool, err error) {
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Updating load balancer hosts", "nodes", len(nodes.nodes), "names", nodeNames(nodes.nodes, maxNodeNamesInEvents))
-	err := c.lb.UpdateLoadBalancer(ctx, c.cfg.ClusterName, svc, nodes.nodes)
+	err = c.lb.UpdateLoadBalancer(ctx, c.cfg.ClusterName, svc, nodes.nodes)
 	if err == nil || errors.Is(err, cloudprovider.ImplementedElsewhere) {
 		c.metrics.updates.WithLabelValues(resultSuccess).Inc()
 		c.state.set(key, &lbState{uid: st.uid, applied: st.applied, status: st.status, nodes: nodes})
@@ -118,30 +123,27 @@ func (c *Controller) updateHosts(ctx context.Context, key string, svc *v1.Servic
 		} else {
 			c.event(svc, v1.EventTypeNormal, ReasonUpdatedLoadBalancer, actionUpdate, "Updated load balancer with new hosts")
 		}
-		return nil
+		return false, nil
 	}
 	if _, ok := cloud.RetryAfter(err); ok {
 		c.metrics.updates.WithLabelValues(resultRetry).Inc()
-		return fmt.Errorf("sync service %s: update load balancer: %w", key, err)
+		return false, fmt.Errorf("sync service %s: update load balancer: %w", key, err)
 	}
 	c.metrics.updates.WithLabelValues(resultError).Inc()
-	// A load balancer removed behind the controller's back is recreated by
-	// a full ensure, at once rather than after a backoff.
 	if _, exists, gerr := c.lb.GetLoadBalancer(ctx, c.cfg.ClusterName, svc); gerr == nil && !exists {
 		logger.Info("Load balancer is gone; ensuring it again")
 		c.state.forget(key)
-		c.queue.Add(key)
-		return nil
+		return true, nil
 	}
 	c.event(svc, v1.EventTypeWarning, ReasonUpdateLoadBalancerFailed, actionUpdate,
 		"Error updating load balancer with new hosts %v [node names limited, total number of nodes: %d], error: %v",
 		nodeNames(nodes.nodes, maxNodeNamesInEvents), len(nodes.nodes), err)
-	return fmt.Errorf("sync service %s: update load balancer: %w", key, err)
+	return false, fmt.Errorf("sync service %s: update load balancer: %w", key, err)
 }
 
 // cleanup deletes the load balancer of a Service that no longer wants one,
 // clears its status and only then removes the finalizer.
-func (c *Controller) cleanup(ctx context.Context, key string, svc *v1.Service) error {
+func (c *Controller) cleanup(ctx context.Context, key types.NamespacedName, svc *v1.Service) error {
 	klog.FromContext(ctx).V(2).Info("Deleting load balancer", "deleting", svc.DeletionTimestamp != nil, "type", svc.Spec.Type)
 	c.event(svc, v1.EventTypeNormal, ReasonDeletingLoadBalancer, actionDelete, "Deleting load balancer")
 	err := c.lb.EnsureLoadBalancerDeleted(ctx, c.cfg.ClusterName, svc)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
@@ -41,14 +41,13 @@ func TestSyncUnchangedMakesNoCloudCall(t *testing.T) {
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	h.events()
-	actions := len(h.cs.Actions())
+	writes := h.writes.Load()
 	h.mustSync("ns/web")
 	if n := len(h.lb.calls); n != 1 {
 		t.Errorf("cloud calls = %v, want one EnsureLoadBalancer", h.lb.calls)
 	}
-	// One GET of the Service, no write.
-	if n := len(h.cs.Actions()) - actions; n != 1 {
-		t.Errorf("API actions on an unchanged sync = %d, want 1 (get)", n)
+	if n := h.writes.Load() - writes; n != 0 {
+		t.Errorf("API writes on an unchanged sync = %d, want none", n)
 	}
 	if evs := h.events(); len(evs) != 0 {
 		t.Errorf("events on an unchanged sync: %v", evs)
@@ -60,9 +59,7 @@ func TestSyncStatusRestoredWithoutCloudCall(t *testing.T) {
 	h.mustSync("ns/web")
 	svc := h.service("ns", "web")
 	svc.Status.LoadBalancer = v1.LoadBalancerStatus{}
-	if _, err := h.cs.CoreV1().Services("ns").UpdateStatus(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	h.updateStatus(svc)
 	h.mustSync("ns/web")
 	if got := h.service("ns", "web").Status.LoadBalancer.Ingress; len(got) != 1 {
 		t.Errorf("ingress not restored: %+v", got)
@@ -207,8 +204,10 @@ func TestSyncDeletion(t *testing.T) {
 	if h.lb.count("EnsureLoadBalancerDeleted") != 1 {
 		t.Errorf("calls = %v", h.lb.calls)
 	}
-	if servicehelper.HasLBFinalizer(h.service("ns", "web")) {
-		t.Error("finalizer not removed")
+	// Its last finalizer removed, the deleting Service is gone.
+	err := h.cl.Get(context.Background(), nn("ns/web"), &v1.Service{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("get the deleted Service after the sync: err = %v, want NotFound (finalizer not removed)", err)
 	}
 	evs := h.events()
 	if !hasEvent(evs, "Normal DeletingLoadBalancer") || !hasEvent(evs, "Normal DeletedLoadBalancer") {
@@ -287,11 +286,16 @@ func TestSyncLoadBalancerClass(t *testing.T) {
 func TestSyncMissingServiceForgetsState(t *testing.T) {
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
-	if err := h.cs.CoreV1().Services("ns").Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+	// Gone without the controller seeing its deletion (say, a finalizer
+	// removed by hand).
+	svc := h.service("ns", "web")
+	svc.Finalizers = nil
+	h.update(svc)
+	if err := h.cl.Delete(context.Background(), svc); err != nil {
 		t.Fatal(err)
 	}
 	h.mustSync("ns/web")
-	if h.c.state.get("ns/web") != nil {
+	if h.c.state.get(nn("ns/web")) != nil {
 		t.Error("state kept for a deleted Service")
 	}
 	if len(h.lb.calls) != 1 {

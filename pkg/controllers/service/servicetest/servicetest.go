@@ -150,15 +150,11 @@ func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.Lo
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if cfg.ClusterName == "" {
 		cfg.ClusterName = ClusterName
 	}
 	ctrl, err := service.New(service.Deps{
-		Client: cs, Services: service.CacheReader{Reader: mgr.GetCache()}, LoadBalancer: lb, Lister: lister,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), LoadBalancer: lb, Lister: lister,
 		Recorder: mgr.GetEventRecorder(service.ControllerName), Registerer: prometheus.NewRegistry(),
 	}, cfg)
 	if err != nil {
@@ -168,13 +164,7 @@ func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.Lo
 	out := &Controller{Controller: ctrl, cancel: cancel, done: make(chan error, 1)}
 	go func() { out.done <- mgr.Start(ctx) }()
 	// As in the daemon: the controller joins a manager that already runs.
-	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
-	defer wcancel()
-	if err := ctrl.Watch(wctx, mgr.GetCache()); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if err := mgr.Add(ctrl); err != nil {
+	if err := ctrl.SetupWithManager(mgr); err != nil {
 		cancel()
 		t.Fatal(err)
 	}

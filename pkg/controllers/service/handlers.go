@@ -1,0 +1,77 @@
+package service
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+)
+
+type queue = workqueue.TypedRateLimitingInterface[key]
+
+// serviceHandler queues the Services whose event can matter to a load
+// balancer.
+func (c *Controller) serviceHandler() handler.TypedEventHandler[*v1.Service, key] {
+	class := c.cfg.LoadBalancerClass
+	return handler.TypedFuncs[*v1.Service, key]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*v1.Service], q queue) {
+			// Cleanup on add catches what a previous run left undone.
+			if wantsLoadBalancer(e.Object, class) || needsCleanup(e.Object, class) {
+				q.Add(serviceKey(e.Object))
+			}
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*v1.Service], q queue) {
+			if serviceEventMatters(e.ObjectOld, e.ObjectNew, class) {
+				q.Add(serviceKey(e.ObjectNew))
+			}
+		},
+		// Deletion is handled when the deletion timestamp appears; a
+		// delete event only needs the in-memory state dropped, which the
+		// sync of a missing Service does.
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*v1.Service], q queue) {
+			q.Add(serviceKey(e.Object))
+		},
+	}
+}
+
+// nodeHandler keeps the node tracker current and schedules a node pass for
+// the changes that can alter a load balancer's node set. The delaying
+// queue keeps one pending entry per key at the earliest time asked, so a
+// burst of node events leads to one pass NodeSyncDelay after the first.
+func (c *Controller) nodeHandler() handler.TypedEventHandler[*v1.Node, key] {
+	schedule := func(q queue) { q.AddAfter(nodesKey, c.cfg.NodeSyncDelay) }
+	return handler.TypedFuncs[*v1.Node, key]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*v1.Node], q queue) {
+			c.nodes.upsert(e.Object)
+			schedule(q)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*v1.Node], q queue) {
+			c.nodes.upsert(e.ObjectNew)
+			if nodeChangeTriggersSync(e.ObjectOld, e.ObjectNew) {
+				schedule(q)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*v1.Node], q queue) {
+			c.nodes.remove(e.Object.Name)
+			schedule(q)
+		},
+	}
+}
+
+// nodePass queues every Service whose load balancer's applied node set
+// differs from the current one for a hosts update. The updates run on the
+// Service workers, in parallel, and never overlap a sync of the same
+// Service. The queue is the one the pass came from.
+func (c *Controller) nodePass(ctx context.Context, q queue) {
+	c.metrics.nodeSyncs.Inc()
+	cur := c.nodes.snapshot()
+	keys := c.state.outdated(cur)
+	for _, k := range keys {
+		q.Add(key{Service: k})
+	}
+	klog.FromContext(ctx).V(2).Info("Node set changed", "nodes", len(cur.nodes), "loadBalancersToUpdate", len(keys),
+		"loadBalancers", c.state.len())
+}

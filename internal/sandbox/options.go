@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -93,7 +94,7 @@ func (o Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--zones=%d: must be between 1 and 26", o.Zones))
 	}
 	if err := o.knobs().Validate(); err != nil {
-		errs = append(errs, knobFlagError(err))
+		errs = append(errs, api.FlagError(err))
 	}
 	for flag, v := range map[string]string{"vip-pool": o.VIPPool, "internal-pool": o.InternalPool, "external-pool": o.ExternalPool} {
 		if v == "" {
@@ -127,21 +128,12 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// knobFlags maps the sandbox's knob flags (localcloud serve's names) to
-// localcloud's knob keys.
-var knobFlags = []struct{ flag, key string }{
-	{"latency", "latency"}, {"rate-limit", "rateLimit"}, {"rate-burst", "rateBurst"}, {"error-rate", "errorRate"},
-	{"lb-provisioning-time", "lbProvisioningTime"}, {"lb-deletion-time", "lbDeletionTime"},
-}
+// knobFlags are the sandbox's flags that set localcloud knobs: the common
+// fault knobs, under localcloud serve's names (api.KnobFlag).
+var knobFlags = []string{"latency", "rate-limit", "rate-burst", "error-rate", "lb-provisioning-time", "lb-deletion-time"}
 
 // KnobFlags are the names of the flags that set localcloud knobs.
-func KnobFlags() []string {
-	out := make([]string, len(knobFlags))
-	for i, kf := range knobFlags {
-		out[i] = kf.flag
-	}
-	return out
-}
+func KnobFlags() []string { return slices.Clone(knobFlags) }
 
 func (o Options) knobs() api.Knobs {
 	k := api.DefaultKnobs()
@@ -158,23 +150,10 @@ func (o Options) knobArgs() []string {
 		"lb-provisioning-time": o.LBProvisioningTime.String(), "lb-deletion-time": o.LBDeletionTime.String(),
 	}
 	var args []string
-	for _, kf := range knobFlags {
-		if o.KnobsSet == nil || o.KnobsSet[kf.flag] {
-			args = append(args, "--"+kf.flag+"="+values[kf.flag])
+	for _, flag := range knobFlags {
+		if o.KnobsSet == nil || o.KnobsSet[flag] {
+			args = append(args, "--"+flag+"="+values[flag])
 		}
 	}
 	return args
-}
-
-// knobFlagError names the sandbox flag of the knob an error is about.
-func knobFlagError(err error) error {
-	var ae *api.Error
-	if errors.As(err, &ae) {
-		for _, kf := range knobFlags {
-			if kf.key == ae.Field {
-				return fmt.Errorf("--%s: %s", kf.flag, ae.Message)
-			}
-		}
-	}
-	return err
 }

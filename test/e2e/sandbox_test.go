@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,7 +42,7 @@ type sandboxRun struct {
 	vipPool string
 }
 
-func (r sandboxRun) start(t *testing.T, logName string) *testbed.Process {
+func (r sandboxRun) start(t *testing.T, logName string, extra ...string) *testbed.Process {
 	t.Helper()
 	args := []string{"sandbox",
 		"--state-dir=" + r.state, "--bin-dir=" + r.binDir, "--nodes=3", "--zones=3",
@@ -52,6 +53,7 @@ func (r sandboxRun) start(t *testing.T, logName string) *testbed.Process {
 		"--node-monitor-grace-period=8s", "--node-monitor-period=1s",
 		"--vip-pool=" + r.vipPool,
 	}
+	args = append(args, extra...)
 	return testbed.StartProcess(t, filepath.Join(t.TempDir(), logName), r.bin, args...)
 }
 
@@ -206,6 +208,27 @@ func TestSandboxAsAUser(t *testing.T) {
 	checkLocalTraffic(ctx, t, cs)
 	checkCCMKilled(ctx, t, cs, r, p)
 	checkNodesFollowInstances(ctx, t, cs, r)
+	stopAndCheck(t, p, r)
+
+	// A smaller --nodes removes the sandbox's instances above it and their
+	// nodes (node-0004 here); the stopped node-0002 stays, as its machine.
+	p = r.start(t, "third.log", "--nodes=2")
+	waitReady(ctx, t, p, r.state)
+	cs = kubeClient(t, r.state)
+	nodes, err = cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"node-0001", "node-0002"}) {
+		t.Errorf("nodes after --nodes=2: %v", names)
+	}
+	if out := userCLI(t, r, "instances", "list"); strings.Contains(out, "node-0004") {
+		t.Errorf("instance node-0004 still live after --nodes=2:\n%s", out)
+	}
 	stopAndCheck(t, p, r)
 }
 

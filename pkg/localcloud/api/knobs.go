@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -75,15 +76,16 @@ const (
 // (exact case), so that the CLI, the flags and validation share one table.
 type knob struct {
 	key   string
+	flag  string // of localcloud serve (and the sandbox)
 	help  string
 	get   func(Knobs) string
 	set   func(*KnobsPatch, string) error
 	check func(Knobs) error
 }
 
-func durationKnob(key, help string, limit time.Duration, field func(*Knobs) *Duration, patch func(*KnobsPatch) **Duration) knob {
+func durationKnob(key, flag, help string, limit time.Duration, field func(*Knobs) *Duration, patch func(*KnobsPatch) **Duration) knob {
 	return knob{
-		key: key, help: help,
+		key: key, flag: flag, help: help,
 		get: func(k Knobs) string { return time.Duration(*field(&k)).String() },
 		set: func(p *KnobsPatch, v string) error {
 			d, err := time.ParseDuration(v)
@@ -103,9 +105,9 @@ func durationKnob(key, help string, limit time.Duration, field func(*Knobs) *Dur
 	}
 }
 
-func intKnob(key, help string, limit int, field func(*Knobs) *int, patch func(*KnobsPatch) **int) knob {
+func intKnob(key, flag, help string, limit int, field func(*Knobs) *int, patch func(*KnobsPatch) **int) knob {
 	return knob{
-		key: key, help: help,
+		key: key, flag: flag, help: help,
 		get: func(k Knobs) string { return strconv.Itoa(*field(&k)) },
 		set: func(p *KnobsPatch, v string) error {
 			n, err := strconv.Atoi(v)
@@ -124,9 +126,9 @@ func intKnob(key, help string, limit int, field func(*Knobs) *int, patch func(*K
 	}
 }
 
-func floatKnob(key, help string, field func(*Knobs) *float64, patch func(*KnobsPatch) **float64, check func(float64) string) knob {
+func floatKnob(key, flag, help string, field func(*Knobs) *float64, patch func(*KnobsPatch) **float64, check func(float64) string) knob {
 	return knob{
-		key: key, help: help,
+		key: key, flag: flag, help: help,
 		get: func(k Knobs) string { return strconv.FormatFloat(*field(&k), 'g', -1, 64) },
 		set: func(p *KnobsPatch, v string) error {
 			f, err := strconv.ParseFloat(v, 64)
@@ -161,13 +163,13 @@ func quotasPatch(p *KnobsPatch) *QuotasPatch {
 }
 
 var knobTable = []knob{
-	durationKnob("latency", "added latency per API call", MaxLatency,
+	durationKnob("latency", "latency", "added latency per API call", MaxLatency,
 		func(k *Knobs) *Duration { return &k.Latency }, func(p *KnobsPatch) **Duration { return &p.Latency }),
-	durationKnob("lbProvisioningTime", "time a load balancer spends provisioning", MaxLBTransition,
+	durationKnob("lbProvisioningTime", "lb-provisioning-time", "time a load balancer spends provisioning", MaxLBTransition,
 		func(k *Knobs) *Duration { return &k.LBProvisioningTime }, func(p *KnobsPatch) **Duration { return &p.LBProvisioningTime }),
-	durationKnob("lbDeletionTime", "time a load balancer spends deleting", MaxLBTransition,
+	durationKnob("lbDeletionTime", "lb-deletion-time", "time a load balancer spends deleting", MaxLBTransition,
 		func(k *Knobs) *Duration { return &k.LBDeletionTime }, func(p *KnobsPatch) **Duration { return &p.LBDeletionTime }),
-	floatKnob("rateLimit", "API requests per second before 429s; 0 disables",
+	floatKnob("rateLimit", "rate-limit", "API requests per second before 429s; 0 disables",
 		func(k *Knobs) *float64 { return &k.RateLimit }, func(p *KnobsPatch) **float64 { return &p.RateLimit },
 		func(f float64) string {
 			if f != 0 && (f < MinRateLimit || f > MaxRateLimit) {
@@ -175,9 +177,9 @@ var knobTable = []knob{
 			}
 			return ""
 		}),
-	intKnob("rateBurst", "token bucket size of the rate limit", MaxRateBurst,
+	intKnob("rateBurst", "rate-burst", "token bucket size of the rate limit", MaxRateBurst,
 		func(k *Knobs) *int { return &k.RateBurst }, func(p *KnobsPatch) **int { return &p.RateBurst }),
-	floatKnob("errorRate", "fraction of API calls answered 503 (0 to 1)",
+	floatKnob("errorRate", "error-rate", "fraction of API calls answered 503 (0 to 1)",
 		func(k *Knobs) *float64 { return &k.ErrorRate }, func(p *KnobsPatch) **float64 { return &p.ErrorRate },
 		func(f float64) string {
 			if f < 0 || f > 1 {
@@ -185,11 +187,11 @@ var knobTable = []knob{
 			}
 			return ""
 		}),
-	intKnob("quotas.instances", "maximum live instances", MaxQuota,
+	intKnob("quotas.instances", "quota-instances", "maximum live instances", MaxQuota,
 		func(k *Knobs) *int { return &k.Quotas.Instances }, func(p *KnobsPatch) **int { return &quotasPatch(p).Instances }),
-	intKnob("quotas.loadBalancers", "maximum load balancers", MaxQuota,
+	intKnob("quotas.loadBalancers", "quota-lbs", "maximum load balancers", MaxQuota,
 		func(k *Knobs) *int { return &k.Quotas.LoadBalancers }, func(p *KnobsPatch) **int { return &quotasPatch(p).LoadBalancers }),
-	intKnob("quotas.routesPerCluster", "maximum routes in one cluster's route table", MaxQuota,
+	intKnob("quotas.routesPerCluster", "quota-routes", "maximum routes in one cluster's route table", MaxQuota,
 		func(k *Knobs) *int { return &k.Quotas.RoutesPerCluster }, func(p *KnobsPatch) **int { return &quotasPatch(p).RoutesPerCluster }),
 }
 
@@ -200,6 +202,27 @@ func KnobKeys() []string {
 		keys[i] = k.key
 	}
 	return keys
+}
+
+// KnobFlag is the command-line flag of localcloud serve that sets the knob
+// with key ("" for an unknown key).
+func KnobFlag(key string) string {
+	if k, ok := findKnob(key); ok {
+		return k.flag
+	}
+	return ""
+}
+
+// FlagError names the flag of the knob a validation error is about, for
+// commands that set knobs with flags: "--rate-limit: rateLimit: ...".
+func FlagError(err error) error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		if f := KnobFlag(ae.Field); f != "" {
+			return fmt.Errorf("--%s: %s", f, ae.Message)
+		}
+	}
+	return err
 }
 
 // KnobHelp says what the knob with key does ("" for an unknown key).

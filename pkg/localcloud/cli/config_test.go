@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,23 +13,26 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 )
 
+// startServer starts a localcloud on dir and points the commands at it.
+func startServer(ctx context.Context, t *testing.T, dir string) *server.Server {
+	t.Helper()
+	srv, err := server.New(server.Config{StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	t.Setenv(cli.EnvURL, srv.URL())
+	t.Setenv(cli.EnvToken, srv.Token())
+	return srv
+}
+
 func TestConfigCommand(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	dir := t.TempDir()
-	start := func() *server.Server {
-		srv, err := server.New(server.Config{StateDir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Setenv(cli.EnvURL, srv.URL())
-		t.Setenv(cli.EnvToken, srv.Token())
-		return srv
-	}
-	srv := start()
-	defer func() { _ = srv.Close() }()
+	srv := startServer(ctx, t, dir)
 
 	out, err := run(ctx, "config", "get")
 	if err != nil {
@@ -66,7 +70,7 @@ func TestConfigCommand(t *testing.T) {
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
-	srv = start()
+	startServer(ctx, t, dir)
 	out, err = run(ctx, "config", "get", "errorRate", "latency", "quotas.loadBalancers", "lbProvisioningTime")
 	if err != nil {
 		t.Fatal(err)
@@ -82,16 +86,7 @@ func TestConfigCommand(t *testing.T) {
 // commands then default to them, and instances are named by name.
 func TestClusterFromEnvironment(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	srv, err := server.New(server.Config{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = srv.Close() }()
-	t.Setenv(cli.EnvURL, srv.URL())
-	t.Setenv(cli.EnvToken, srv.Token())
+	startServer(ctx, t, t.TempDir())
 	t.Setenv(cli.EnvCluster, "sandbox")
 	t.Setenv(cli.EnvRegion, "local-1")
 	t.Setenv(cli.EnvZone, "local-1b")

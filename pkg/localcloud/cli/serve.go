@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -25,13 +24,6 @@ type serveOptions struct {
 	// changed lists the knob flags given on the command line.
 	changed func(flag string) bool
 	value   func(flag string) string
-}
-
-// knobFlags maps each knob flag of serve to the knob it sets.
-var knobFlags = []struct{ flag, key string }{
-	{"latency", "latency"}, {"lb-provisioning-time", "lbProvisioningTime"}, {"lb-deletion-time", "lbDeletionTime"},
-	{"rate-limit", "rateLimit"}, {"rate-burst", "rateBurst"}, {"error-rate", "errorRate"},
-	{"quota-instances", "quotas.instances"}, {"quota-lbs", "quotas.loadBalancers"}, {"quota-routes", "quotas.routesPerCluster"},
 }
 
 func newServeCommand(g *globals) *cobra.Command {
@@ -114,28 +106,15 @@ func (o *serveOptions) config(tokenFile string) (server.Config, error) {
 		Quotas:    api.Quotas{Instances: o.quotaInstances, LoadBalancers: o.quotaLBs, RoutesPerCluster: o.quotaRts},
 	}
 	var overrides api.KnobsPatch
-	for _, kf := range knobFlags {
-		if o.changed != nil && o.changed(kf.flag) {
-			if err := overrides.Set(kf.key, o.value(kf.flag)); err != nil {
-				return server.Config{}, flagError(err)
+	for _, key := range api.KnobKeys() {
+		if flag := api.KnobFlag(key); o.changed != nil && o.changed(flag) {
+			if err := overrides.Set(key, o.value(flag)); err != nil {
+				return server.Config{}, api.FlagError(err)
 			}
 		}
 	}
 	if err := k.Validate(); err != nil {
-		return server.Config{}, flagError(err)
+		return server.Config{}, api.FlagError(err)
 	}
 	return server.Config{Listen: o.listen, StateDir: o.stateDir, TokenFile: tokenFile, Knobs: &k, KnobOverrides: &overrides, Pools: pools}, nil
-}
-
-// flagError names the flag of the knob a validation error is about.
-func flagError(err error) error {
-	var ae *api.Error
-	if errors.As(err, &ae) {
-		for _, kf := range knobFlags {
-			if kf.key == ae.Field {
-				return fmt.Errorf("--%s: %s", kf.flag, ae.Message)
-			}
-		}
-	}
-	return err
 }

@@ -63,7 +63,7 @@ func TestChartRendersEachMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, absent := range []string{"PodDisruptionBudget", "topologySpreadConstraints", "replicas:", "ServiceMonitor"} {
+	for _, absent := range []string{"PodDisruptionBudget", "topologySpreadConstraints", "replicas:", "ServiceMonitor", "dnsPolicy"} {
 		if strings.Contains(out, absent) {
 			t.Errorf("DaemonSet mode renders %s", absent)
 		}

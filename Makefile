@@ -24,9 +24,11 @@ all: build
 
 build: $(BIN)/stratus
 
-# Always handed to go build, which is itself incremental.
+# Always handed to go build, which is itself incremental. Static and
+# path-free like the image's binary, which also lets hack/dist's image test
+# reuse the packages compiled here instead of compiling the tree again.
 $(BIN)/stratus: FORCE
-	$(GO) build -ldflags "$(LDFLAGS)" -o $@ ./cmd/stratus
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $@ ./cmd/stratus
 	ln -sf stratus $(BIN)/cloud-controller-manager
 
 FORCE:

@@ -12,6 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	lcapi "github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 )
 
 // DemoService is the name of the demo Service in the default namespace;
@@ -66,12 +69,19 @@ func (s *sandbox) demo(ctx context.Context) error {
 	return nil
 }
 
-// waitAnswer waits until the Service's VIP answers on port 80.
+// waitAnswer waits until the Service's VIP answers on port 80, saying so
+// at once when the cloud cannot bind the load balancer's VIP.
 func (s *sandbox) waitAnswer(ctx context.Context, name string) (string, error) {
 	var vip string
+	reported := ""
 	err := waitFor(ctx, time.Second, "the load balancer of Service "+name+" to answer", func(ctx context.Context) (bool, error) {
 		if err := s.childrenAlive(); err != nil {
 			return false, err
+		}
+		if reason := s.lbError(ctx, name); reason != "" && reason != reported {
+			reported = reason
+			fmt.Fprintf(s.out, "            the load balancer of %s is in error: %s\n"+
+				"            (another sandbox on the same VIP pool? give this one its own with --vip-pool; localcloud retries every 5s)\n", name, reason)
 		}
 		got, err := s.kube.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -107,4 +117,20 @@ func Probe(ip string, port int) (string, error) {
 		return "", fmt.Errorf("probe %s:%d: unexpected answer %q", ip, port, line)
 	}
 	return line, nil
+}
+
+// lbError returns why the load balancer of the demo Service name is in
+// error, or "".
+func (s *sandbox) lbError(ctx context.Context, name string) string {
+	lbs, err := s.cloud.ListAllLoadBalancers(ctx, lcclient.ListOptions{Cluster: clusterName,
+		Tags: map[string]string{lcapi.TagServiceNamespace: metav1.NamespaceDefault, lcapi.TagServiceName: name}})
+	if err != nil {
+		return ""
+	}
+	for _, lb := range lbs {
+		if lb.Status == lcapi.LBError {
+			return lb.StatusMessage
+		}
+	}
+	return ""
 }

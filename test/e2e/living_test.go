@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +26,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/internal/sandbox"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 // sandboxEnv reads the env file the way `source` would, for the variables
@@ -211,5 +214,56 @@ func checkNodesFollowInstances(ctx context.Context, t *testing.T, cs kubernetes.
 	})
 	if out := userCLI(t, r, "routes", "list"); !strings.Contains(out, "node-0004") {
 		t.Errorf("routes list (the env file's cluster) does not show node-0004's route:\n%s", out)
+	}
+}
+
+// TestSandboxNoCCM: a user runs their own controller manager against a
+// --no-ccm sandbox with the env file's flags; it initializes the nodes, and
+// stopping the sandbox stops it too.
+func TestSandboxNoCCM(t *testing.T) {
+	r := sandboxRun{bin: buildStratus(t), binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state"),
+		vipPool: fmt.Sprintf("127.0.%d.0/24", 110+rand.IntN(140))}
+	for range 4 {
+		r.ports = append(r.ports, testbed.FreePort(t))
+	}
+	ctx := testbed.Context(t, 5*time.Minute)
+	p := r.start(t, "no-ccm.log", "--no-ccm", "--no-demo", "--nodes=2", "--zones=1")
+	waitReady(ctx, t, p, r.state)
+	if pids := ccmPIDs(r.state); len(pids) != 0 {
+		t.Fatalf("--no-ccm started a controller manager: %v", pids)
+	}
+	flags := strings.Fields(sandboxEnv(t, r.state)["STRATUS_CCM_FLAGS"])
+	if len(flags) == 0 {
+		t.Fatal("the env file has no STRATUS_CCM_FLAGS")
+	}
+	// Started by hand, in its own session, as from another terminal.
+	mine := exec.Command(r.bin, append([]string{"controller-manager"}, flags...)...)
+	mine.Stdout, mine.Stderr = io.Discard, io.Discard
+	mine.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := mine.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- mine.Wait() }()
+	defer func() { _ = mine.Process.Kill() }()
+
+	cs := kubeClient(t, r.state)
+	waitCond(ctx, t, "the user's controller manager to initialize the nodes", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil || len(nodes.Items) != 2 {
+			return false, nil
+		}
+		for _, n := range nodes.Items {
+			if n.Spec.ProviderID == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	stopAndCheck(t, p, r)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the controller manager started by hand outlived the sandbox")
 	}
 }

@@ -105,6 +105,36 @@ func TestLeaderMigrationWithUpstream(t *testing.T) {
 	if h, _, _ := c.lease(ctx, "upstream-main"); h != upstreamID {
 		t.Errorf("Stratus took upstream's main lease: %q", h)
 	}
+
+	// And back: a new upstream process (its own main lease, so as not to
+	// wait for the killed one's to expire) waits for the migration lease;
+	// stopping Stratus releases it, so upstream takes over at its next
+	// retry rather than after the lease duration.
+	up2 := c.start("upstream", "upstream-2", append(migration, "--leader-elect-resource-name=upstream-main-2")...)
+	c.waitFor("the new upstream process to hold its main lease", time.Minute, func(ctx context.Context) (bool, error) {
+		h, _, err := c.lease(ctx, "upstream-main-2")
+		return err == nil && h != "", nil
+	}, up2, st)
+	upstream2ID, _, _ := c.lease(ctx, "upstream-main-2")
+	if h, _, _ := c.lease(ctx, migrationLease); h == upstream2ID {
+		t.Fatal("upstream took the migration lease while Stratus held it")
+	}
+	if err := st.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := st.Wait(time.Minute); err != nil || code != 0 {
+		t.Fatalf("Stratus after SIGTERM: exit %d, %v", code, err)
+	}
+	stopped := time.Now()
+	c.waitFor("upstream to take the migration lease back", time.Minute, func(ctx context.Context) (bool, error) {
+		h, at, err := c.lease(ctx, migrationLease)
+		acquired = at
+		return err == nil && h == upstream2ID, nil
+	}, up2)
+	t.Logf("migration lease back to upstream %.1fs after Stratus stopped (Stratus releases it)", acquired.Sub(stopped).Seconds())
+	c.createServices([]*corev1.Service{lbService("third", "TCP", nil)})
+	c.waitFor("upstream to publish the third load balancer", time.Minute, c.hasIngress("third"), up2)
+	assertServedBy(t, c, "third", "service-controller")
 }
 
 // hasIngress reports whether the Service has a load balancer ingress.

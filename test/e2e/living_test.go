@@ -262,7 +262,8 @@ func TestSandboxNoCCM(t *testing.T) {
 	})
 	stopAndCheck(t, p, r)
 	select {
-	case <-exited:
+	case err := <-exited:
+		t.Logf("the controller manager started by hand ended with the sandbox: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the controller manager started by hand outlived the sandbox")
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -51,6 +52,7 @@ type batcher struct {
 	interval time.Duration
 	timeout  time.Duration
 	metrics  *metrics
+	clock    clock.Clock
 
 	mu        sync.Mutex
 	last      *snapshot
@@ -58,8 +60,8 @@ type batcher struct {
 	lastStart time.Time
 }
 
-func newBatcher(l cloud.InstanceLister, interval, timeout time.Duration, m *metrics) *batcher {
-	return &batcher{lister: l, interval: interval, timeout: timeout, metrics: m}
+func newBatcher(l cloud.InstanceLister, interval, timeout time.Duration, m *metrics, clk clock.Clock) *batcher {
+	return &batcher{lister: l, interval: interval, timeout: timeout, metrics: m, clock: clk}
 }
 
 // Get returns an answer from a list call that started at or after notBefore.
@@ -101,15 +103,15 @@ func (b *batcher) Get(ctx context.Context, notBefore time.Time) (*snapshot, erro
 func (b *batcher) scheduleLocked(ctx context.Context) *listCall {
 	call := &listCall{done: make(chan struct{})}
 	b.inflight = call
-	delay := time.Until(b.lastStart.Add(b.interval))
+	delay := b.lastStart.Add(b.interval).Sub(b.clock.Now())
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timeout+max(delay, 0))
 	go func() {
 		defer cancel()
 		if delay > 0 {
-			time.Sleep(delay)
+			<-b.clock.After(delay)
 		}
 		b.mu.Lock()
-		call.started = time.Now()
+		call.started = b.clock.Now()
 		b.lastStart = call.started
 		b.mu.Unlock()
 

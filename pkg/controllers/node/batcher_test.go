@@ -7,22 +7,55 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
-func newTestBatcher(t *testing.T, fc *fakeCloud, interval time.Duration) *batcher {
+func newTestBatcher(t *testing.T, fc *fakeCloud, interval time.Duration, clk clock.Clock) *batcher {
 	t.Helper()
 	m, err := newMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newBatcher(fc, interval, time.Minute, m)
+	return newBatcher(fc, interval, time.Minute, m, clk)
+}
+
+// hold makes fc's list calls wait until the test releases them (or the
+// test ends).
+func hold(t *testing.T, fc *fakeCloud) (release func()) {
+	fc.gate = make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(fc.gate) }) }
+	t.Cleanup(release)
+	return release
+}
+
+// waitFor polls cond, which other goroutines make true.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func (b *batcher) waiters() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.inflight == nil {
+		return 0
+	}
+	return b.inflight.waiters
 }
 
 func TestBatcherCoalescesConcurrentCallers(t *testing.T) {
 	fc := newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1"))
-	fc.listDelay = 50 * time.Millisecond
-	b := newTestBatcher(t, fc, time.Millisecond)
+	release := hold(t, fc)
+	b := newTestBatcher(t, fc, time.Millisecond, clock.RealClock{})
 	seen := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
@@ -33,6 +66,8 @@ func TestBatcherCoalescesConcurrentCallers(t *testing.T) {
 			}
 		})
 	}
+	waitFor(t, "100 callers waiting for one list", func() bool { return b.waiters() == 100 })
+	release()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -45,8 +80,9 @@ func TestBatcherCoalescesConcurrentCallers(t *testing.T) {
 
 func TestBatcherReusesAnswerNewerThanNotBefore(t *testing.T) {
 	fc := newFakeCloud()
-	b := newTestBatcher(t, fc, time.Millisecond)
-	seen := time.Now()
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	b := newTestBatcher(t, fc, 0, clk)
+	seen := clk.Now()
 	for range 5 {
 		if _, err := b.Get(context.Background(), seen); err != nil {
 			t.Fatal(err)
@@ -56,7 +92,8 @@ func TestBatcherReusesAnswerNewerThanNotBefore(t *testing.T) {
 		t.Errorf("list calls = %d, want 1", got)
 	}
 	// A Node seen after that answer started needs a new list.
-	if _, err := b.Get(context.Background(), time.Now()); err != nil {
+	clk.Step(time.Millisecond)
+	if _, err := b.Get(context.Background(), clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := fc.listCalls.Load(); got != 2 {
@@ -66,21 +103,30 @@ func TestBatcherReusesAnswerNewerThanNotBefore(t *testing.T) {
 
 func TestBatcherWaitsForNewerCallWhenInFlightIsTooOld(t *testing.T) {
 	fc := newFakeCloud()
-	fc.listDelay = 100 * time.Millisecond
-	b := newTestBatcher(t, fc, time.Millisecond)
+	release := hold(t, fc)
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	b := newTestBatcher(t, fc, 0, clk)
 	first := make(chan *snapshot, 1)
 	go func() {
-		s, _ := b.Get(context.Background(), time.Now())
+		s, _ := b.Get(context.Background(), clk.Now())
 		first <- s
 	}()
-	time.Sleep(30 * time.Millisecond) // the first call is in flight
+	waitFor(t, "the first list to be in flight", func() bool { return fc.listCalls.Load() == 1 })
+	// A Node seen after that list started, whose instance it may lack.
+	clk.Step(time.Millisecond)
 	fc.put(instance("late", "10.0.0.2", "203.0.113.2"))
-	s, err := b.Get(context.Background(), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if old := <-first; old == s {
+	second := make(chan *snapshot, 1)
+	go func() {
+		s, _ := b.Get(context.Background(), clk.Now())
+		second <- s
+	}()
+	release()
+	old, s := <-first, <-second
+	if old == s {
 		t.Fatal("a caller seen after the call started got that call's answer")
+	}
+	if !s.started.After(old.started) {
+		t.Errorf("second answer started %v, not after the first's %v", s.started, old.started)
 	}
 	if _, ok, _ := s.Lookup(newNode("late")); !ok {
 		t.Error("the newer answer lacks the instance created before it")
@@ -90,18 +136,36 @@ func TestBatcherWaitsForNewerCallWhenInFlightIsTooOld(t *testing.T) {
 	}
 }
 
+// Calls start at most once per interval, however many callers need a
+// newer answer.
 func TestBatcherRateLimitsCalls(t *testing.T) {
+	const interval = 200 * time.Millisecond
 	fc := newFakeCloud()
-	b := newTestBatcher(t, fc, 200*time.Millisecond)
-	start := time.Now()
-	for range 3 {
-		if _, err := b.Get(context.Background(), time.Now()); err != nil {
-			t.Fatal(err)
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	b := newTestBatcher(t, fc, interval, clk)
+	done := make(chan error, 1)
+	go func() {
+		for range 3 {
+			// Each caller's Node was seen after the last answer started.
+			if _, err := b.Get(context.Background(), clk.Now().Add(time.Nanosecond)); err != nil {
+				done <- err
+				return
+			}
 		}
+		done <- nil
+	}()
+	waitFor(t, "the first list", func() bool { return fc.listCalls.Load() == 1 })
+	for call := int64(2); call <= 3; call++ {
+		waitFor(t, "the next list to wait for the interval", clk.HasWaiters)
+		clk.Step(interval / 2)
+		if got := fc.listCalls.Load(); got != call-1 || !clk.HasWaiters() {
+			t.Fatalf("half an interval after list %d: %d lists, want %d and a pending one", call-1, got, call-1)
+		}
+		clk.Step(interval / 2)
+		waitFor(t, "the next list after one interval", func() bool { return fc.listCalls.Load() == call })
 	}
-	// Three calls need two full intervals between their starts.
-	if el := time.Since(start); el < 400*time.Millisecond {
-		t.Errorf("3 calls took %s; want at least 2 intervals of 200ms", el)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -109,7 +173,7 @@ func TestBatcherSharesErrors(t *testing.T) {
 	fc := newFakeCloud()
 	boom := errors.New("boom")
 	fc.setErr(boom)
-	b := newTestBatcher(t, fc, time.Millisecond)
+	b := newTestBatcher(t, fc, time.Millisecond, clock.RealClock{})
 	if _, err := b.Get(context.Background(), time.Now()); !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
 	}
@@ -121,8 +185,8 @@ func TestBatcherSharesErrors(t *testing.T) {
 
 func TestBatcherCallerCancellation(t *testing.T) {
 	fc := newFakeCloud()
-	fc.listDelay = time.Second
-	b := newTestBatcher(t, fc, time.Millisecond)
+	hold(t, fc) // the list never answers while the caller waits
+	b := newTestBatcher(t, fc, time.Millisecond, clock.RealClock{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := b.Get(ctx, time.Now()); !errors.Is(err, context.DeadlineExceeded) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -142,7 +143,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		metrics: m, cfg: cfg, seen: map[string]time.Time{}, written: map[string][]string{},
 	}
 	if deps.Lister != nil {
-		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m)
+		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clock.RealClock{})
 	}
 	return c, nil
 }

@@ -27,7 +27,8 @@ type fakeCloud struct {
 	instances map[string]*cloud.Instance // by node name
 	err       error                      // returned by every call when set
 	nilMD     bool                       // InstanceMetadata returns nil, nil
-	listDelay time.Duration
+	// gate, when set, holds every ListInstances call until it is closed.
+	gate chan struct{}
 
 	metadataCalls atomic.Int64
 	listCalls     atomic.Int64
@@ -99,9 +100,9 @@ func (f *fakeCloud) InstanceMetadata(_ context.Context, n *v1.Node) (*cloudprovi
 
 func (f *fakeCloud) ListInstances(ctx context.Context) ([]cloud.Instance, error) {
 	f.listCalls.Add(1)
-	if f.listDelay > 0 {
+	if f.gate != nil {
 		select {
-		case <-time.After(f.listDelay):
+		case <-f.gate:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
@@ -41,6 +42,9 @@ type v1Machine struct {
 type v1OnlyProvider struct {
 	mu       sync.Mutex
 	machines map[string]v1Machine
+	// noIDs makes InstanceID NotImplemented: a provider that knows its
+	// machines by node name only.
+	noIDs bool
 }
 
 var (
@@ -99,6 +103,9 @@ func (p *v1OnlyProvider) NodeAddressesByProviderID(_ context.Context, id string)
 }
 
 func (p *v1OnlyProvider) InstanceID(_ context.Context, name types.NodeName) (string, error) {
+	if p.noIDs {
+		return "", cloudprovider.NotImplemented
+	}
 	m, err := p.byName(name)
 	return m.id, err
 }
@@ -147,19 +154,17 @@ func (p *v1OnlyProvider) GetZoneByNodeName(_ context.Context, name types.NodeNam
 }
 
 // TestNodeControllersServeV1OnlyProvider runs the daemon in-process with
-// a provider that has no InstancesV2: the node controller initializes a
-// Node through the legacy calls, and the lifecycle controller deletes a
-// NotReady Node whose machine is gone and taints one whose machine is
-// stopped.
+// providers that have no InstancesV2, one control plane for both cases.
 func TestNodeControllersServeV1OnlyProvider(t *testing.T) {
 	env := testbed.Start(t)
-	cs := env.Clientset
-	ctx := testbed.Context(t, 2*time.Minute)
+	t.Run("with instance IDs", func(t *testing.T) { testV1WithInstanceIDs(t, env) })
+	t.Run("without instance IDs", func(t *testing.T) { testV1WithoutInstanceIDs(t, env) })
+}
 
-	provider := &v1OnlyProvider{machines: map[string]v1Machine{
-		"v1-node":    {id: "i-100", ip: "10.1.0.10"},
-		"v1-stopped": {id: "i-200", ip: "10.1.0.20", shutdown: true},
-	}}
+// runV1Daemon runs the node controllers with provider until the test ends
+// and returns the registry its metrics are in.
+func runV1Daemon(t *testing.T, ctx context.Context, env *testbed.Env, provider *v1OnlyProvider) *prometheus.Registry {
+	t.Helper()
 	reg := cloud.NewRegistry()
 	if err := reg.Register(v1OnlyName, func(io.Reader) (cloudprovider.Interface, error) { return provider, nil }); err != nil {
 		t.Fatal(err)
@@ -172,10 +177,11 @@ func TestNodeControllersServeV1OnlyProvider(t *testing.T) {
 	o.Controllers = []string{node.ControllerName, nodelifecycle.ControllerName}
 	o.NodeMonitorPeriod = time.Second
 
+	metrics := prometheus.NewRegistry()
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- app.Run(runCtx, o, app.Deps{Providers: reg, Metrics: prometheus.NewRegistry()})
+		done <- app.Run(runCtx, o, app.Deps{Providers: reg, Metrics: metrics})
 	}()
 	t.Cleanup(func() {
 		stop()
@@ -183,6 +189,20 @@ func TestNodeControllersServeV1OnlyProvider(t *testing.T) {
 			t.Errorf("daemon: %v", err)
 		}
 	})
+	return metrics
+}
+
+// testV1WithInstanceIDs: the node controller initializes a Node through
+// the legacy calls, and the lifecycle controller deletes a NotReady Node
+// whose machine is gone and taints one whose machine is stopped.
+func testV1WithInstanceIDs(t *testing.T, env *testbed.Env) {
+	cs := env.Clientset
+	ctx := testbed.Context(t, 2*time.Minute)
+	provider := &v1OnlyProvider{machines: map[string]v1Machine{
+		"v1-node":    {id: "i-100", ip: "10.1.0.10"},
+		"v1-stopped": {id: "i-200", ip: "10.1.0.20", shutdown: true},
+	}}
+	runV1Daemon(t, ctx, env, provider)
 
 	for _, name := range []string{"v1-node", "v1-gone", "v1-stopped"} {
 		if _, err := localcluster.CreateNode(ctx, cs, name, localcluster.NodeOptions{Unmanaged: true}); err != nil {
@@ -247,4 +267,103 @@ func TestNodeControllersServeV1OnlyProvider(t *testing.T) {
 
 func hasTaint(n *corev1.Node, key string) bool {
 	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+}
+
+// testV1WithoutInstanceIDs: a legacy provider whose InstanceID is
+// NotImplemented gets its Nodes initialized as upstream initializes them
+// (addresses, labels, taint removed, no providerID), and the lifecycle
+// controller leaves such a NotReady Node alone, without warning about it
+// every period.
+func testV1WithoutInstanceIDs(t *testing.T, env *testbed.Env) {
+	cs := env.Clientset
+	ctx := testbed.Context(t, 2*time.Minute)
+	if err := cs.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	provider := &v1OnlyProvider{noIDs: true, machines: map[string]v1Machine{
+		"legacy-ready":    {ip: "10.2.0.10"},
+		"legacy-notready": {ip: "10.2.0.20"},
+	}}
+	metrics := runV1Daemon(t, ctx, env, provider)
+	for _, name := range []string{"legacy-ready", "legacy-notready"} {
+		if _, err := localcluster.CreateNode(ctx, cs, name, localcluster.NodeOptions{Unmanaged: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := localcluster.SetReady(ctx, cs, "legacy-notready", corev1.ConditionFalse); err != nil {
+		t.Fatal(err)
+	}
+	for name, ip := range map[string]string{"legacy-ready": "10.2.0.10", "legacy-notready": "10.2.0.20"} {
+		n := waitInitialized(t, ctx, cs, name)
+		if n.Spec.ProviderID != "" {
+			t.Errorf("node %s: providerID = %q, want none (the provider has no instance IDs)", name, n.Spec.ProviderID)
+		}
+		if got := n.Labels[corev1.LabelTopologyZone]; got != "v1-zone-a" {
+			t.Errorf("node %s: zone label = %q, want v1-zone-a (asked by node name)", name, got)
+		}
+		if got := n.Labels[corev1.LabelInstanceTypeStable]; got != "v1.small" {
+			t.Errorf("node %s: instance type label = %q, want v1.small", name, got)
+		}
+		if !slices.Contains(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip}) {
+			t.Errorf("node %s: addresses = %v, want InternalIP %s", name, n.Status.Addresses, ip)
+		}
+	}
+
+	// Three lifecycle periods after both Nodes exist, the NotReady one is
+	// still there, untainted, and no period warned about it.
+	start := periods(t, metrics)
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return periods(t, metrics) >= start+3, nil
+	})
+	if err != nil {
+		t.Fatalf("lifecycle controller did not run 3 periods: %v", err)
+	}
+	n, err := cs.CoreV1().Nodes().Get(ctx, "legacy-notready", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("NotReady node of a provider without instance IDs: %v (it must never be deleted)", err)
+	}
+	if hasTaint(n, cloudproviderapi.TaintNodeShutdown) {
+		t.Error("NotReady node of a provider without instance IDs was tainted as shut down")
+	}
+	evs, err := cs.EventsV1().Events("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Regarding.Name == "legacy-notready" && e.Type == corev1.EventTypeWarning {
+			t.Errorf("warning event about the node: %s %s", e.Reason, e.Note)
+		}
+	}
+}
+
+func waitInitialized(t *testing.T, ctx context.Context, cs kubernetes.Interface, name string) *corev1.Node {
+	t.Helper()
+	var last *corev1.Node
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = n
+		return !hasTaint(n, cloudproviderapi.TaintExternalCloudProvider), nil
+	})
+	if err != nil {
+		t.Fatalf("node %s not initialized: %v; last seen: spec=%+v", name, err, last.Spec)
+	}
+	return last
+}
+
+// periods is how many lifecycle periods have completed.
+func periods(t *testing.T, reg *prometheus.Registry) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == nodelifecycle.MetricPeriodDuration && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
 }

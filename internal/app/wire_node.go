@@ -24,6 +24,11 @@ func instanceLister(cc ControllerContext) cloud.InstanceLister {
 // provider without any instances interface leaves them nothing to ask.
 const noInstancesReason = "the cloud provider implements neither InstancesV2 nor Instances"
 
+func hasInstancesV2(cc ControllerContext) bool {
+	_, ok := cc.Cloud.InstancesV2()
+	return ok
+}
+
 // startCloudNodeController starts the cloud-node-controller.
 func startCloudNodeController(_ context.Context, cc ControllerContext) (bool, string, error) {
 	// A provider with only the legacy Instances (and Zones) is served
@@ -46,6 +51,8 @@ func startCloudNodeController(_ context.Context, cc ControllerContext) (bool, st
 		Workers:       int(cc.Options.ConcurrentNodeSyncs),
 		StatusWorkers: int(cc.Options.ConcurrentNodeStatusUpdates),
 		RefreshPeriod: cc.Options.NodeStatusUpdateFrequency,
+		// Only the legacy adapter may leave a providerID empty.
+		ProviderIDOptional: !hasInstancesV2(cc),
 	})
 	if err != nil {
 		return false, "", err

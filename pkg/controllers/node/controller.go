@@ -92,6 +92,13 @@ type Config struct {
 	CloudTimeout time.Duration
 	// BaseBackoff and MaxBackoff bound the per-Node retry delay.
 	BaseBackoff, MaxBackoff time.Duration
+	// ProviderIDOptional accepts metadata without a providerID. Set it only
+	// when Instances is cloud.InstancesV2FromV1 over a legacy provider:
+	// that adapter leaves the providerID empty only when the provider's
+	// InstanceID is NotImplemented, and upstream initializes such Nodes
+	// without one (addresses, labels, taint removed). From an InstancesV2
+	// provider an empty providerID is an error, as upstream treats it.
+	ProviderIDOptional bool
 }
 
 // Controller is the cloud-node-controller.

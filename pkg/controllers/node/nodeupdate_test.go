@@ -3,6 +3,9 @@ package node
 import (
 	"errors"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
 )
 
 func TestValidateProviderID(t *testing.T) {
@@ -58,5 +61,26 @@ func TestIsKubernetesLabel(t *testing.T) {
 		if got := isKubernetesLabel(k); got != want {
 			t.Errorf("isKubernetesLabel(%q) = %v, want %v", k, got, want)
 		}
+	}
+}
+
+// TestCheckMetadataProviderIDOptional: an empty providerID is accepted
+// only from the legacy adapter (idOptional), and never overrides one the
+// Node already has.
+func TestCheckMetadataProviderIDOptional(t *testing.T) {
+	bare := &v1.Node{}
+	withID := &v1.Node{Spec: v1.NodeSpec{ProviderID: "kubelet://set"}}
+	noID := &cloudprovider.InstanceMetadata{}
+	if err := checkMetadata(bare, noID, false); !errors.Is(err, errNoProviderID) {
+		t.Errorf("InstancesV2 without providerID: %v, want errNoProviderID", err)
+	}
+	if err := checkMetadata(bare, noID, true); err != nil {
+		t.Errorf("legacy provider without instance IDs: %v, want accepted", err)
+	}
+	if err := checkMetadata(withID, noID, false); err != nil {
+		t.Errorf("node with its own providerID: %v, want accepted", err)
+	}
+	if err := checkMetadata(bare, &cloudprovider.InstanceMetadata{ProviderID: "bad"}, true); !errors.Is(err, errMalformedID) {
+		t.Errorf("malformed providerID from a legacy provider: %v, want errMalformedID", err)
 	}
 }

@@ -53,7 +53,7 @@ func (c *Controller) sync(ctx context.Context, name string) (reconcile.Result, e
 
 	md, err := c.metadata(ctx, node, seen)
 	if err == nil {
-		err = checkMetadata(node, md)
+		err = checkMetadata(node, md, c.cfg.ProviderIDOptional)
 	}
 	var addrs []v1.NodeAddress
 	if err == nil {
@@ -112,12 +112,14 @@ func metadataFrom(snap *snapshot, node *v1.Node) (*cloudprovider.InstanceMetadat
 
 // checkMetadata refuses metadata a Node cannot be initialized from. The
 // providerID matters only when the Node has none yet: a providerID already
-// set is immutable and wins, as upstream's controller decides.
-func checkMetadata(node *v1.Node, md *cloudprovider.InstanceMetadata) error {
+// set is immutable and wins, as upstream's controller decides. An empty
+// one is accepted when idOptional (a legacy provider without instance
+// IDs); the Node then stays without one, as upstream leaves it.
+func checkMetadata(node *v1.Node, md *cloudprovider.InstanceMetadata, idOptional bool) error {
 	if md == nil {
 		return errNilMetadata
 	}
-	if node.Spec.ProviderID != "" {
+	if node.Spec.ProviderID != "" || (idOptional && md.ProviderID == "") {
 		return nil
 	}
 	return validateProviderID(md.ProviderID)

@@ -118,11 +118,15 @@ func (c *Controller) run(ctx context.Context) error {
 
 // Summary is what one period did.
 type Summary struct {
-	NotReady       int
-	Deleted        int
-	Tainted        int
-	Untainted      int
-	Undecided      int
+	NotReady  int
+	Deleted   int
+	Tainted   int
+	Untainted int
+	Undecided int
+	// Unknowable counts NotReady Nodes the provider can never tell about
+	// (it answers NotImplemented, as a legacy provider without instance
+	// IDs does for a Node without providerID): left alone, quietly.
+	Unknowable     int
 	CloudListCalls int
 }
 
@@ -172,6 +176,14 @@ func (c *Controller) sync(ctx context.Context) (Summary, error) {
 // monitor decides one NotReady Node.
 func (c *Controller) monitor(ctx context.Context, n *v1.Node, check checkFunc, sum *Summary) error {
 	exists, shutdown, err := check(ctx, n)
+	if errors.Is(err, errCannotTell) {
+		// Upstream logs an error for such a Node every period and leaves
+		// it; Stratus leaves it too, without the noise: nothing will
+		// change until the Node gets a providerID.
+		klog.FromContext(ctx).V(4).Info("Provider cannot tell whether the node's instance exists; leaving it", "node", klog.KObj(n), "err", err)
+		sum.Unknowable++
+		return nil
+	}
 	if err != nil {
 		c.undecided(ctx, []*v1.Node{n}, err)
 		sum.Undecided++
@@ -213,11 +225,17 @@ func (c *Controller) checker(ctx context.Context, sum *Summary) (checkFunc, erro
 	return func(_ context.Context, n *v1.Node) (bool, bool, error) { return idx.lookup(n) }, nil
 }
 
+// errCannotTell marks a Node the provider can never answer for.
+var errCannotTell = errors.New("the cloud provider cannot tell (NotImplemented)")
+
 // checkOne asks the cloud about one Node with the standard calls.
 func (c *Controller) checkOne(ctx context.Context, n *v1.Node) (exists, shutdown bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
 	defer cancel()
 	exists, err = c.instances.InstanceExists(ctx, n)
+	if errors.Is(err, cloudprovider.NotImplemented) {
+		return false, false, fmt.Errorf("instance exists: %w: %w", errCannotTell, err)
+	}
 	if err != nil {
 		return false, false, fmt.Errorf("instance exists: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -266,4 +267,47 @@ func TestMatchesNodeWithoutProviderIDByName(t *testing.T) {
 	if sum, err := h.c.sync(context.Background()); err != nil || sum.Deleted != 0 {
 		t.Fatalf("sync: %+v %v", sum, err)
 	}
+}
+
+// TestLeavesNodeTheProviderCannotTellAboutQuietly: a legacy provider
+// without instance IDs answers NotImplemented for a Node without
+// providerID (through the v1 adapter). The Node is neither deleted nor
+// tainted, as upstream leaves it, and without the warning event and
+// cloud-error count a failing cloud gets every period.
+func TestLeavesNodeTheProviderCannotTellAboutQuietly(t *testing.T) {
+	legacy := cloud.InstancesV2FromV1("legacy", noIDInstances{}, nil)
+	n := node("no-id", v1.ConditionFalse)
+	n.Spec.ProviderID = ""
+	cl := fake.NewClientBuilder().WithObjects(n).Build()
+	rec := events.NewFakeRecorder(10)
+	c, err := New(Deps{Client: cl, Instances: legacy, Recorder: rec}, Config{Period: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{c: c, client: cl, rec: rec}
+	for range 3 {
+		sum, err := c.sync(context.Background())
+		if err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		if sum.Unknowable != 1 || sum.Undecided != 0 || sum.Deleted != 0 || sum.Tainted != 0 {
+			t.Fatalf("summary = %+v, want the node counted as unknowable only", sum)
+		}
+	}
+	if got, ok := h.get(t, "no-id"); !ok || hasShutdownTaint(got) {
+		t.Errorf("node exists=%v, tainted=%v; want it left alone", ok, ok && hasShutdownTaint(got))
+	}
+	if ev := h.events(); ev != "" {
+		t.Errorf("events %q, want none", ev)
+	}
+	if got := testutil.ToFloat64(c.metrics.cloudErrors); got != 0 {
+		t.Errorf("cloud errors counted: %v, want 0", got)
+	}
+}
+
+// noIDInstances is a legacy Instances whose InstanceID is NotImplemented.
+type noIDInstances struct{ cloudprovider.Instances }
+
+func (noIDInstances) InstanceID(context.Context, types.NodeName) (string, error) {
+	return "", cloudprovider.NotImplemented
 }

@@ -115,7 +115,7 @@ func TestIntegration(t *testing.T) {
 
 		// A limiter too slow to refill: the first request takes its one
 		// token (and meets the injected 503), every later one gets 429.
-		if _, err := lc.Admin.UpdateConfig(ctx, api.KnobsPatch{RateLimit: ptr.To(0.0001), RateBurst: ptr.To(1)}); err != nil {
+		if _, err := lc.Admin.UpdateConfig(ctx, api.KnobsPatch{RateLimit: ptr.To(0.01), RateBurst: ptr.To(1)}); err != nil {
 			t.Fatal(err)
 		}
 		// Wait for a 429: only then is the token spent, so that lifting the

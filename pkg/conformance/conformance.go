@@ -228,22 +228,17 @@ func (t testingT) Run(name string, f func(T)) bool {
 	return t.T.Run(name, func(t *testing.T) { f(testingT{t}) })
 }
 
-func (s *suite) needInstances() string {
-	switch {
-	case s.instances == nil:
-		return "the provider implements neither InstancesV2 nor Instances"
-	case len(s.cfg.Instances) == 0:
-		return "Config.Instances is empty"
-	}
-	return ""
-}
+func (s *suite) needInstances() string { return s.needNodes(s.cfg.Instances, "Config.Instances") }
 
-func (s *suite) needGone() string {
-	switch {
-	case s.instances == nil:
-		return "the provider implements neither InstancesV2 nor Instances"
-	case len(s.cfg.Gone) == 0:
-		return "Config.Gone is empty"
+func (s *suite) needGone() string { return s.needNodes(s.cfg.Gone, "Config.Gone") }
+
+// needNodes says why checks over nodes (the field called field) cannot run.
+func (s *suite) needNodes(nodes []*v1.Node, field string) string {
+	if reason := s.needInstancesOrGone(); reason != "" {
+		return reason
+	}
+	if len(nodes) == 0 {
+		return field + " is empty"
 	}
 	return ""
 }

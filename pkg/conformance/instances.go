@@ -19,89 +19,31 @@ func instanceChecks() []check {
 			name:  "ExistingInstancesExist",
 			why:   "the lifecycle controller deletes a NotReady Node whose instance does not exist; a false answer for a running machine deletes a live Node.",
 			needs: (*suite).needInstances,
-			test: func(ctx context.Context, s *suite) error {
-				return eachNode(s.cfg.Instances, func(n *v1.Node) error {
-					ok, err := s.instances.InstanceExists(ctx, n)
-					switch {
-					case err != nil:
-						return fmt.Errorf("InstanceExists(%s) failed for an existing machine: %w", n.Name, err)
-					case !ok:
-						return fmt.Errorf("InstanceExists(%s) = false for a machine that exists", n.Name)
-					}
-					return nil
-				})
-			},
+			test:  testExistingInstancesExist,
 		},
 		{
 			name:  "MetadataOfExistingInstances",
 			why:   "the node controller initializes a Node from this answer: without a providerID in the provider's own form and an address, the Node stays tainted uninitialized; InstanceNotFound for it reads as a machine that is gone.",
 			needs: (*suite).needInstances,
-			test: func(ctx context.Context, s *suite) error {
-				return eachNode(s.cfg.Instances, func(n *v1.Node) error {
-					md, err := s.instances.InstanceMetadata(ctx, n)
-					if err != nil {
-						return fmt.Errorf("InstanceMetadata(%s) failed for an existing machine: %w", n.Name, err)
-					}
-					return s.validMetadata(n, md)
-				})
-			},
+			test:  testMetadataOfExistingInstances,
 		},
 		{
 			name:  "MetadataIsStable",
 			why:   "the node controller refreshes addresses and labels periodically and writes whatever differs: answers that change between calls (order of addresses included) rewrite Nodes for nothing and flap their labels.",
 			needs: (*suite).needInstances,
-			test: func(ctx context.Context, s *suite) error {
-				return eachNode(s.cfg.Instances, func(n *v1.Node) error {
-					first, err := s.instances.InstanceMetadata(ctx, n)
-					if err != nil {
-						return fmt.Errorf("InstanceMetadata(%s): %w", n.Name, err)
-					}
-					for range 2 {
-						again, err := s.instances.InstanceMetadata(ctx, n)
-						if err != nil {
-							return fmt.Errorf("InstanceMetadata(%s) again: %w", n.Name, err)
-						}
-						if !reflect.DeepEqual(first, again) {
-							return fmt.Errorf("InstanceMetadata(%s) changed between calls: %+v, then %+v", n.Name, *first, *again)
-						}
-					}
-					return nil
-				})
-			},
+			test:  testMetadataIsStable,
 		},
 		{
 			name:  "GoneInstancesDoNotExist",
 			why:   "a Node whose machine is gone is deleted only when InstanceExists answers false without an error; otherwise it stays NotReady forever.",
 			needs: (*suite).needGone,
-			test: func(ctx context.Context, s *suite) error {
-				return eachNode(s.cfg.Gone, func(n *v1.Node) error {
-					ok, err := s.instances.InstanceExists(ctx, n)
-					switch {
-					case err != nil:
-						return fmt.Errorf("InstanceExists(%s) of a gone machine failed instead of answering false: %w", n.Name, err)
-					case ok:
-						return fmt.Errorf("InstanceExists(%s) = true for a machine that does not exist", n.Name)
-					}
-					return nil
-				})
-			},
+			test:  testGoneInstancesDoNotExist,
 		},
 		{
 			name:  "GoneInstanceMetadataIsInstanceNotFound",
 			why:   "the node controller tells a machine that is gone from a failing cloud by errors.Is(err, cloudprovider.InstanceNotFound); an error that hides it (stringified, or wrapped without %w) reads as a cloud failure and is retried forever.",
 			needs: (*suite).needGone,
-			test: func(ctx context.Context, s *suite) error {
-				return eachNode(s.cfg.Gone, func(n *v1.Node) error {
-					md, err := s.instances.InstanceMetadata(ctx, n)
-					switch {
-					case err == nil:
-						return fmt.Errorf("InstanceMetadata(%s) of a gone machine succeeded: %+v", n.Name, md)
-					case !errors.Is(err, cloudprovider.InstanceNotFound):
-						return fmt.Errorf("InstanceMetadata(%s) of a gone machine: errors.Is(err, cloudprovider.InstanceNotFound) is false for %w", n.Name, err)
-					}
-					return nil
-				})
-			},
+			test:  testGoneInstanceMetadataIsInstanceNotFound,
 		},
 		{
 			name: "ListerAgreesWithPerInstanceCalls",
@@ -211,4 +153,72 @@ func eachNode(nodes []*v1.Node, f func(*v1.Node) error) error {
 		errs = append(errs, f(n))
 	}
 	return errors.Join(errs...)
+}
+
+func testExistingInstancesExist(ctx context.Context, s *suite) error {
+	return eachNode(s.cfg.Instances, func(n *v1.Node) error {
+		ok, err := s.instances.InstanceExists(ctx, n)
+		switch {
+		case err != nil:
+			return fmt.Errorf("InstanceExists(%s) failed for an existing machine: %w", n.Name, err)
+		case !ok:
+			return fmt.Errorf("InstanceExists(%s) = false for a machine that exists", n.Name)
+		}
+		return nil
+	})
+}
+
+func testMetadataOfExistingInstances(ctx context.Context, s *suite) error {
+	return eachNode(s.cfg.Instances, func(n *v1.Node) error {
+		md, err := s.instances.InstanceMetadata(ctx, n)
+		if err != nil {
+			return fmt.Errorf("InstanceMetadata(%s) failed for an existing machine: %w", n.Name, err)
+		}
+		return s.validMetadata(n, md)
+	})
+}
+
+func testMetadataIsStable(ctx context.Context, s *suite) error {
+	return eachNode(s.cfg.Instances, func(n *v1.Node) error {
+		first, err := s.instances.InstanceMetadata(ctx, n)
+		if err != nil {
+			return fmt.Errorf("InstanceMetadata(%s): %w", n.Name, err)
+		}
+		for range 2 {
+			again, err := s.instances.InstanceMetadata(ctx, n)
+			if err != nil {
+				return fmt.Errorf("InstanceMetadata(%s) again: %w", n.Name, err)
+			}
+			if !reflect.DeepEqual(first, again) {
+				return fmt.Errorf("InstanceMetadata(%s) changed between calls: %+v, then %+v", n.Name, *first, *again)
+			}
+		}
+		return nil
+	})
+}
+
+func testGoneInstancesDoNotExist(ctx context.Context, s *suite) error {
+	return eachNode(s.cfg.Gone, func(n *v1.Node) error {
+		ok, err := s.instances.InstanceExists(ctx, n)
+		switch {
+		case err != nil:
+			return fmt.Errorf("InstanceExists(%s) of a gone machine failed instead of answering false: %w", n.Name, err)
+		case ok:
+			return fmt.Errorf("InstanceExists(%s) = true for a machine that does not exist", n.Name)
+		}
+		return nil
+	})
+}
+
+func testGoneInstanceMetadataIsInstanceNotFound(ctx context.Context, s *suite) error {
+	return eachNode(s.cfg.Gone, func(n *v1.Node) error {
+		md, err := s.instances.InstanceMetadata(ctx, n)
+		switch {
+		case err == nil:
+			return fmt.Errorf("InstanceMetadata(%s) of a gone machine succeeded: %+v", n.Name, md)
+		case !errors.Is(err, cloudprovider.InstanceNotFound):
+			return fmt.Errorf("InstanceMetadata(%s) of a gone machine: errors.Is(err, cloudprovider.InstanceNotFound) is false for %w", n.Name, err)
+		}
+		return nil
+	})
 }

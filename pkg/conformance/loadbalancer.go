@@ -22,41 +22,19 @@ func loadBalancerChecks() []check {
 			name:  "MissingIsReportedMissing",
 			why:   "after a failed update the service controller asks GetLoadBalancer whether the load balancer still exists and recreates it if not; exists=true (or an error) for a missing one leaves the Service without a load balancer.",
 			needs: (*suite).needLB,
-			test: func(ctx context.Context, s *suite) error {
-				svc := s.otherService("conformance-missing", "conformance-uid-missing")
-				_, exists, err := s.lb.GetLoadBalancer(ctx, s.cfg.ClusterName, svc)
-				switch {
-				case err != nil:
-					return fmt.Errorf("GetLoadBalancer of a Service that never had a load balancer failed: %w", err)
-				case exists:
-					return errors.New("GetLoadBalancer of a Service that never had a load balancer says it exists")
-				}
-				return nil
-			},
+			test:  testMissingIsReportedMissing,
 		},
 		{
 			name:  "DeletingMissingSucceeds",
 			why:   "a Service's finalizer is removed only once EnsureLoadBalancerDeleted succeeds; an error for a load balancer that is already gone blocks the Service's deletion forever.",
 			needs: (*suite).needLB,
-			test: func(ctx context.Context, s *suite) error {
-				svc := s.otherService("conformance-missing", "conformance-uid-missing")
-				if _, err := retrying(ctx, s.deleteLB(svc)); err != nil {
-					return fmt.Errorf("EnsureLoadBalancerDeleted of a load balancer that never existed: %w", err)
-				}
-				return nil
-			},
+			test:  testDeletingMissingSucceeds,
 		},
 		{
 			name:  "EnsureReturnsIngress",
 			why:   "the Service's status.loadBalancer.ingress is copied from this status; an entry without IP or hostname leaves clients nothing to connect to.",
 			needs: (*suite).needLB,
-			test: func(ctx context.Context, s *suite) error {
-				st, err := retrying(ctx, s.ensure(s.cfg.Service))
-				if err != nil {
-					return fmt.Errorf("EnsureLoadBalancer: %w", err)
-				}
-				return hasIngress(st)
-			},
+			test:  testEnsureReturnsIngress,
 		},
 		{
 			name:  "EnsureIsIdempotent",
@@ -268,4 +246,32 @@ func testDeleteIdempotent(ctx context.Context, s *suite) error {
 		}
 	}
 	return nil
+}
+
+func testMissingIsReportedMissing(ctx context.Context, s *suite) error {
+	svc := s.otherService("conformance-missing", "conformance-uid-missing")
+	_, exists, err := s.lb.GetLoadBalancer(ctx, s.cfg.ClusterName, svc)
+	switch {
+	case err != nil:
+		return fmt.Errorf("GetLoadBalancer of a Service that never had a load balancer failed: %w", err)
+	case exists:
+		return errors.New("GetLoadBalancer of a Service that never had a load balancer says it exists")
+	}
+	return nil
+}
+
+func testDeletingMissingSucceeds(ctx context.Context, s *suite) error {
+	svc := s.otherService("conformance-missing", "conformance-uid-missing")
+	if _, err := retrying(ctx, s.deleteLB(svc)); err != nil {
+		return fmt.Errorf("EnsureLoadBalancerDeleted of a load balancer that never existed: %w", err)
+	}
+	return nil
+}
+
+func testEnsureReturnsIngress(ctx context.Context, s *suite) error {
+	st, err := retrying(ctx, s.ensure(s.cfg.Service))
+	if err != nil {
+		return fmt.Errorf("EnsureLoadBalancer: %w", err)
+	}
+	return hasIngress(st)
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"net/http"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -20,6 +21,17 @@ func observeConfig(cfg *rest.Config, rec *observe.Recorder) *rest.Config {
 	c.AcceptContentTypes = "application/json"
 	c.Wrap(observe.DryRun(rec))
 	return c
+}
+
+// ObservePath serves observe mode's summary of planned changes.
+const ObservePath = "/debug/observe"
+
+// debugHandlers are the debug pages to serve: observe mode's plan when on.
+func debugHandlers(rec *observe.Recorder) map[string]http.Handler {
+	if rec == nil {
+		return nil
+	}
+	return map[string]http.Handler{ObservePath: rec}
 }
 
 // logObserveSummary writes what observe mode would have done, at exit.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync/atomic"
 	"time"
@@ -104,7 +105,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	}
 	ready := &atomic.Bool{}
 	if o.SecurePort != 0 {
-		if err := addServer(mgr, o, restCfg, deps.Metrics, ready); err != nil {
+		if err := addServer(mgr, o, restCfg, deps.Metrics, ready, debugHandlers(rec)); err != nil {
 			return err
 		}
 	}
@@ -204,13 +205,13 @@ func newManager(o *Options, restCfg *rest.Config) (manager.Manager, error) {
 	return mgr, nil
 }
 
-func addServer(mgr manager.Manager, o *Options, restCfg *rest.Config, gatherer prometheus.Gatherer, ready *atomic.Bool) error {
+func addServer(mgr manager.Manager, o *Options, restCfg *rest.Config, gatherer prometheus.Gatherer, ready *atomic.Bool, debug map[string]http.Handler) error {
 	authCfg, err := delegatedAuthConfig(o, restCfg)
 	if err != nil {
 		return err
 	}
 	var cw *certwatcher.CertWatcher
-	srv, err := newServer(o, authCfg, gatherer, ready, &cw)
+	srv, err := newServer(o, authCfg, gatherer, ready, &cw, debug)
 	if err != nil {
 		return err
 	}

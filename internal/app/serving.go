@@ -36,7 +36,7 @@ type server struct {
 
 // newServer binds the port at once, so that a port already in use is a
 // startup error naming the flag rather than a failure after leader election.
-func newServer(o *Options, authCfg *rest.Config, gatherer prometheus.Gatherer, ready *atomic.Bool, watcher **certwatcher.CertWatcher) (*server, error) {
+func newServer(o *Options, authCfg *rest.Config, gatherer prometheus.Gatherer, ready *atomic.Bool, watcher **certwatcher.CertWatcher, debug map[string]http.Handler) (*server, error) {
 	tlsCfg, cw, err := servingTLS(o)
 	if err != nil {
 		return nil, err
@@ -84,6 +84,14 @@ func newServer(o *Options, authCfg *rest.Config, gatherer prometheus.Gatherer, r
 		}
 	}
 	mux.Handle("/metrics", metricsHandler)
+	// Debug pages (observe mode's plan) are authorized like /metrics.
+	for path, h := range debug {
+		guarded, err := filter(klog.Background().WithName("debug-auth"), h)
+		if err != nil {
+			return nil, fmt.Errorf("serving: delegated auth: %w", err)
+		}
+		mux.Handle(path, guarded)
+	}
 
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	ln, err := net.Listen("tcp", addr)

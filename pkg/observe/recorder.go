@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -116,6 +117,13 @@ func (r *Recorder) Changes() []Change {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// ServeHTTP serves the summary as text, so an operator can read the plan
+// while observe mode runs.
+func (r *Recorder) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_ = r.WriteSummary(w)
 }
 
 // WriteSummary writes one line per distinct planned change, or a line

@@ -178,7 +178,7 @@ func (c *cluster) scrapeToken() string {
 		c.t.Fatal(err)
 	}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/debug/observe"}, Verbs: []string{"get"}}}}
 	if _, err := cs.RbacV1().ClusterRoles().Create(c.ctx, role, metav1.CreateOptions{}); err != nil {
 		c.t.Fatal(err)
 	}
@@ -197,8 +197,11 @@ func (c *cluster) scrapeToken() string {
 }
 
 // metrics returns the process' /metrics text.
-func (m *ccm) metrics(ctx context.Context) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:"+strconv.Itoa(m.port)+"/metrics", nil)
+func (m *ccm) metrics(ctx context.Context) (string, error) { return m.get(ctx, "/metrics") }
+
+// get returns a page of the process' HTTPS server, with the scrape token.
+func (m *ccm) get(ctx context.Context, path string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:"+strconv.Itoa(m.port)+path, nil)
 	if err != nil {
 		return "", err
 	}
@@ -210,7 +213,7 @@ func (m *ccm) metrics(ctx context.Context) (string, error) {
 	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("metrics: %s", resp.Status)
+		return "", fmt.Errorf("%s: %s", path, resp.Status)
 	}
 	return string(b), err
 }

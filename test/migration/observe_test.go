@@ -58,6 +58,9 @@ func TestObserveBesideUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if page, err := obs.get(ctx, "/debug/observe"); err != nil || !strings.Contains(page, "0 planned changes") {
+		t.Errorf("steady state: /debug/observe says %q (%v)", page, err)
+	}
 	if n := metricSum(text, planned); n != 0 {
 		t.Errorf("steady state: observer planned %v changes:\n%s", n, grepLines(obs.LogFile, "planned change"))
 	}
@@ -100,6 +103,13 @@ func TestObserveBesideUpstream(t *testing.T) {
 		if !strings.Contains(plan, want) {
 			t.Errorf("the plan does not name %s:\n%s", want, plan)
 		}
+	}
+	page, err := obs.get(ctx, "/debug/observe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page, "would create load-balancer "+lbName) || !strings.Contains(page, "would delete node "+gone) {
+		t.Errorf("/debug/observe lacks the planned changes:\n%s", page)
 	}
 	if err := up.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)

@@ -83,6 +83,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 		{"starting etcd and kube-apiserver", s.startControlPlane},
 		{"starting localcloud", s.startLocalcloud},
 		{"creating the metrics reader's token", s.startMetricsReader},
+		{"applying the chart's RBAC; the controller manager runs as its ServiceAccount", s.installRBAC},
 		{fmt.Sprintf("creating %d instances in %d zones", o.Nodes, o.Zones), s.ensureInstances},
 		{"registering the nodes of running instances (kwok sends their heartbeats)", s.startNodes},
 		{"starting the node-port responder", s.startResponder},

@@ -36,6 +36,8 @@ func BinDir() (string, error) {
 }
 
 // WriteKubeconfig writes cfg (certificate or token based) as a kubeconfig.
+// A token file is referenced, not copied, so that a renewed token reaches
+// the processes using the kubeconfig.
 func WriteKubeconfig(cfg *rest.Config, path string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["test"] = &clientcmdapi.Cluster{
@@ -46,6 +48,7 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 		ClientCertificateData: cfg.CertData,
 		ClientKeyData:         cfg.KeyData,
 		Token:                 cfg.BearerToken,
+		TokenFile:             cfg.BearerTokenFile,
 	}
 	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
 	kc.CurrentContext = "test"

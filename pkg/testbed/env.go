@@ -45,10 +45,42 @@ func RequireBinaries(t testing.TB, names ...string) string {
 	return dir
 }
 
+// Option adjusts the control plane before it starts; workDir is the
+// directory StartEnv was given, for files the option writes.
+type Option func(env *envtest.Environment, workDir string) error
+
+// auditPolicy logs every request at the Metadata level (who, what verb on
+// which object, the answer's code) once its response is complete, or
+// started for a watch.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`
+
+// WithAuditLog makes kube-apiserver write an audit event for every request
+// to path, one JSON object a line (audit.k8s.io/v1 Event), synchronously:
+// a request answered is already in the file.
+func WithAuditLog(path string) Option {
+	return func(env *envtest.Environment, workDir string) error {
+		policy := filepath.Join(workDir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return fmt.Errorf("testbed: audit policy: %w", err)
+		}
+		env.ControlPlane.GetAPIServer().Configure().
+			Set("audit-policy-file", policy).
+			Set("audit-log-path", path).
+			Set("audit-log-format", "json").
+			Set("audit-log-mode", "blocking")
+		return nil
+	}
+}
+
 // Start starts etcd and kube-apiserver and stops them when t ends.
-func Start(t testing.TB) *Env {
+func Start(t testing.TB, opts ...Option) *Env {
 	t.Helper()
-	e, err := StartEnv(RequireBinaries(t, "kube-apiserver", "etcd"), t.TempDir())
+	e, err := StartEnv(RequireBinaries(t, "kube-apiserver", "etcd"), t.TempDir(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +94,16 @@ func Start(t testing.TB) *Env {
 
 // StartEnv starts a control plane from the binaries in binDir and writes an
 // admin kubeconfig into workDir. Callers must Stop it.
-func StartEnv(binDir, workDir string) (*Env, error) {
+func StartEnv(binDir, workDir string, opts ...Option) (*Env, error) {
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    binDir,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	for _, o := range opts {
+		if err := o(env, workDir); err != nil {
+			return nil, err
+		}
 	}
 	// envtest resolves kubectl next to the other binaries; the system one
 	// is just as good and the project does not build its own.

@@ -86,9 +86,11 @@ type Options struct {
 	OrphanedLoadBalancerGrace    time.Duration
 	OrphanedLoadBalancerInterval time.Duration
 
-	// Accepted for compatibility with upstream manifests.
+	// UseServiceAccountCredentials runs each controller as its own
+	// ServiceAccount (identity.go).
 	UseServiceAccountCredentials bool
-	Profiling                    bool
+	// Profiling is accepted for compatibility with upstream manifests.
+	Profiling bool
 
 	Logs *logsapi.LoggingConfiguration
 

@@ -44,8 +44,8 @@ tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm
 # app) linked with the localcloud provider: the incumbent of the takeover and
 # leader migration tests, and the benchmark peer. bench/ is its own module; it
 # links this module's provider, so provider changes rebuild it too.
-UPSTREAM_CCM_SRC := bench/go.mod bench/go.sum $(wildcard bench/cmd/upstream-ccm/*.go) \
-	$(shell find pkg/providers/localcloud pkg/localcloud/api pkg/localcloud/client pkg/cloud -name '*.go' -not -name '*_test.go' 2>/dev/null)
+UPSTREAM_CCM_SRC := go.mod bench/go.mod bench/go.sum $(wildcard bench/cmd/upstream-ccm/*.go) \
+	$(shell find pkg/providers/localcloud pkg/localcloud/api pkg/localcloud/client pkg/cloud pkg/observe -name '*.go' -not -name '*_test.go' 2>/dev/null)
 $(BIN)/upstream-ccm: $(UPSTREAM_CCM_SRC)
 	cd bench && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ ./cmd/upstream-ccm
 

@@ -79,8 +79,25 @@ func TestStratusImage(t *testing.T) {
 		t.Fatalf("two builds of one commit differ: %s and %s", digest(t, idx), digest(t, again))
 	}
 
+	pulled := pushAndPull(ctx, t, idx)
+	plat, _ := v1.ParsePlatform(image.HostPlatform())
+	img, err := image.PlatformImage(pulled, plat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkConfig(t, img, plat)
+	files := extract(t, img)
+	checkFiles(t, files)
+	runVersion(t, files["usr/local/bin/stratus"].data)
+	checkOutputs(t, idx, img)
+}
+
+// pushAndPull pushes idx to go-containerregistry's in-process registry
+// and pulls it back by tag.
+func pushAndPull(ctx context.Context, t *testing.T, idx v1.ImageIndex) v1.ImageIndex {
+	t.Helper()
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	ref, err := name.NewTag(strings.TrimPrefix(srv.URL, "http://")+"/stratus:"+testVersion, name.Insecure)
 	if err != nil {
 		t.Fatal(err)
@@ -95,16 +112,7 @@ func TestStratusImage(t *testing.T) {
 	if digest(t, pulled) != digest(t, idx) {
 		t.Fatalf("pulled index %s, pushed %s", digest(t, pulled), digest(t, idx))
 	}
-	plat, _ := v1.ParsePlatform(image.HostPlatform())
-	img, err := image.PlatformImage(pulled, plat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkConfig(t, img, plat)
-	files := extract(t, img)
-	checkFiles(t, files)
-	runVersion(t, files["usr/local/bin/stratus"].data)
-	checkOutputs(t, idx, img)
+	return pulled
 }
 
 func checkConfig(t *testing.T, img v1.Image, plat *v1.Platform) {
@@ -256,10 +264,11 @@ func TestMultiPlatformIndex(t *testing.T) {
 	defer cancel()
 	o := image.Options{ModuleDir: ".", Package: "./testdata/hello", Platforms: []string{"linux/amd64", "linux/arm64"},
 		Version: testVersion, Revision: testRevision, Created: created}
-	idx := build(ctx, t, o)
-	if again := build(ctx, t, o); digest(t, again) != digest(t, idx) {
-		t.Fatalf("two builds differ: %s and %s", digest(t, idx), digest(t, again))
+	built := build(ctx, t, o)
+	if again := build(ctx, t, o); digest(t, again) != digest(t, built) {
+		t.Fatalf("two builds differ: %s and %s", digest(t, built), digest(t, again))
 	}
+	idx := pushAndPull(ctx, t, built)
 	m, err := idx.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
@@ -272,6 +281,9 @@ func TestMultiPlatformIndex(t *testing.T) {
 		img, err := image.PlatformImage(idx, p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if cf, err := img.ConfigFile(); err != nil || cf.OS != p.OS || cf.Architecture != p.Architecture {
+			t.Errorf("%s image's config: %+v (%v)", plat, cf, err)
 		}
 		f, err := elf.NewFile(bytes.NewReader(extract(t, img)["usr/local/bin/hello"].data))
 		if err != nil {

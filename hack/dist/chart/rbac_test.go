@@ -37,6 +37,8 @@ func TestRBACFollowsTheControllers(t *testing.T) {
 			[]string{"stratus:cloud-node-controller"}, []string{"stratus:service-lb-controller", "stratus:cloud-node-lifecycle-controller", "name: service-lb-controller"}},
 		"only one": {map[string]any{"controllers": []any{"cloud-node"}},
 			[]string{"stratus:cloud-node-controller", `resourceNames: ["cloud-node-controller"]`}, []string{"stratus:service-lb-controller"}},
+		"a migration lease": {map[string]any{"rbac": map[string]any{"extraLeaseNames": []any{"ccm-migration"}}},
+			[]string{`resourceNames: ["ccm-migration"]`}, nil},
 		"daemon credentials": {map[string]any{"useServiceAccountCredentials": false},
 			[]string{"stratus:cloud-node-controller"}, []string{"stratus:controller-tokens", "serviceaccounts/token", "name: cloud-node-controller\n"}},
 	} {

@@ -66,8 +66,10 @@ type endpoint struct {
 	port                     int32
 }
 
+// key names the node too: a machine created after another was deleted may
+// get its internal address, and must answer with its own name.
 func (e endpoint) key() string {
-	return e.proto + "/" + net.JoinHostPort(e.ip, strconv.Itoa(int(e.port))) + "/" + e.service
+	return e.proto + "/" + net.JoinHostPort(e.ip, strconv.Itoa(int(e.port))) + "/" + e.service + "/" + e.node
 }
 
 func (r *responder) sync(ctx context.Context, nodeLister corelisters.NodeLister, svcLister corelisters.ServiceLister) {

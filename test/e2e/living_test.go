@@ -212,6 +212,18 @@ func checkNodesFollowInstances(ctx context.Context, t *testing.T, cs kubernetes.
 		return err == nil && strings.HasPrefix(n.Spec.ProviderID, "localcloud://") &&
 			!slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider }), nil
 	})
+	// node-0004 may have node-0003's old internal address: what answers
+	// there is node-0004, never the deleted node.
+	vip := vipOf(ctx, t, cs, sandbox.DemoService)
+	waitCond(ctx, t, "the demo to answer 10 times in a row, never from the deleted node-0003", time.Minute, func(context.Context) (bool, error) {
+		for range 10 {
+			line, err := sandbox.Probe(vip, 80)
+			if err != nil || strings.Contains(line, "node-0003") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	if out := userCLI(t, r, "routes", "list"); !strings.Contains(out, "node-0004") {
 		t.Errorf("routes list (the env file's cluster) does not show node-0004's route:\n%s", out)
 	}

@@ -280,3 +280,27 @@ func TestSandboxNoCCM(t *testing.T) {
 		t.Fatal("the controller manager started by hand outlived the sandbox")
 	}
 }
+
+// checkScaleDown resumes the sandbox with a smaller --nodes.
+func checkScaleDown(ctx context.Context, t *testing.T, r sandboxRun) {
+	// A smaller --nodes removes the sandbox's instances above it and their
+	// nodes (node-0004 here); the stopped node-0002 stays, as its machine.
+	p := r.start(t, "third.log", "--nodes=2")
+	waitReady(ctx, t, p, r.state)
+	cs := kubeClient(t, r.state)
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"node-0001", "node-0002"}) {
+		t.Errorf("nodes after --nodes=2: %v", names)
+	}
+	if out := userCLI(t, r, "instances", "list"); strings.Contains(out, "node-0004") {
+		t.Errorf("instance node-0004 still live after --nodes=2:\n%s", out)
+	}
+	stopAndCheck(t, p, r)
+}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -210,26 +209,7 @@ func TestSandboxAsAUser(t *testing.T) {
 	checkNodesFollowInstances(ctx, t, cs, r)
 	stopAndCheck(t, p, r)
 
-	// A smaller --nodes removes the sandbox's instances above it and their
-	// nodes (node-0004 here); the stopped node-0002 stays, as its machine.
-	p = r.start(t, "third.log", "--nodes=2")
-	waitReady(ctx, t, p, r.state)
-	cs = kubeClient(t, r.state)
-	nodes, err = cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, n := range nodes.Items {
-		names = append(names, n.Name)
-	}
-	if slices.Sort(names); !slices.Equal(names, []string{"node-0001", "node-0002"}) {
-		t.Errorf("nodes after --nodes=2: %v", names)
-	}
-	if out := userCLI(t, r, "instances", "list"); strings.Contains(out, "node-0004") {
-		t.Errorf("instance node-0004 still live after --nodes=2:\n%s", out)
-	}
-	stopAndCheck(t, p, r)
+	checkScaleDown(ctx, t, r)
 }
 
 func TestSandboxBadInput(t *testing.T) {

@@ -121,8 +121,11 @@ func (ids *identities) config(ctx context.Context, name string) (*rest.Config, s
 	if _, err := src.Token(); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
-	// The daemon's credentials are dropped: only the token speaks.
+	// The daemon's credentials are dropped: only the token speaks. Its
+	// transport wrappers stay (observe mode's dry runs): they are not
+	// credentials, and dropping them would make observe mode write.
 	cfg := rest.AnonymousClientConfig(ids.base)
+	cfg.WrapTransport = ids.base.WrapTransport
 	// AnonymousClientConfig drops transport wrappers; keep the base's
 	// (observe mode's dry run) under the token.
 	cfg.WrapTransport = ids.base.WrapTransport

@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/pkg/controllers/node"
@@ -28,6 +31,10 @@ func whoAmI(ctx context.Context, t *testing.T, cs kubernetes.Interface) string {
 	}
 	return r.Status.UserInfo.Username
 }
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func kubeFor(t *testing.T, c Clients) kubernetes.Interface {
 	t.Helper()
@@ -57,7 +64,17 @@ func TestControllerIdentities(t *testing.T) {
 	}
 
 	t.Run("own service account", func(t *testing.T) {
-		ids, err := newIdentities(mgr, env.Config, true)
+		// A transport wrapper of the daemon's config (observe mode's dry
+		// runs) must reach the controller's client with the token.
+		base := rest.CopyConfig(env.Config)
+		var wrapped atomic.Int32
+		base.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				wrapped.Add(1)
+				return rt.RoundTrip(r)
+			})
+		})
+		ids, err := newIdentities(mgr, base, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,8 +84,12 @@ func TestControllerIdentities(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := "system:serviceaccount:kube-system:cloud-node-controller"
+		before := wrapped.Load()
 		if got := whoAmI(ctx, t, kubeFor(t, id)); got != want {
 			t.Fatalf("clientset speaks as %q, want %q", got, want)
+		}
+		if wrapped.Load() == before {
+			t.Fatal("the daemon config's transport wrapper was dropped from the controller's client")
 		}
 		// No role is bound: the controller-runtime client's write must be
 		// refused to the ServiceAccount, not done with the daemon's rights.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/fake"
 
@@ -145,6 +146,32 @@ func TestUpstreamFakeConforms(t *testing.T) {
 	}
 	if !slices.Equal(rep.Ran, wantRan) {
 		t.Errorf("ran %v, want %v", rep.Ran, wantRan)
+	}
+}
+
+// TestUpstreamFakeLegacyInstancesConform runs the instance checks against
+// upstream's fake with only the legacy Instances and Zones (no
+// InstancesV2), seen through the adapter Stratus' node controllers use:
+// with instance IDs, and without (InstanceID NotImplemented, so the
+// metadata has no providerID, which such a provider may leave empty).
+func TestUpstreamFakeLegacyInstancesConform(t *testing.T) {
+	for name, idErr := range map[string]error{"with instance IDs": nil, "without instance IDs": cloudprovider.NotImplemented} {
+		t.Run(name, func(t *testing.T) {
+			f := upstreamFake(false)
+			f.EnableInstancesV2 = false
+			f.DisableLoadBalancers = true
+			f.ExtID = map[types.NodeName]string{"worker-1": "i-1"}
+			if idErr != nil {
+				f.ExtIDErr = map[types.NodeName]error{"worker-1": idErr}
+			}
+			f.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}}
+			f.Zone = cloudprovider.Zone{FailureDomain: "a", Region: "r"}
+			rep := conformance.Run(t, conformance.Config{Provider: f, Instances: []*v1.Node{node("worker-1", "")}})
+			want := []string{"Instances/ExistingInstancesExist", "Instances/MetadataOfExistingInstances", "Instances/MetadataIsStable"}
+			if !slices.Equal(rep.Ran, want) {
+				t.Errorf("ran %v, want %v", rep.Ran, want)
+			}
+		})
 	}
 }
 

@@ -137,9 +137,6 @@ func run(ctx context.Context, o *app.Options, cfg Config) error {
 	}
 	logger := klog.Background()
 	ctrllog.SetLogger(logger)
-	if o.UseServiceAccountCredentials {
-		logger.Info("--use-service-account-credentials is accepted for compatibility and has no effect: all controllers share Stratus' credentials")
-	}
 	logger.Info("Stratus", "version", version.Get().String())
 	deps, err := cfg.deps()
 	if err != nil {

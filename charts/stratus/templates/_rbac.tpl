@@ -40,6 +40,13 @@ metadata:
     {{- include "stratus.labels" $root | nindent 4 }}
 rules:
 {{- include (printf "stratus.rules.%s" .name) $root }}
+{{- if or (has "--observe" $root.Values.extraArgs) (has "--observe=true" $root.Values.extraArgs) }}
+  # Observe mode (--observe) reads each object before its dry-run write, to
+  # report the change the write would make.
+  - apiGroups: [""]
+    resources: {{ include (printf "stratus.writes.%s" .name) $root }}
+    verbs: ["get"]
+{{- end }}
 {{- if eq .name "node-route-controller" }}
   # rare: this controller records an event only when a cloud route cannot be created.
 {{- else if eq .name "node-ipam-controller" }}
@@ -75,6 +82,13 @@ subjects:
     namespace: {{ $root.Release.Namespace }}
 {{- end }}
 {{- end -}}
+
+{{/* What each controller writes (observe mode reads it first). */}}
+{{- define "stratus.writes.cloud-node-controller" }}["nodes", "nodes/status"]{{ end }}
+{{- define "stratus.writes.cloud-node-lifecycle-controller" }}["nodes"]{{ end }}
+{{- define "stratus.writes.service-lb-controller" }}["services/status"]{{ end }}
+{{- define "stratus.writes.node-route-controller" }}["nodes/status"]{{ end }}
+{{- define "stratus.writes.node-ipam-controller" }}["nodes"]{{ end }}
 
 {{/* The rules of each controller, events aside. */}}
 {{- define "stratus.rules.cloud-node-controller" }}

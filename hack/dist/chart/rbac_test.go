@@ -26,8 +26,8 @@ func TestRBACFollowsTheControllers(t *testing.T) {
 		roles, absent []string
 	}{
 		"default": {nil,
-			[]string{"stratus:cloud-node-controller", "stratus:cloud-node-lifecycle-controller", "stratus:service-lb-controller", "stratus:controller-tokens"},
-			[]string{"stratus:node-route-controller", "stratus:node-ipam-controller"}},
+			[]string{"resources: [\"services/status\"]\n    verbs: [\"patch\"]", "stratus:cloud-node-controller", "stratus:cloud-node-lifecycle-controller", "stratus:service-lb-controller", "stratus:controller-tokens"},
+			[]string{"stratus:node-route-controller", "stratus:node-ipam-controller", "Observe mode", "resources: [\"nodes\", \"nodes/status\"]\n    verbs: [\"get\"]"}},
 		"network": {network,
 			[]string{"stratus:node-route-controller", "stratus:node-ipam-controller", `resourceNames: ["cloud-node-controller","cloud-node-lifecycle-controller","node-ipam-controller","node-route-controller","service-lb-controller"]`},
 			nil},
@@ -39,6 +39,8 @@ func TestRBACFollowsTheControllers(t *testing.T) {
 			[]string{"stratus:cloud-node-controller", `resourceNames: ["cloud-node-controller"]`}, []string{"stratus:service-lb-controller"}},
 		"a migration lease": {map[string]any{"rbac": map[string]any{"extraLeaseNames": []any{"ccm-migration"}}},
 			[]string{`resourceNames: ["ccm-migration"]`}, nil},
+		"observe mode": {map[string]any{"extraArgs": []any{"--observe"}},
+			[]string{"resources: [\"nodes\", \"nodes/status\"]\n    verbs: [\"get\"]", "resources: [\"services/status\"]\n    verbs: [\"get\"]"}, nil},
 		"daemon credentials": {map[string]any{"useServiceAccountCredentials": false},
 			[]string{"stratus:cloud-node-controller"}, []string{"stratus:controller-tokens", "serviceaccounts/token", "name: cloud-node-controller\n"}},
 	} {

@@ -6,8 +6,10 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,12 +107,23 @@ func (k *kubelets) pass(ctx context.Context, after uint64) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: watch instances: %w", err)
 	}
+	// In parallel, as a thousand kubelets register at once; each node is
+	// touched only when it is out of line with its machine.
+	var mu sync.Mutex
 	var errs []error
+	var g errgroup.Group
+	g.SetLimit(32)
 	for name, running := range machines(w.Items) {
-		if err := k.follow(ctx, name, running); err != nil {
-			errs = append(errs, err)
-		}
+		g.Go(func() error {
+			if err := k.follow(ctx, name, running); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 	if len(errs) > 0 {
 		// The generation is not advanced: the next pass retries at once.
 		return fmt.Errorf("sandbox: %d nodes not in line with their instances, first: %w", len(errs), errs[0])

@@ -2,11 +2,7 @@ package app_test
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
-	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,18 +20,6 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 	"github.com/stratus-ccm/stratus/pkg/testbed/fakeprovider"
 )
-
-// buildFakeCCM builds the stratus command with a provider that is only in
-// upstream's global registry.
-func buildFakeCCM(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "fakeccm")
-	cmd := exec.Command("go", "build", "-race", "-o", out, "./testdata/fakeccm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build fakeccm: %v\n%s", err, b)
-	}
-	return out
-}
 
 func startCCM(t *testing.T, bin string, env *testbed.Env, name string, port int, extra ...string) *testbed.Process {
 	t.Helper()
@@ -177,39 +161,28 @@ func TestLostLeaseExitsNonZero(t *testing.T) {
 }
 
 func TestServingHealthAndMetricsAuth(t *testing.T) {
-	env := testbed.Start(t)
+	env := sharedEnv(t)
 	bin := buildFakeCCM(t)
 	ctx := testbed.Context(t, 2*time.Minute)
 	port := testbed.FreePort(t)
-	startCCM(t, bin, env, "a", port)
-	base := fmt.Sprintf("https://127.0.0.1:%d", port)
-	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the daemon serves a self-signed cert
-	}}
-	get := func(path, token string) (int, string) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+	startCCM(t, bin, env, "a", port, "--leader-elect-resource-name=serving-test")
+	get := func(path, token string) (int, string) { return httpsGet(ctx, port, path, token) }
+	waitReady(ctx, t, port)
+	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
+		if code, body := get(path, ""); code != http.StatusOK {
+			t.Errorf("anonymous %s = %d %s, want 200 (always-allow path)", path, code, body)
 		}
-		resp, err := httpc.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer func() { _ = resp.Body.Close() }()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		code, _ := get("/readyz", "")
-		return code == http.StatusOK, nil
-	}); err != nil {
-		t.Fatalf("/readyz never answered 200: %v", err)
+	if _, body := get("/readyz?verbose", ""); !strings.Contains(body, "[+]informer-sync ok") || !strings.Contains(body, "[+]leader-election ok") {
+		t.Errorf("/readyz?verbose lacks the named checks:\n%s", body)
 	}
-	if code, body := get("/healthz", ""); code != http.StatusOK {
-		t.Fatalf("/healthz = %d %s", code, body)
+	// Upstream's delegated authentication: a token the API server rejects
+	// is 401; no token is system:anonymous, which RBAC forbids (403).
+	if code, body := get("/metrics", "garbage"); code != http.StatusUnauthorized {
+		t.Fatalf("/metrics with a garbage token = %d %s, want 401", code, body)
 	}
-	if code, _ := get("/metrics", ""); code != http.StatusUnauthorized {
-		t.Fatalf("anonymous /metrics = %d, want 401", code)
+	if code, _ := get("/metrics", ""); code != http.StatusForbidden {
+		t.Fatalf("anonymous /metrics = %d, want 403", code)
 	}
 	reader := serviceAccountToken(ctx, t, env.Clientset, "metrics-reader", true)
 	nobody := serviceAccountToken(ctx, t, env.Clientset, "nobody", false)
@@ -222,6 +195,11 @@ func TestServingHealthAndMetricsAuth(t *testing.T) {
 	}
 	if !strings.Contains(body, "rest_client_requests_total") {
 		t.Errorf("metrics lack the API client metrics:\n%.2000s", body)
+	}
+	// --profiling defaults to true, as upstream: pprof is served, behind
+	// the same authorization as /metrics.
+	if code, _ := get("/debug/pprof/", nobody); code != http.StatusForbidden {
+		t.Errorf("/debug/pprof/ without RBAC = %d, want 403", code)
 	}
 }
 

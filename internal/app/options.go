@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	apiserveroptions "k8s.io/apiserver/pkg/server/options"
+	ccmoptions "k8s.io/cloud-provider/options"
+	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 )
 
@@ -26,7 +29,10 @@ const (
 )
 
 // Options holds every command-line setting of the controller manager. Field
-// names follow upstream's component config where one exists.
+// names follow upstream's component config where one exists. The serving,
+// authentication, authorization, webhook and debugging groups are upstream's
+// own option types (k8s.io/apiserver, k8s.io/cloud-provider), so their flags,
+// defaults and validation are upstream's by construction.
 type Options struct {
 	CloudProvider      string
 	CloudConfig        string
@@ -41,16 +47,18 @@ type Options struct {
 	KubeAPIContentType string
 	MinResyncPeriod    time.Duration
 
-	LeaderElect           bool
-	LeaseDuration         time.Duration
-	RenewDeadline         time.Duration
-	RetryPeriod           time.Duration
-	ResourceLock          string
-	LeaderElectName       string
-	LeaderElectNamespace  string
-	ControllerStartPeriod time.Duration
-	Migration             MigrationOptions
-	Observe               bool
+	LeaderElect          bool
+	LeaseDuration        time.Duration
+	RenewDeadline        time.Duration
+	RetryPeriod          time.Duration
+	ResourceLock         string
+	LeaderElectName      string
+	LeaderElectNamespace string
+	// ControllerStartInterval is upstream's --controller-start-interval:
+	// the leader waits a jittered [d, 2d) after starting each controller.
+	ControllerStartInterval time.Duration
+	Migration               MigrationOptions
+	Observe                 bool
 
 	NodeMonitorPeriod           time.Duration
 	NodeStatusUpdateFrequency   time.Duration
@@ -67,15 +75,25 @@ type Options struct {
 	NodeCIDRMaskSizeIPv6      int32
 	ConfigureCloudRoutes      bool
 	RouteReconciliationPeriod time.Duration
+	// ExternalCloudVolumePlugin and NodeSyncPeriod are accepted as upstream
+	// accepts them; neither changes what a cloud-controller-manager does
+	// (upstream's does not read them either).
+	ExternalCloudVolumePlugin string
+	NodeSyncPeriod            time.Duration
 
-	SecurePort                    int
-	BindAddress                   string
-	CertDir                       string
-	TLSCertFile                   string
-	TLSPrivateKeyFile             string
-	AuthenticationKubeconfig      string
-	AuthorizationKubeconfig       string
-	AuthorizationAlwaysAllowPaths []string
+	// Serving groups: upstream's option types.
+	SecureServing  *apiserveroptions.SecureServingOptions
+	Authentication *apiserveroptions.DelegatingAuthenticationOptions
+	Authorization  *apiserveroptions.DelegatingAuthorizationOptions
+	Webhook        *ccmoptions.WebhookOptions
+	WebhookServing *ccmoptions.WebhookServingOptions
+
+	// Debugging, feature gates, logging and --version.
+	Profiling           bool
+	ContentionProfiling bool
+	FeatureGate         featuregate.MutableVersionedFeatureGate
+	Logs                *logsapi.LoggingConfiguration
+	Version             VersionFlag
 
 	// Stratus' own settings.
 	CloudAPIQPS                  float64
@@ -89,70 +107,86 @@ type Options struct {
 	// UseServiceAccountCredentials runs each controller as its own
 	// ServiceAccount (identity.go).
 	UseServiceAccountCredentials bool
-	// Profiling is accepted for compatibility with upstream manifests.
-	Profiling bool
 
-	Logs *logsapi.LoggingConfiguration
-
-	// unsupported holds the values of upstream flags Stratus does not
-	// implement; setting any of them is a startup error.
-	unsupported map[string]*string
+	// setupErr is a failure to build the feature gate, reported by Validate.
+	setupErr error
 }
 
 // NewOptions returns Options with upstream's defaults, except the ones the
 // constants above document.
 func NewOptions() *Options {
+	fg, err := newFeatureGate()
 	return &Options{
-		ClusterName:                   "kubernetes",
-		Controllers:                   []string{"*"},
-		KubeAPIQPS:                    20,
-		KubeAPIBurst:                  30,
-		KubeAPIContentType:            "application/vnd.kubernetes.protobuf",
-		MinResyncPeriod:               12 * time.Hour,
-		LeaderElect:                   true,
-		LeaseDuration:                 15 * time.Second,
-		RenewDeadline:                 10 * time.Second,
-		RetryPeriod:                   2 * time.Second,
-		ResourceLock:                  "leases",
-		LeaderElectName:               "cloud-controller-manager",
-		LeaderElectNamespace:          "kube-system",
-		NodeMonitorPeriod:             5 * time.Second,
-		NodeStatusUpdateFrequency:     5 * time.Minute,
-		ConcurrentNodeSyncs:           DefaultConcurrentNodeSyncs,
-		ConcurrentServiceSyncs:        DefaultConcurrentServiceSyncs,
-		CIDRAllocatorType:             "RangeAllocator",
-		NodeCIDRMaskSizeIPv4:          24,
-		NodeCIDRMaskSizeIPv6:          64,
-		ConfigureCloudRoutes:          true,
-		RouteReconciliationPeriod:     10 * time.Second,
-		SecurePort:                    10258,
-		BindAddress:                   "0.0.0.0",
-		AuthorizationAlwaysAllowPaths: []string{"/healthz", "/readyz", "/livez"},
-		CloudAPIQPS:                   DefaultCloudAPIQPS,
-		CloudAPIBurst:                 DefaultCloudAPIBurst,
-		CloudExtensions:               true,
-		OrphanedLoadBalancerGrace:     10 * time.Minute,
-		OrphanedLoadBalancerInterval:  5 * time.Minute,
-		Logs:                          logsapi.NewLoggingConfiguration(),
-		unsupported:                   map[string]*string{},
+		ClusterName:                  "kubernetes",
+		Controllers:                  []string{"*"},
+		KubeAPIQPS:                   20,
+		KubeAPIBurst:                 30,
+		KubeAPIContentType:           "application/vnd.kubernetes.protobuf",
+		MinResyncPeriod:              12 * time.Hour,
+		LeaderElect:                  true,
+		LeaseDuration:                15 * time.Second,
+		RenewDeadline:                10 * time.Second,
+		RetryPeriod:                  2 * time.Second,
+		ResourceLock:                 "leases",
+		LeaderElectName:              "cloud-controller-manager",
+		LeaderElectNamespace:         "kube-system",
+		NodeMonitorPeriod:            5 * time.Second,
+		NodeStatusUpdateFrequency:    5 * time.Minute,
+		ConcurrentNodeSyncs:          DefaultConcurrentNodeSyncs,
+		ConcurrentServiceSyncs:       DefaultConcurrentServiceSyncs,
+		CIDRAllocatorType:            "RangeAllocator",
+		NodeCIDRMaskSizeIPv4:         24,
+		NodeCIDRMaskSizeIPv6:         64,
+		ConfigureCloudRoutes:         true,
+		RouteReconciliationPeriod:    10 * time.Second,
+		SecureServing:                newSecureServingOptions(),
+		Authentication:               newAuthenticationOptions(),
+		Authorization:                apiserveroptions.NewDelegatingAuthorizationOptions(),
+		Webhook:                      ccmoptions.NewWebhookOptions(),
+		WebhookServing:               ccmoptions.NewWebhookServingOptions(ccmoptions.ProviderDefaults{}),
+		Profiling:                    true,
+		FeatureGate:                  fg,
+		Logs:                         logsapi.NewLoggingConfiguration(),
+		CloudAPIQPS:                  DefaultCloudAPIQPS,
+		CloudAPIBurst:                DefaultCloudAPIBurst,
+		CloudExtensions:              true,
+		OrphanedLoadBalancerGrace:    10 * time.Minute,
+		OrphanedLoadBalancerInterval: 5 * time.Minute,
+		setupErr:                     err,
 	}
 }
 
-// AddFlags registers every flag on fs, with upstream's names.
+// AddFlags registers every flag on fs, with upstream's names, one group at
+// a time (options_*.go hold the groups).
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.addGenericFlags(fs)
+	o.addControllerFlags(fs)
+	o.addNetworkFlags(fs)
+	o.addServingFlags(fs)
+	o.addStratusFlags(fs)
+	o.addDebuggingFlags(fs)
+	o.addSwitchFlags(fs)
+	o.addCredentialFlags(fs)
+}
+
+func (o *Options) addGenericFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CloudProvider, "cloud-provider", o.CloudProvider, "The provider for cloud services (e.g. localcloud). Required.")
 	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "The path to the cloud provider configuration file; its contents are handed to the provider.")
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "The instance prefix for the cluster; providers use it to tag the resources they create.")
 	fs.BoolVar(&o.AllowUntaggedCloud, "allow-untagged-cloud", o.AllowUntaggedCloud, "Allow the cluster to run without the cluster-id on cloud instances.")
+	_ = fs.MarkDeprecated("allow-untagged-cloud", "This flag is deprecated and will be removed in a future release. A cluster-id will be required on cloud instances.")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "Controllers to enable: '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo. All: "+controllerList()+".")
+	fs.StringVar(&o.ExternalCloudVolumePlugin, "external-cloud-volume-plugin", o.ExternalCloudVolumePlugin, "Accepted as upstream accepts it; only kube-controller-manager reads it, so it changes nothing here.")
+	fs.DurationVar(&o.NodeSyncPeriod, "node-sync-period", o.NodeSyncPeriod, "Deprecated upstream no-op; see --node-monitor-period and --route-reconciliation-period.")
+	_ = fs.MarkDeprecated("node-sync-period", "This flag is currently no-op and will be deleted.")
 
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig file; empty means in-cluster configuration.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig file; empty means in-cluster configuration (or $KUBECONFIG outside a cluster).")
 	fs.StringVar(&o.Master, "master", o.Master, "The address of the Kubernetes API server (overrides any value in kubeconfig).")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "QPS to use while talking with the Kubernetes API server.")
 	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst to use while talking with the Kubernetes API server.")
 	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", o.KubeAPIContentType, "Content type of requests sent to the API server.")
 	fs.DurationVar(&o.MinResyncPeriod, "min-resync-period", o.MinResyncPeriod, "The resync period of the shared caches.")
-	fs.DurationVar(&o.ControllerStartPeriod, "controller-start-interval", o.ControllerStartPeriod, "Accepted for compatibility; controllers start together.")
+	fs.DurationVar(&o.ControllerStartInterval, "controller-start-interval", o.ControllerStartInterval, "Interval between starting controllers: after each, the leader waits a random time between the interval and twice it.")
 
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader before running the control loops, so that several replicas are safe.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long non-leaders wait after the last renewal before trying to take the lease.")
@@ -161,13 +195,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ResourceLock, "leader-elect-resource-lock", o.ResourceLock, "The kind of lock object; only 'leases' is supported.")
 	fs.StringVar(&o.LeaderElectName, "leader-elect-resource-name", o.LeaderElectName, "The name of the Lease used for leader election.")
 	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-resource-namespace", o.LeaderElectNamespace, "The namespace of the Lease used for leader election.")
+}
 
+func (o *Options) addControllerFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", o.NodeMonitorPeriod, "The period for checking NotReady nodes against the cloud (node lifecycle).")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "How often node addresses and labels are refreshed from the cloud.")
 	fs.Int32Var(&o.ConcurrentNodeSyncs, "concurrent-node-syncs", o.ConcurrentNodeSyncs, "Workers initializing nodes concurrently (upstream default 1).")
 	fs.Int32Var(&o.ConcurrentNodeStatusUpdates, "concurrent-node-status-updates", o.ConcurrentNodeStatusUpdates, "Workers refreshing node status concurrently; 0 means --concurrent-node-syncs.")
 	fs.Int32Var(&o.ConcurrentServiceSyncs, "concurrent-service-syncs", o.ConcurrentServiceSyncs, "Services synchronized concurrently (upstream default 1).")
+}
 
+func (o *Options) addNetworkFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "CIDR range for pods: one IPv4 and/or one IPv6 CIDR, comma-separated. Requires --allocate-node-cidrs.")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR range(s) for Services; never handed out as pod CIDRs.")
 	fs.BoolVar(&o.AllocateNodeCIDRs, "allocate-node-cidrs", o.AllocateNodeCIDRs, "Allocate pod CIDRs to nodes from --cluster-cidr (and, with --configure-cloud-routes, program cloud routes).")
@@ -177,16 +215,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(&o.NodeCIDRMaskSizeIPv6, "node-cidr-mask-size-ipv6", o.NodeCIDRMaskSizeIPv6, "Mask size for IPv6 node CIDRs.")
 	fs.BoolVar(&o.ConfigureCloudRoutes, "configure-cloud-routes", o.ConfigureCloudRoutes, "Program cloud routes for the pod CIDRs allocated to nodes.")
 	fs.DurationVar(&o.RouteReconciliationPeriod, "route-reconciliation-period", o.RouteReconciliationPeriod, "The period of the full reconcile of cloud routes.")
+}
 
-	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "The port for HTTPS /healthz, /readyz and /metrics; 0 disables serving.")
-	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "The IP address to serve on.")
-	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Where a self-signed serving certificate is kept when --tls-cert-file is not given; empty keeps it in memory.")
-	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate (PEM); reloaded when it changes.")
-	fs.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", o.TLSPrivateKeyFile, "Serving private key (PEM) matching --tls-cert-file.")
-	fs.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", o.AuthenticationKubeconfig, "kubeconfig for TokenReview calls; empty uses --kubeconfig.")
-	fs.StringVar(&o.AuthorizationKubeconfig, "authorization-kubeconfig", o.AuthorizationKubeconfig, "kubeconfig for SubjectAccessReview calls; empty uses --kubeconfig.")
-	fs.StringSliceVar(&o.AuthorizationAlwaysAllowPaths, "authorization-always-allow-paths", o.AuthorizationAlwaysAllowPaths, "Paths served without authentication or authorization.")
-
+func (o *Options) addStratusFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.CloudAPIQPS, "cloud-api-qps", o.CloudAPIQPS, "Client-side limit on calls to the cloud provider per second; 0 disables it.")
 	fs.IntVar(&o.CloudAPIBurst, "cloud-api-burst", o.CloudAPIBurst, "Burst of the client-side cloud rate limit.")
 	fs.BoolVar(&o.CloudExtensions, "cloud-extensions", o.CloudExtensions, "Use the provider's optional Stratus extensions (list all instances, list load balancers); false restricts Stratus to the standard cloudprovider.Interface.")
@@ -194,8 +225,4 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DeleteOrphanedLoadBalancers, "delete-orphaned-load-balancers", o.DeleteOrphanedLoadBalancers, "Delete load balancers owned by this cluster whose Service is gone, after --orphaned-load-balancer-grace-period.")
 	fs.DurationVar(&o.OrphanedLoadBalancerGrace, "orphaned-load-balancer-grace-period", o.OrphanedLoadBalancerGrace, "How long a load balancer must stay orphaned before it is deleted.")
 	fs.DurationVar(&o.OrphanedLoadBalancerInterval, "orphaned-load-balancer-check-period", o.OrphanedLoadBalancerInterval, "How often owned load balancers are listed to find orphans.")
-
-	o.addSwitchFlags(fs)
-	logsapi.AddFlags(o.Logs, fs)
-	o.addUnsupportedFlags(fs)
 }

@@ -13,14 +13,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -87,7 +88,16 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		restCfg = observeConfig(restCfg, rec)
 		defer logObserveSummary(ctx, rec)
 	}
-	mgr, err := newManager(o, restCfg)
+	var lock *observedLock
+	if o.LeaderElect && !o.Observe {
+		l, stopEvents, err := newLeaseLock(o, restCfg)
+		if err != nil {
+			return err
+		}
+		defer stopEvents()
+		lock = l
+	}
+	mgr, err := newManager(o, restCfg, lock)
 	if err != nil {
 		return err
 	}
@@ -103,18 +113,13 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	ready := &atomic.Bool{}
-	if o.SecurePort != 0 {
-		if err := addServer(mgr, o, restCfg, deps.Metrics, ready, debugHandlers(rec)); err != nil {
+	synced := &atomic.Bool{}
+	if o.servingEnabled() {
+		if err := addServer(mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), debugHandlers(rec)); err != nil {
 			return err
 		}
 	}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if mgr.GetCache().WaitForCacheSync(ctx) {
-			ready.Store(true)
-		}
-		return nil
-	})); err != nil {
+	if err := mgr.Add(&syncTracker{cache: mgr.GetCache(), synced: synced}); err != nil {
 		return fmt.Errorf("add readiness tracker: %w", err)
 	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics}
@@ -123,7 +128,8 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		return err
 	}
 	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters, restCfg: restCfg,
-		informers: informerFactory, ids: ids, migration: migration}); err != nil {
+		informers: informerFactory, ids: ids, migration: migration,
+		startInterval: o.ControllerStartInterval, wait: waitContext}); err != nil {
 		return fmt.Errorf("add controllers: %w", err)
 	}
 	log.Info("Starting cloud controller manager", "provider", c.ProviderName(), "controllers", enabled,
@@ -136,15 +142,27 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 }
 
 func kubeConfig(o *Options) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags(o.Master, o.Kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig=%s --master=%s: %w", o.Kubeconfig, o.Master, err)
+	path := o.kubeconfigPath()
+	if path == "" && o.Master == "" {
+		if cfg, err := rest.InClusterConfig(); err == nil {
+			return tuneKubeConfig(o, cfg), nil
+		} else if errors.Is(err, rest.ErrNotInCluster) {
+			return nil, errNoKubeconfig
+		}
 	}
+	cfg, err := clientcmd.BuildConfigFromFlags(o.Master, path)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig=%s --master=%s: %w", path, o.Master, err)
+	}
+	return tuneKubeConfig(o, cfg), nil
+}
+
+func tuneKubeConfig(o *Options, cfg *rest.Config) *rest.Config {
 	cfg.QPS = o.KubeAPIQPS
 	cfg.Burst = int(o.KubeAPIBurst)
 	cfg.ContentType = o.KubeAPIContentType
 	cfg.UserAgent = UserAgent
-	return cfg, nil
+	return cfg
 }
 
 // newProvider reads --cloud-config and builds the provider from it and the
@@ -172,7 +190,7 @@ func newProvider(ctx context.Context, o *Options, reg *cloud.Registry, in cloud.
 	return p, nil
 }
 
-func newManager(o *Options, restCfg *rest.Config) (manager.Manager, error) {
+func newManager(o *Options, restCfg *rest.Config, lock *observedLock) (manager.Manager, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("scheme: %w", err)
@@ -193,7 +211,9 @@ func newManager(o *Options, restCfg *rest.Config) (manager.Manager, error) {
 		RenewDeadline:                 ptr.To(o.RenewDeadline),
 		RetryPeriod:                   ptr.To(o.RetryPeriod),
 		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       ptr.To(30 * time.Second),
+		// Lease requests are observed for /readyz (lease.go).
+		LeaderElectionResourceLockInterface: resourceLockOrNil(lock),
+		GracefulShutdownTimeout:             ptr.To(30 * time.Second),
 		// managedFields are never read by a CCM; dropping them roughly
 		// halves the memory a cached Node takes.
 		Cache:      cache.Options{SyncPeriod: &resync, DefaultTransform: cache.TransformStripManagedFields()},
@@ -205,47 +225,56 @@ func newManager(o *Options, restCfg *rest.Config) (manager.Manager, error) {
 	return mgr, nil
 }
 
-func addServer(mgr manager.Manager, o *Options, restCfg *rest.Config, gatherer prometheus.Gatherer, ready *atomic.Bool, debug map[string]http.Handler) error {
-	authCfg, err := delegatedAuthConfig(o, restCfg)
+// resourceLockOrNil keeps a nil *observedLock from becoming a non-nil
+// interface that the manager would try to use.
+func resourceLockOrNil(l *observedLock) resourcelock.Interface {
+	if l == nil {
+		return nil
+	}
+	return l
+}
+
+func addServer(mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, debug map[string]http.Handler) error {
+	cfg, err := o.newServingConfig()
 	if err != nil {
 		return err
 	}
-	var cw *certwatcher.CertWatcher
-	srv, err := newServer(o, authCfg, gatherer, ready, &cw, debug)
-	if err != nil {
-		return err
-	}
-	if cw != nil {
-		if err := mgr.Add(cw); err != nil {
-			return fmt.Errorf("add certificate watcher: %w", err)
-		}
-	}
-	if err := mgr.Add(srv); err != nil {
+	if err := mgr.Add(newServer(o, cfg, gatherer, checks, debug)); err != nil {
+		cfg.close()
 		return fmt.Errorf("add server: %w", err)
 	}
 	return nil
 }
 
-// delegatedAuthConfig picks the kubeconfig for TokenReview and
-// SubjectAccessReview. Both reviews go through one client, so the two
-// upstream flags must agree when both are given.
-func delegatedAuthConfig(o *Options, restCfg *rest.Config) (*rest.Config, error) {
-	path := o.AuthenticationKubeconfig
-	if path == "" {
-		path = o.AuthorizationKubeconfig
-	} else if o.AuthorizationKubeconfig != "" && o.AuthorizationKubeconfig != path {
-		return nil, fmt.Errorf("--authentication-kubeconfig=%s --authorization-kubeconfig=%s: Stratus uses one kubeconfig for both reviews; give the same file or only one",
-			o.AuthenticationKubeconfig, o.AuthorizationKubeconfig)
+// syncTracker marks the informer caches synced for /readyz. It runs on
+// every replica: readiness does not wait for the lease.
+type syncTracker struct {
+	cache  cache.Cache
+	synced *atomic.Bool
+}
+
+func (t *syncTracker) Start(ctx context.Context) error {
+	if t.cache.WaitForCacheSync(ctx) {
+		t.synced.Store(true)
 	}
-	if path == "" {
-		return rest.CopyConfig(restCfg), nil
+	return nil
+}
+
+func (t *syncTracker) NeedLeaderElection() bool { return false }
+
+// controllerStartJitter is upstream's ControllerStartJitter.
+const controllerStartJitter = 1.0
+
+// waitContext waits d or until ctx ends, whichever is first.
+func waitContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("--authentication-kubeconfig=%s: %w", path, err)
-	}
-	cfg.UserAgent = UserAgent
-	return cfg, nil
 }
 
 // controllersRunnable runs on the leader only: it initializes the provider
@@ -264,6 +293,10 @@ type controllersRunnable struct {
 	// migration, when set, moves some controllers under the migration
 	// lease (upstream's leader migration); nil runs all under the main one.
 	migration *migrationPlan
+	// startInterval is --controller-start-interval: after each controller
+	// starts, wait a jittered [d, 2d) through wait, as upstream does.
+	startInterval time.Duration
+	wait          func(ctx context.Context, d time.Duration) error
 }
 
 func (r *controllersRunnable) NeedLeaderElection() bool { return true }
@@ -320,6 +353,11 @@ func (r *controllersRunnable) start(ctx context.Context, names []string) error {
 			log.Info("Controller skipped", "controller", name, "reason", reason)
 		default:
 			log.Info("Controller started", "controller", name)
+			if r.startInterval > 0 {
+				if err := r.wait(ctx, wait.Jitter(r.startInterval, controllerStartJitter)); err != nil {
+					return nil //nolint:nilerr // shutting down before all controllers started is not a failure
+				}
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -173,7 +173,7 @@ func runV1Daemon(t *testing.T, ctx context.Context, env *testbed.Env, provider *
 	o.CloudProvider = v1OnlyName
 	o.Kubeconfig = env.Kubeconfig
 	o.LeaderElect = false
-	o.SecurePort = 0
+	o.SecureServing.BindPort = 0
 	o.Controllers = []string{node.ControllerName, nodelifecycle.ControllerName}
 	o.NodeMonitorPeriod = time.Second
 

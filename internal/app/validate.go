@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strings"
 	"time"
@@ -19,14 +18,6 @@ func (o *Options) validate(known []knownController) error {
 	var errs []error
 	bad := func(flag string, value any, why string) {
 		errs = append(errs, fmt.Errorf("--%s=%v: %s", flag, value, why))
-	}
-	for _, f := range unsupportedFlags {
-		if v := o.unsupported[f.name]; v != nil && *v != unsetSentinel {
-			bad(f.name, *v, "this upstream cloud-controller-manager flag is not supported by Stratus; remove it")
-		}
-	}
-	if o.Profiling {
-		bad("profiling", true, "Stratus does not serve pprof endpoints; set it to false or drop it")
 	}
 	if o.CloudProvider == "" {
 		bad("cloud-provider", `""`, "a cloud provider is required")
@@ -62,8 +53,8 @@ func (o *Options) validate(known []knownController) error {
 			bad(flag, d, "must be greater than 0")
 		}
 	}
-	if o.ControllerStartPeriod < 0 {
-		bad("controller-start-interval", o.ControllerStartPeriod, "must not be negative")
+	if o.ControllerStartInterval < 0 {
+		bad("controller-start-interval", o.ControllerStartInterval, "must not be negative")
 	}
 	errs = append(errs, o.validateLeaderElection()...)
 	if o.ConcurrentNodeSyncs < 1 {
@@ -77,6 +68,7 @@ func (o *Options) validate(known []knownController) error {
 	}
 	errs = append(errs, o.validateNetworking()...)
 	errs = append(errs, o.validateServing()...)
+	errs = append(errs, o.validateDebugging()...)
 	if o.CloudAPIQPS < 0 {
 		bad("cloud-api-qps", o.CloudAPIQPS, "must not be negative")
 	}
@@ -149,20 +141,6 @@ func (o *Options) validateNetworking() []error {
 	}
 	if o.RouteReconciliationPeriod > 0 && o.RouteReconciliationPeriod < time.Second {
 		errs = append(errs, fmt.Errorf("--route-reconciliation-period=%v: must be at least 1s", o.RouteReconciliationPeriod))
-	}
-	return errs
-}
-
-func (o *Options) validateServing() []error {
-	var errs []error
-	if o.SecurePort < 0 || o.SecurePort > 65535 {
-		errs = append(errs, fmt.Errorf("--secure-port=%d: must be between 0 and 65535", o.SecurePort))
-	}
-	if net.ParseIP(o.BindAddress) == nil {
-		errs = append(errs, fmt.Errorf("--bind-address=%s: not an IP address", o.BindAddress))
-	}
-	if (o.TLSCertFile == "") != (o.TLSPrivateKeyFile == "") {
-		errs = append(errs, fmt.Errorf("--tls-cert-file=%q --tls-private-key-file=%q: give both or neither", o.TLSCertFile, o.TLSPrivateKeyFile))
 	}
 	return errs
 }

@@ -3,6 +3,7 @@ package ccm
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	cloudprovider "k8s.io/cloud-provider"
-	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -124,16 +124,18 @@ where docs/operations.md says Stratus picks a better default.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(cmd.Context(), o, cfg)
+			return run(cmd.Context(), cmd.OutOrStdout(), o, cfg)
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func run(ctx context.Context, o *app.Options, cfg Config) error {
-	if err := logsapi.ValidateAndApply(o.Logs, nil); err != nil {
-		return fmt.Errorf("logging flags: %w", err)
+func run(ctx context.Context, out io.Writer, o *app.Options, cfg Config) error {
+	// --version prints and exits; otherwise logging, feature gates and
+	// profiling are applied to the process.
+	if done, err := o.PrepareProcess(out); done || err != nil {
+		return err
 	}
 	logger := klog.Background()
 	ctrllog.SetLogger(logger)

@@ -43,7 +43,7 @@ func TestDaemonRunsServiceController(t *testing.T) {
 	o.ClusterName = servicetest.ClusterName
 	o.Kubeconfig = env.Kubeconfig
 	o.LeaderElect = false
-	o.SecurePort = 0
+	o.SecureServing.BindPort = 0
 	o.Controllers = []string{service.ControllerName}
 	reg := cloud.NewRegistry()
 	if err := reg.Register(lcprovider.ProviderName, lcprovider.New); err != nil {

@@ -1,0 +1,188 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+	genericserver "k8s.io/apiserver/pkg/server"
+	apiserveroptions "k8s.io/apiserver/pkg/server/options"
+	cloudprovider "k8s.io/cloud-provider"
+	cliflag "k8s.io/component-base/cli/flag"
+	netutils "k8s.io/utils/net"
+)
+
+// servingPairName names the self-signed pair in --cert-dir, as upstream's.
+const servingPairName = "cloud-controller-manager"
+
+// newSecureServingOptions returns upstream cloud-controller-manager's
+// serving defaults: port 10258 on every address, a self-signed certificate
+// kept in memory unless --cert-dir is given.
+func newSecureServingOptions() *apiserveroptions.SecureServingOptions {
+	s := apiserveroptions.NewSecureServingOptions()
+	s.ServerCert.CertDirectory = ""
+	s.ServerCert.PairName = servingPairName
+	s.BindPort = cloudprovider.CloudControllerManagerPort
+	return s
+}
+
+// newAuthenticationOptions returns upstream's delegated authentication
+// defaults; without a kubeconfig the reviews are skipped, not fatal.
+func newAuthenticationOptions() *apiserveroptions.DelegatingAuthenticationOptions {
+	a := apiserveroptions.NewDelegatingAuthenticationOptions()
+	a.RemoteKubeConfigFileOptional = true
+	return a
+}
+
+// addServingFlags registers the secure serving, authentication,
+// authorization and webhook groups through upstream's own AddFlags.
+func (o *Options) addServingFlags(fs *pflag.FlagSet) {
+	o.SecureServing.AddFlags(fs)
+	o.Authentication.AddFlags(fs)
+	o.Authorization.RemoteKubeConfigFileOptional = true
+	o.Authorization.AddFlags(fs)
+	o.Webhook.AddFlags(fs, nil, nil)
+	o.WebhookServing.AddFlags(fs)
+}
+
+// validateServing runs upstream's validation of each serving group and
+// adds what Stratus checks on top (both TLS files or neither, TLS names
+// parse, no webhooks since this build has none).
+func (o *Options) validateServing() []error {
+	var errs []error
+	errs = append(errs, o.SecureServing.Validate()...)
+	errs = append(errs, o.Authentication.Validate()...)
+	errs = append(errs, o.Authorization.Validate()...)
+	errs = append(errs, o.WebhookServing.Validate()...)
+	s := o.SecureServing
+	if (s.ServerCert.CertKey.CertFile == "") != (s.ServerCert.CertKey.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("--tls-cert-file=%q --tls-private-key-file=%q: give both or neither",
+			s.ServerCert.CertKey.CertFile, s.ServerCert.CertKey.KeyFile))
+	}
+	errs = append(errs, validateTLSNames("", s)...)
+	errs = append(errs, validateTLSNames("webhook-", o.WebhookServing.SecureServingOptions)...)
+	errs = append(errs, o.validateWebhooks()...)
+	return errs
+}
+
+// validateTLSNames parses the TLS version and cipher names now, so a typo
+// is a startup error naming the flag; upstream parses them only when the
+// listener is created.
+func validateTLSNames(prefix string, s *apiserveroptions.SecureServingOptions) []error {
+	var errs []error
+	if _, err := cliflag.TLSVersion(s.MinTLSVersion); err != nil {
+		errs = append(errs, fmt.Errorf("--%stls-min-version=%s: %w", prefix, s.MinTLSVersion, err))
+	}
+	if len(s.CipherSuites) > 0 {
+		if _, err := cliflag.TLSCipherSuites(s.CipherSuites); err != nil {
+			errs = append(errs, fmt.Errorf("--%stls-cipher-suites=%s: %w", prefix, strings.Join(s.CipherSuites, ","), err))
+		}
+	}
+	if len(s.CurvePreferences) > 0 {
+		if _, err := cliflag.TLSCurvePreferences(s.CurvePreferences); err != nil {
+			errs = append(errs, fmt.Errorf("--%stls-curve-preferences=%v: %w", prefix, s.CurvePreferences, err))
+		}
+	}
+	return errs
+}
+
+// validateWebhooks accepts upstream's webhook flags with upstream's
+// meaning in a binary that registers no webhook (upstream's own
+// cloud-controller-manager registers none either): --webhooks may be empty
+// or "*", which enable nothing, and --webhook-secure-port binds nothing
+// then. Naming a webhook is an error, as it is upstream.
+func (o *Options) validateWebhooks() []error {
+	var errs []error
+	for _, w := range o.Webhook.Webhooks {
+		if w == "*" || w == "" {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("--webhooks=%s: %q is not a known webhook: Stratus serves no admission webhooks (nor does upstream's cloud-controller-manager without a provider that adds them); drop the flag or use '*'",
+			strings.Join(o.Webhook.Webhooks, ","), strings.TrimPrefix(w, "-")))
+	}
+	if p := o.WebhookServing.BindPort; p != 0 && p == o.SecureServing.BindPort {
+		errs = append(errs, fmt.Errorf("--webhook-secure-port=%d: cannot be the same value as --secure-port", p))
+	}
+	return errs
+}
+
+// servingEnabled reports whether the secure port is served at all.
+func (o *Options) servingEnabled() bool { return o.SecureServing.BindPort != 0 }
+
+// servingConfig is what the secure port needs: the listener with its TLS
+// settings, and the delegated authenticator and authorizer.
+type servingConfig struct {
+	serving *genericserver.SecureServingInfo
+	authn   genericserver.AuthenticationInfo
+	authz   genericserver.AuthorizationInfo
+}
+
+// newServingConfig binds the secure port and builds upstream's delegated
+// authentication and authorization from the options. A self-signed
+// certificate is made first when none is given (kept in --cert-dir when
+// set). Without --authentication-kubeconfig or --authorization-kubeconfig,
+// the daemon's own --kubeconfig is used, so one kubeconfig is enough outside
+// a cluster; in a cluster upstream's in-cluster lookup applies.
+func (o *Options) newServingConfig() (*servingConfig, error) {
+	ss := *o.SecureServing
+	var alternateIPs []net.IP
+	if !ss.BindAddress.IsUnspecified() {
+		alternateIPs = append(alternateIPs, ss.BindAddress)
+	}
+	alternateIPs = append(alternateIPs, netutils.ParseIPSloppy("127.0.0.1"))
+	if err := ss.MaybeDefaultWithSelfSignedCerts("localhost", nil, alternateIPs); err != nil {
+		return nil, fmt.Errorf("--cert-dir=%s: self-signed serving certificate: %w", ss.ServerCert.CertDirectory, err)
+	}
+	cfg := &servingConfig{}
+	if err := ss.ApplyTo(&cfg.serving); err != nil {
+		return nil, fmt.Errorf("--secure-port=%d --bind-address=%s: %w", o.SecureServing.BindPort, o.SecureServing.BindAddress, err)
+	}
+	kubeconfig := o.kubeconfigPath()
+	authn := *o.Authentication
+	if authn.RemoteKubeConfigFile == "" {
+		authn.RemoteKubeConfigFile = kubeconfig
+	}
+	if err := authn.ApplyTo(&cfg.authn, cfg.serving, nil); err != nil {
+		cfg.close()
+		return nil, fmt.Errorf("delegated authentication (--authentication-kubeconfig=%s): %w", authn.RemoteKubeConfigFile, err)
+	}
+	authz := *o.Authorization
+	if authz.RemoteKubeConfigFile == "" {
+		authz.RemoteKubeConfigFile = kubeconfig
+	}
+	if err := authz.ApplyTo(&cfg.authz); err != nil {
+		cfg.close()
+		return nil, fmt.Errorf("delegated authorization (--authorization-kubeconfig=%s): %w", authz.RemoteKubeConfigFile, err)
+	}
+	return cfg, nil
+}
+
+// close releases the listener of a config that will not be served.
+func (c *servingConfig) close() {
+	if c.serving != nil && c.serving.Listener != nil {
+		_ = c.serving.Listener.Close()
+	}
+}
+
+// kubeconfigPath is the kubeconfig file the daemon uses: --kubeconfig, or,
+// outside a cluster and without --master, $KUBECONFIG. Upstream stops at
+// in-cluster configuration; falling back to $KUBECONFIG only where that
+// cannot work lets a manifest's arguments run unchanged on a workstation.
+func (o *Options) kubeconfigPath() string {
+	if o.Kubeconfig != "" || o.Master != "" {
+		return o.Kubeconfig
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return ""
+	}
+	if env := os.Getenv("KUBECONFIG"); env != "" && !strings.Contains(env, string(os.PathListSeparator)) {
+		return env
+	}
+	return ""
+}
+
+// errNoKubeconfig explains what to give when no API server can be found.
+var errNoKubeconfig = errors.New("no API server configuration: not in a cluster, and neither --kubeconfig, --master nor $KUBECONFIG is set")

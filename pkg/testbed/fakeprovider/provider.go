@@ -24,8 +24,13 @@ const Name = "fake-global"
 const InitializedConfigMap = "fake-provider-initialized"
 
 // Register adds the provider to upstream's global registry.
-func Register() {
-	cloudprovider.RegisterCloudProvider(Name, func(_ io.Reader) (cloudprovider.Interface, error) {
+func Register() { RegisterAs(Name) }
+
+// RegisterAs adds the provider to upstream's global registry under another
+// name, so that a test can run a vendor's manifest (--cloud-provider=hcloud)
+// with its arguments unchanged.
+func RegisterAs(name string) {
+	cloudprovider.RegisterCloudProvider(name, func(_ io.Reader) (cloudprovider.Interface, error) {
 		return &provider{}, nil
 	})
 }

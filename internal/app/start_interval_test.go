@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/cloud-provider/fake"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -32,6 +34,8 @@ func TestControllerStartInterval(t *testing.T) {
 		enabled:  []string{"a", "b", "c"},
 		starters: map[string]StartFunc{"a": starter("a", true), "b": starter("b", false), "c": starter("c", true)},
 		restCfg:  nil,
+		// Nobody asks it for an informer, so it starts none.
+		informers: informers.NewSharedInformerFactory(kubefake.NewClientset(), 0),
 		// The test's wait returns at once; what matters is what was asked.
 		startInterval: 2 * time.Second,
 		wait: func(_ context.Context, d time.Duration) error {

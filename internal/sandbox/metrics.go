@@ -13,7 +13,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 )
 
 // The identity that reads the controller manager's /metrics: the secure
@@ -39,20 +38,7 @@ func (s *sandbox) startMetricsReader(ctx context.Context) error {
 	if err := s.renewMetricsToken(ctx); err != nil {
 		return err
 	}
-	go func() {
-		t := time.NewTicker(metricsTokenTTL / 2)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := s.renewMetricsToken(ctx); err != nil {
-					klog.FromContext(ctx).Error(err, "Renewing the metrics reader token")
-				}
-			}
-		}
-	}()
+	go renewEvery(ctx, metricsTokenTTL/2, "the metrics reader token", s.renewMetricsToken)
 	return nil
 }
 

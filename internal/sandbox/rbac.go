@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/deploy"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
@@ -44,20 +43,7 @@ func (s *sandbox) installRBAC(ctx context.Context) error {
 	if err := localcluster.WriteKubeconfig(cfg, s.ccmKubeconfig()); err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	go func() {
-		t := time.NewTicker(ccmTokenTTL / 2)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := s.renewCCMToken(ctx); err != nil {
-					klog.FromContext(ctx).Error(err, "Renewing the controller manager's token")
-				}
-			}
-		}
-	}()
+	go renewEvery(ctx, ccmTokenTTL/2, "the controller manager's token", s.renewCCMToken)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -116,6 +117,16 @@ func TestLeaderElectionFailover(t *testing.T) {
 	code, err := standby.Wait(40 * time.Second)
 	if err != nil || code != 0 {
 		t.Fatalf("graceful shutdown: exit code %d, %v", code, err)
+	}
+	// Releasing the lease is what a clean shutdown does: no error line.
+	if b, err := os.ReadFile(standby.LogFile); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "E") && strings.Contains(line, "leader election lost") {
+				t.Errorf("SIGTERM logged an error: %s", line)
+			}
+		}
 	}
 	lease, _ = cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
 	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {

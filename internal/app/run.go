@@ -198,7 +198,7 @@ func newManager(o *Options, restCfg *rest.Config, lock *observedLock) (manager.M
 	resync := o.MinResyncPeriod
 	mgr, err := manager.New(restCfg, manager.Options{
 		Scheme:                 scheme,
-		Logger:                 klog.Background(),
+		Logger:                 managerLogger(klog.Background()),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Observe mode takes no lease: it must not displace the

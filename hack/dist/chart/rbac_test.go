@@ -41,6 +41,8 @@ func TestRBACFollowsTheControllers(t *testing.T) {
 			[]string{`resourceNames: ["ccm-migration"]`}, nil},
 		"observe mode": {map[string]any{"extraArgs": []any{"--observe"}},
 			[]string{"resources: [\"nodes\", \"nodes/status\"]\n    verbs: [\"get\"]", "resources: [\"services/status\"]\n    verbs: [\"get\"]"}, nil},
+		"a provider's own controller": {map[string]any{"rbac": map[string]any{"extraControllers": []any{"mycloud-firewall"}}},
+			[]string{`"service-lb-controller","mycloud-firewall"]`, "name: mycloud-firewall\n  namespace: kube-system"}, nil},
 		"daemon credentials": {map[string]any{"useServiceAccountCredentials": false},
 			[]string{"stratus:cloud-node-controller"}, []string{"stratus:controller-tokens", "serviceaccounts/token", "name: cloud-node-controller\n"}},
 	} {

@@ -111,19 +111,6 @@ func desired(svc *v1.Service, nodes []*v1.Node) (api.LoadBalancerSpec, v1.LoadBa
 	return spec, mode, nil
 }
 
-// backends maps nodes to instance ids through their providerIDs. Nodes
-// without one are not initialized yet and cannot carry traffic.
-func backends(nodes []*v1.Node) []string {
-	ids := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		if id, err := ParseProviderID(n.Spec.ProviderID); err == nil {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return slices.Compact(ids)
-}
-
 // EnsureLoadBalancer creates or updates the load balancer and returns its
 // status once active. While the cloud provisions, it returns a RetryError
 // so the controller requeues after a fixed delay instead of waiting here.
@@ -134,7 +121,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if err != nil {
 		return nil, fmt.Errorf("localcloud: ensure load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	lb, err := l.createOrUpdate(ctx, cluster, svc, spec)
+	lb, err := l.createOrUpdate(ctx, cluster, svc, spec, nodes)
 	if err != nil {
 		return nil, fmt.Errorf("localcloud: ensure load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
@@ -152,7 +139,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	}
 }
 
-func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc *v1.Service, spec api.LoadBalancerSpec) (*api.LoadBalancer, error) {
+func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc *v1.Service, spec api.LoadBalancerSpec, nodes []*v1.Node) (*api.LoadBalancer, error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	lb, err := l.lookup(ctx, cluster, svc)
 	if err != nil {
@@ -165,7 +152,10 @@ func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc 
 				api.TagServiceNamespace: svc.Namespace, api.TagServiceName: svc.Name, api.TagServiceUID: string(svc.UID),
 			},
 		}
-		created, err := l.client.CreateLoadBalancer(ctx, req)
+		created, err := l.withLiveBackends(ctx, &req.LoadBalancerSpec, nodes, func(sp api.LoadBalancerSpec) (*api.LoadBalancer, error) {
+			req.LoadBalancerSpec = sp
+			return l.client.CreateLoadBalancer(ctx, req)
+		})
 		if errors.Is(err, lcclient.ErrConflict) {
 			// A concurrent or earlier attempt created it; use that one.
 			return l.lookupExisting(ctx, cluster, svc)
@@ -180,7 +170,18 @@ func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc 
 		return lb, nil
 	}
 	logger.V(2).Info("Updating load balancer", "loadBalancer", lb.ID)
-	return l.client.UpdateLoadBalancer(ctx, lb.ID, spec)
+	return l.update(ctx, lb, spec, nodes)
+}
+
+// update writes spec unless, once backends of gone instances are dropped,
+// it is what the load balancer already has.
+func (l *loadBalancers) update(ctx context.Context, lb *api.LoadBalancer, spec api.LoadBalancerSpec, nodes []*v1.Node) (*api.LoadBalancer, error) {
+	return l.withLiveBackends(ctx, &spec, nodes, func(sp api.LoadBalancerSpec) (*api.LoadBalancer, error) {
+		if specEqual(lb.LoadBalancerSpec, sp) {
+			return lb, nil
+		}
+		return l.client.UpdateLoadBalancer(ctx, lb.ID, sp)
+	})
 }
 
 func (l *loadBalancers) lookupExisting(ctx context.Context, cluster string, svc *v1.Service) (*api.LoadBalancer, error) {
@@ -223,7 +224,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	if specEqual(lb.LoadBalancerSpec, spec) {
 		return nil
 	}
-	if _, err := l.client.UpdateLoadBalancer(ctx, lb.ID, spec); err != nil {
+	if _, err := l.update(ctx, lb, spec, nodes); err != nil {
 		return fmt.Errorf("localcloud: update load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	return nil

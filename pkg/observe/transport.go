@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-
-	"k8s.io/klog/v2"
 )
 
 // DryRun returns a wrapper for rest.Config.Wrap that makes every write a
@@ -51,8 +49,9 @@ func (t *dryRunTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(req)
 	}
 	var before map[string]any
+	var readErr error
 	if p.name != "" && req.Method != http.MethodPost {
-		before = t.get(req)
+		before, readErr = t.get(req, p)
 	}
 	dry, err := dryRunRequest(req)
 	if err != nil {
@@ -70,7 +69,7 @@ func (t *dryRunTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var after map[string]any
 	_ = json.Unmarshal(body, &after)
-	if c, ok := t.change(req, p, before, after); ok {
+	if c, ok := t.change(req, p, before, readErr, after); ok {
 		t.rec.Record(req.Context(), c)
 	}
 	return resp, nil
@@ -113,7 +112,7 @@ func dryRunRequest(req *http.Request) (*http.Request, error) {
 
 // change describes what the write would do; false when it would change
 // nothing.
-func (t *dryRunTransport) change(req *http.Request, p apiPath, before, after map[string]any) (Change, bool) {
+func (t *dryRunTransport) change(req *http.Request, p apiPath, before map[string]any, readErr error, after map[string]any) (Change, bool) {
 	c := Change{Controller: controllerFromUserAgent(req.UserAgent()), Kind: p.resource, Object: p.object()}
 	if c.Controller == "" {
 		c.Controller = owner(p.resource, req.Method)
@@ -136,6 +135,11 @@ func (t *dryRunTransport) change(req *http.Request, p apiPath, before, after map
 		}
 	default:
 		c.Action = ActionUpdate
+		if readErr != nil {
+			// The write would succeed, but what it changes cannot be told.
+			c.Diff = "unknown: " + readErr.Error()
+			return c, true
+		}
 		lines := Diff(before, after)
 		if len(lines) == 0 {
 			return c, false
@@ -146,30 +150,34 @@ func (t *dryRunTransport) change(req *http.Request, p apiPath, before, after map
 }
 
 // get reads the object the write is about, with the write's credentials.
-func (t *dryRunTransport) get(req *http.Request) map[string]any {
+// A write to a subresource (status) reads the object itself: the same
+// object, and controllers may update a status they are not allowed to get.
+func (t *dryRunTransport) get(req *http.Request, p apiPath) (map[string]any, error) {
+	path := req.URL.Path
+	if p.subresource != "" {
+		path = strings.TrimSuffix(path, "/"+p.subresource)
+	}
 	// The same API server the write was for, with the write's credentials.
-	g, err := http.NewRequestWithContext(req.Context(), http.MethodGet, req.URL.Scheme+"://"+req.URL.Host+req.URL.Path, nil) //nolint:gosec // G704: the URL is the client's own API server
-
+	g, err := http.NewRequestWithContext(req.Context(), http.MethodGet, req.URL.Scheme+"://"+req.URL.Host+path, nil) //nolint:gosec // G704: the URL is the client's own API server
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("read %s before the write: %w", path, err)
 	}
 	g.Header = req.Header.Clone()
 	g.Header.Del("Content-Type")
 	g.Header.Set("Accept", "application/json")
 	resp, err := t.next.RoundTrip(g)
 	if err != nil {
-		klog.FromContext(req.Context()).V(2).Info("Observe mode: cannot read the object before a write", "path", req.URL.Path, "err", err)
-		return nil
+		return nil, fmt.Errorf("read %s before the write: %w", path, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil
+		return nil, fmt.Errorf("read %s before the write: %s", path, resp.Status)
 	}
 	var out map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil
+		return nil, fmt.Errorf("read %s before the write: %w", path, err)
 	}
-	return out
+	return out, nil
 }
 
 // apiPath is a parsed Kubernetes API path.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/stratus-ccm/stratus/deploy"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
@@ -47,7 +49,9 @@ func TestObserveBesideUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := c.recordWrites(t)
-	obs := c.start("stratus", "observer", "--observe")
+	// The observer runs as an install would: the chart's ServiceAccount and
+	// RBAC, each controller with its own credentials.
+	obs := c.start("stratus", "observer", "--observe", "--use-service-account-credentials", "--kubeconfig="+c.chartKubeconfig())
 	c.waitFor("the observer to look at everything", time.Minute, func(ctx context.Context) (bool, error) {
 		text, err := obs.metrics(ctx)
 		return err == nil && metricSum(text, "stratus_cloud_requests_total", `operation="ListRoutes"`, `result="success"`) >= 2 &&
@@ -99,6 +103,9 @@ func TestObserveBesideUpstream(t *testing.T) {
 			metricSum(text, planned, `kind="nodes"`, `action="delete"`) >= 1, nil
 	}, obs)
 	plan := grepLines(obs.LogFile, "planned change")
+	if strings.Contains(plan, `diff="unknown`) {
+		t.Errorf("the plan has changes it cannot tell:\n%s", plan)
+	}
 	for _, want := range []string{lbName + " (service default/pending)", `object="` + gone + `"`} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("the plan does not name %s:\n%s", want, plan)
@@ -139,6 +146,28 @@ func TestObserveBesideUpstream(t *testing.T) {
 		t.Errorf("exit summary lacks the planned changes:\n%s", exitSummary)
 	}
 	t.Logf("observer's plan:\n%s\nexit summary:%s", plan, exitSummary)
+}
+
+// chartKubeconfig installs the chart's RBAC for every controller and
+// returns a kubeconfig holding only the daemon's ServiceAccount token.
+func (c *cluster) chartKubeconfig() string {
+	c.t.Helper()
+	rbac, err := deploy.Manifest(deploy.AllControllersRBAC)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := localcluster.InstallRBAC(c.ctx, c.env.Config, rbac); err != nil {
+		c.t.Fatal(err)
+	}
+	cfg, err := localcluster.ServiceAccountConfig(c.ctx, c.env.Config, deploy.Namespace, "cloud-controller-manager", time.Hour)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	path := filepath.Join(c.t.TempDir(), "kubeconfig")
+	if err := localcluster.WriteKubeconfig(cfg, path); err != nil {
+		c.t.Fatal(err)
+	}
+	return path
 }
 
 // addUnmanagedNode registers a node kwok leaves alone, Ready, and returns

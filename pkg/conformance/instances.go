@@ -71,14 +71,14 @@ func (s *suite) needInstancesOrGone() string {
 
 // validMetadata checks what the node controller requires of metadata for
 // a Node (which may already carry a providerID).
-func (s *suite) validMetadata(n *v1.Node, md *cloudprovider.InstanceMetadata) error {
+func (s *suite) validMetadata(ctx context.Context, n *v1.Node, md *cloudprovider.InstanceMetadata) error {
 	if md == nil {
 		return fmt.Errorf("InstanceMetadata(%s) returned nil metadata and no error", n.Name)
 	}
 	if n.Spec.ProviderID == "" {
 		prefix := s.cfg.Provider.ProviderName() + "://"
 		switch {
-		case md.ProviderID == "" && s.legacy && s.instanceIDNotImplemented(n):
+		case md.ProviderID == "" && s.legacy && s.instanceIDNotImplemented(ctx, n):
 			// A legacy provider without instance IDs: upstream, and
 			// Stratus, initialize such Nodes without a providerID.
 		case !strings.HasPrefix(md.ProviderID, prefix) || len(md.ProviderID) == len(prefix):
@@ -91,12 +91,12 @@ func (s *suite) validMetadata(n *v1.Node, md *cloudprovider.InstanceMetadata) er
 	return nil
 }
 
-func (s *suite) instanceIDNotImplemented(n *v1.Node) bool {
+func (s *suite) instanceIDNotImplemented(ctx context.Context, n *v1.Node) bool {
 	in, ok := s.cfg.Provider.Instances()
 	if !ok {
 		return false
 	}
-	_, err := in.InstanceID(context.Background(), nodeName(n))
+	_, err := in.InstanceID(ctx, nodeName(n))
 	return errors.Is(err, cloudprovider.NotImplemented)
 }
 
@@ -179,7 +179,7 @@ func testMetadataOfExistingInstances(ctx context.Context, s *suite) error {
 		if err != nil {
 			return fmt.Errorf("InstanceMetadata(%s) failed for an existing machine: %w", n.Name, err)
 		}
-		return s.validMetadata(n, md)
+		return s.validMetadata(ctx, n, md)
 	})
 }
 

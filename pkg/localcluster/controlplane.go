@@ -66,7 +66,7 @@ func (p *ControlPlane) Start(ctx context.Context) (*rest.Config, error) {
 		return nil, err
 	}
 	if err := p.startAPIServer(ctx, files); err != nil {
-		p.etcd.stop(30 * time.Second)
+		p.etcd.stop()
 		return nil, err
 	}
 	return rest.CopyConfig(p.admin), nil
@@ -98,7 +98,7 @@ func (p *ControlPlane) startEtcd(ctx context.Context) error {
 	if err := p.etcd.waitReady(ctx, p.StartTimeout, func(ctx context.Context) bool {
 		return get(ctx, health, client+"/health") == nil
 	}); err != nil {
-		p.etcd.stop(30 * time.Second)
+		p.etcd.stop()
 		return fmt.Errorf("control plane: etcd: %w", err)
 	}
 	p.EtcdPort = port
@@ -128,18 +128,18 @@ func (p *ControlPlane) startAPIServer(ctx context.Context, f pkiFiles) error {
 		return err
 	}
 	if p.admin, err = p.UserConfig("stratus-admin", "system:masters"); err != nil {
-		p.api.stop(30 * time.Second)
+		p.api.stop()
 		return err
 	}
 	probe, err := rest.HTTPClientFor(p.admin)
 	if err != nil {
-		p.api.stop(30 * time.Second)
+		p.api.stop()
 		return fmt.Errorf("control plane: %w", err)
 	}
 	if err := p.api.waitReady(ctx, p.StartTimeout, func(ctx context.Context) bool {
 		return get(ctx, probe, p.host+"/readyz") == nil
 	}); err != nil {
-		p.api.stop(30 * time.Second)
+		p.api.stop()
 		return fmt.Errorf("control plane: kube-apiserver: %w", err)
 	}
 	p.APIServerPort = port
@@ -168,10 +168,10 @@ func (p *ControlPlane) UserConfig(user string, groups ...string) (*rest.Config, 
 // Stop stops kube-apiserver, then etcd.
 func (p *ControlPlane) Stop() {
 	if p.api != nil {
-		p.api.stop(30 * time.Second)
+		p.api.stop()
 	}
 	if p.etcd != nil {
-		p.etcd.stop(30 * time.Second)
+		p.etcd.stop()
 	}
 }
 
@@ -252,8 +252,12 @@ func (c *child) exitErr() error {
 	return c.err
 }
 
-// stop sends SIGTERM and, after grace, SIGKILL to the process group.
-func (c *child) stop(grace time.Duration) {
+// stopGrace is how long etcd or kube-apiserver may take to exit after
+// SIGTERM before it is killed.
+const stopGrace = 30 * time.Second
+
+// stop sends SIGTERM and, after stopGrace, SIGKILL to the process group.
+func (c *child) stop() {
 	select {
 	case <-c.done:
 		return
@@ -262,7 +266,7 @@ func (c *child) stop(grace time.Duration) {
 	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-c.done:
-	case <-time.After(grace):
+	case <-time.After(stopGrace):
 		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 		<-c.done
 	}

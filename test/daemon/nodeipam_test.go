@@ -86,7 +86,9 @@ func providers(t *testing.T) *cloud.Registry {
 func startCCM(t *testing.T, env *testbed.Env, cloudConfig string, args ...string) *ccm {
 	t.Helper()
 	o := daemonOptions(t, env, cloudConfig, args...)
-	ctx, cancel := context.WithCancel(context.Background())
+	// The daemon runs until the test stops it, not until a caller's
+	// context ends.
+	ctx, cancel := context.WithCancel(t.Context())
 	c := &ccm{cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		c.done <- app.Run(ctx, o, app.Deps{Providers: providers(t), Metrics: prometheus.NewRegistry()})

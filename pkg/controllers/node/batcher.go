@@ -12,10 +12,6 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
-// errAmbiguousName is cloud.ErrAmbiguousName: guessing would label the Node
-// with another machine's zone and addresses.
-var errAmbiguousName = cloud.ErrAmbiguousName
-
 // snapshot is one successful ListInstances answer, indexed for lookups.
 type snapshot struct {
 	// started is when the list call was sent: the answer reflects the cloud

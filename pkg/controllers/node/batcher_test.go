@@ -213,7 +213,7 @@ func TestSnapshotLookup(t *testing.T) {
 	if _, ok, _ := s.Lookup(stale); ok {
 		t.Error("a providerID absent from the list matched by name")
 	}
-	if _, _, err := s.Lookup(newNode("dup")); !errors.Is(err, errAmbiguousName) {
+	if _, _, err := s.Lookup(newNode("dup")); !errors.Is(err, cloud.ErrAmbiguousName) {
 		t.Errorf("duplicate name: err = %v", err)
 	}
 }

@@ -135,8 +135,8 @@ func TestSyncFailuresLeaveNodeTainted(t *testing.T) {
 	}{
 		{"provider error", false, func(fc *fakeCloud, _ *v1.Node) { fc.setErr(errors.New("boom")) }, ReasonInstanceMetadataErr},
 		{"list error", true, func(fc *fakeCloud, _ *v1.Node) { fc.setErr(errors.New("boom")) }, ReasonInstanceMetadataErr},
-		{"instance not found", false, func(fc *fakeCloud, n *v1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
-		{"instance missing from list", true, func(fc *fakeCloud, n *v1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
+		{"instance not found", false, func(_ *fakeCloud, n *v1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
+		{"instance missing from list", true, func(_ *fakeCloud, n *v1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
 		{"nil metadata", false, func(fc *fakeCloud, _ *v1.Node) { fc.nilMD = true }, ReasonNilMetadata},
 		{"empty providerID", true, func(fc *fakeCloud, _ *v1.Node) {
 			fc.instances["n1"].ProviderID, fc.instances["n1"].Metadata.ProviderID = "", ""

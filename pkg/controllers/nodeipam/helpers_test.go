@@ -122,6 +122,6 @@ func (f *fixture) gauge(g *prometheus.GaugeVec, family string) float64 {
 	return testutil.ToFloat64(g.WithLabelValues(family))
 }
 
-func updateEvent(old, new *corev1.Node) event.TypedUpdateEvent[*corev1.Node] {
-	return event.TypedUpdateEvent[*corev1.Node]{ObjectOld: old, ObjectNew: new}
+func updateEvent(old, cur *corev1.Node) event.TypedUpdateEvent[*corev1.Node] {
+	return event.TypedUpdateEvent[*corev1.Node]{ObjectOld: old, ObjectNew: cur}
 }

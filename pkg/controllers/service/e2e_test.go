@@ -195,7 +195,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	b.run("TCP and UDP traffic reach a node's node port", func(t *testing.T) {
+	b.run("TCP and UDP traffic reach a node's node port", func(*testing.T) {
 		for _, n := range []string{"node-a", "node-b"} {
 			serveTCP(b.root, b.insts[n].Addresses.Internal, svc.Spec.Ports[0].NodePort, n)
 			serveUDP(b.root, b.insts[n].Addresses.Internal, svc.Spec.Ports[1].NodePort, n)
@@ -210,7 +210,7 @@ func TestEndToEnd(t *testing.T) {
 		})
 	})
 
-	b.run("events", func(t *testing.T) {
+	b.run("events", func(*testing.T) {
 		b.poll("EnsuredLoadBalancer event", func(ctx context.Context) (bool, error) {
 			return hasEvent(ctx, b.cs, svc, service.ReasonEnsuredLoadBalancer), nil
 		})

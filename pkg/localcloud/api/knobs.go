@@ -105,6 +105,7 @@ func durationKnob(key, flag, help string, limit time.Duration, field func(*Knobs
 	}
 }
 
+//nolint:unparam // MaxRateBurst and MaxQuota are separate limits that happen to be equal today.
 func intKnob(key, flag, help string, limit int, field func(*Knobs) *int, patch func(*KnobsPatch) **int) knob {
 	return knob{
 		key: key, flag: flag, help: help,

@@ -61,7 +61,7 @@ func (s *Server) getInstance(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listInstances(w http.ResponseWriter, r *http.Request) {
-	token, max, err := pageParams(r)
+	token, limit, err := pageParams(r)
 	if err != nil {
 		fail(w, r, err)
 		return
@@ -79,7 +79,7 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, api.Invalid("state", fmt.Sprintf("%q is not running, stopped or terminated", st)))
 		return
 	}
-	items, next, err := s.store.ListInstances(f, token, max)
+	items, next, err := s.store.ListInstances(f, token, limit)
 	if err != nil {
 		fail(w, r, err)
 		return

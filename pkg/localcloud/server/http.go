@@ -205,15 +205,15 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 // pageParams reads pageToken and maxResults.
 func pageParams(r *http.Request) (string, int, error) {
 	q := r.URL.Query()
-	max := api.DefaultPage
+	limit := api.DefaultPage
 	if v := q.Get("maxResults"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > api.MaxPageSize {
 			return "", 0, api.Invalid("maxResults", fmt.Sprintf("%q must be an integer from 1 to %d", v, api.MaxPageSize))
 		}
-		max = n
+		limit = n
 	}
-	return q.Get("pageToken"), max, nil
+	return q.Get("pageToken"), limit, nil
 }
 
 // tagParams reads repeated tag=key=value filters.

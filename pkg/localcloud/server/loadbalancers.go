@@ -55,7 +55,7 @@ func (s *Server) getLB(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listLBs(w http.ResponseWriter, r *http.Request) {
-	token, max, err := pageParams(r)
+	token, limit, err := pageParams(r)
 	if err != nil {
 		fail(w, r, err)
 		return
@@ -66,7 +66,7 @@ func (s *Server) listLBs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	items, next, err := s.store.ListLBs(store.LBFilter{Cluster: q.Get("cluster"), Name: q.Get("name"), Tags: tags}, token, max)
+	items, next, err := s.store.ListLBs(store.LBFilter{Cluster: q.Get("cluster"), Name: q.Get("name"), Tags: tags}, token, limit)
 	if err != nil {
 		fail(w, r, err)
 		return

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -273,9 +272,6 @@ func (s *Server) Addr() string {
 // Token is the bearer token clients must send.
 func (s *Server) Token() string { return s.token }
 
-// Handler is the HTTP handler, for embedding in another server.
-func (s *Server) Handler() http.Handler { return s.mux }
-
 // BackendHealth reports the data plane's view of a load balancer's
 // backends (instance id → healthy); nil when it is not forwarding.
 func (s *Server) BackendHealth(lbID string) map[string]bool {
@@ -293,9 +289,6 @@ func (s *Server) baseCtx() context.Context {
 	defer s.mu.Unlock()
 	return s.ctx
 }
-
-// Registry exposes the Prometheus registry served at /metrics.
-func (s *Server) Registry() *prometheus.Registry { return s.stats.registry }
 
 func parseAddr(s string) netip.Addr {
 	a, _ := netip.ParseAddr(s)

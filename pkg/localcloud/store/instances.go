@@ -124,7 +124,7 @@ func (s *Store) GetInstance(id string) (api.Instance, error) {
 }
 
 // ListInstances returns one page of the instances matching f, in id order.
-func (s *Store) ListInstances(f InstanceFilter, token string, max int) ([]api.Instance, string, error) {
+func (s *Store) ListInstances(f InstanceFilter, token string, limit int) ([]api.Instance, string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var keys []string
@@ -141,7 +141,7 @@ func (s *Store) ListInstances(f InstanceFilter, token string, max int) ([]api.In
 			}
 		}
 	}
-	ids, next, err := page(keys, token, max)
+	ids, next, err := page(keys, token, limit)
 	if err != nil {
 		return nil, "", err
 	}

@@ -96,7 +96,7 @@ func (s *Store) GetLB(id string) (api.LoadBalancer, error) {
 }
 
 // ListLBs returns one page of the load balancers matching f, in id order.
-func (s *Store) ListLBs(f LBFilter, token string, max int) ([]api.LoadBalancer, string, error) {
+func (s *Store) ListLBs(f LBFilter, token string, limit int) ([]api.LoadBalancer, string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	keys := make([]string, 0, len(s.lbs))
@@ -105,7 +105,7 @@ func (s *Store) ListLBs(f LBFilter, token string, max int) ([]api.LoadBalancer, 
 			keys = append(keys, id)
 		}
 	}
-	ids, next, err := page(keys, token, max)
+	ids, next, err := page(keys, token, limit)
 	if err != nil {
 		return nil, "", err
 	}

@@ -32,8 +32,9 @@ type Pools struct {
 	VIP      netip.Prefix
 }
 
-// DefaultPools: internal addresses in 127.1.0.0/16 give each fake node its
-// own loopback address a test can bind to; VIPs live in 127.0.100.0/24.
+// DefaultPools returns the default pools: internal addresses in
+// 127.1.0.0/16 give each fake node its own loopback address a test can bind
+// to; VIPs live in 127.0.100.0/24.
 func DefaultPools() Pools {
 	return Pools{
 		Internal: netip.MustParsePrefix("127.1.0.0/16"),
@@ -213,8 +214,8 @@ func newID(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
-// page sorts keys and returns the slice after the token's key, at most max long.
-func page(keys []string, token string, max int) ([]string, string, error) {
+// page sorts keys and returns the slice after the token's key, at most limit long.
+func page(keys []string, token string, limit int) ([]string, string, error) {
 	sort.Strings(keys)
 	start := 0
 	if token != "" {
@@ -227,10 +228,10 @@ func page(keys []string, token string, max int) ([]string, string, error) {
 			start++
 		}
 	}
-	if max <= 0 {
-		max = api.DefaultPage
+	if limit <= 0 {
+		limit = api.DefaultPage
 	}
-	end := min(start+max, len(keys))
+	end := min(start+limit, len(keys))
 	next := ""
 	if end < len(keys) {
 		next = base64.RawURLEncoding.EncodeToString([]byte(keys[end-1]))

@@ -59,12 +59,12 @@ func newEnvPools(t *testing.T, provisioning time.Duration, internal netip.Prefix
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	cfg := fmt.Sprintf("# test\nurl: %s\ntokenFile: %s\nclusterName: kubernetes\n", srv.URL(), filepath.Join(dir, server.TokenFileName))
-	cloud, err := localcloud.New(strings.NewReader(cfg))
+	prov, err := localcloud.New(strings.NewReader(cfg))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	admin, _ := client.New(srv.URL(), srv.Token())
-	return &env{ctx: ctx, srv: srv, admin: admin, cloud: cloud, pools: pools}
+	return &env{ctx: ctx, srv: srv, admin: admin, cloud: prov, pools: pools}
 }
 
 func (e *env) instance(t *testing.T, name string) *api.Instance {

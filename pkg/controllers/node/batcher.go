@@ -115,7 +115,7 @@ func (b *batcher) scheduleLocked(ctx context.Context) *listCall {
 
 		b.mu.Lock()
 		if err != nil {
-			call.err = fmt.Errorf("list instances: %w", err)
+			call.err = err // the cloud wrapper names the operation
 			b.metrics.lists.WithLabelValues(resultError).Inc()
 			klog.FromContext(ctx).V(2).Info("Listing instances failed", "err", err)
 		} else {

@@ -219,7 +219,7 @@ func (c *Controller) checker(ctx context.Context, sum *Summary) (checkFunc, erro
 	sum.CloudListCalls++
 	insts, err := c.lister.ListInstances(lctx)
 	if err != nil {
-		return nil, fmt.Errorf("list instances: %w", err)
+		return nil, err // the cloud wrapper names the operation
 	}
 	idx := newIndex(insts)
 	return func(_ context.Context, n *v1.Node) (bool, bool, error) { return idx.lookup(n) }, nil

@@ -82,7 +82,7 @@ func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (_ bool, 
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("localcloud: instance exists %s: %w", node.Name, err)
+		return false, fmt.Errorf("node %s: %w", node.Name, err)
 	}
 	return true, nil
 }
@@ -92,7 +92,7 @@ func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (_ bool
 	defer markThrottled(&err)
 	inst, err := i.find(ctx, node)
 	if err != nil {
-		return false, fmt.Errorf("localcloud: instance shutdown %s: %w", node.Name, err)
+		return false, fmt.Errorf("node %s: %w", node.Name, err)
 	}
 	return inst.State == api.InstanceStopped, nil
 }
@@ -102,7 +102,7 @@ func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (_ *clo
 	defer markThrottled(&err)
 	inst, err := i.find(ctx, node)
 	if err != nil {
-		return nil, fmt.Errorf("localcloud: instance metadata %s: %w", node.Name, err)
+		return nil, fmt.Errorf("node %s: %w", node.Name, err)
 	}
 	md := metadata(inst)
 	return &md, nil
@@ -129,7 +129,7 @@ func (c *Cloud) ListInstances(ctx context.Context) (_ []cloud.Instance, err erro
 	defer markThrottled(&err)
 	all, err := c.client.ListAllInstances(ctx, lcclient.ListOptions{MaxResults: listPageSize})
 	if err != nil {
-		return nil, fmt.Errorf("localcloud: list instances: %w", err)
+		return nil, err // the client's error says all this layer knows
 	}
 	out := make([]cloud.Instance, 0, len(all))
 	for idx := range all {
@@ -151,7 +151,7 @@ func (c *Cloud) ListLoadBalancers(ctx context.Context, clusterName string) (_ []
 	cluster := clusterOr(clusterName, c.clusterName)
 	all, err := c.client.ListAllLoadBalancers(ctx, lcclient.ListOptions{Cluster: cluster, MaxResults: listPageSize})
 	if err != nil {
-		return nil, fmt.Errorf("localcloud: list load balancers of %s: %w", cluster, err)
+		return nil, err // the client's error says all this layer knows
 	}
 	out := make([]cloud.LoadBalancer, 0, len(all))
 	for _, lb := range all {

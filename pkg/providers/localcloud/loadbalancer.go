@@ -54,7 +54,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 	defer markThrottled(&err)
 	lb, err := l.lookup(ctx, clusterOr(clusterName, l.defaultCluster), svc)
 	if err != nil {
-		return nil, false, fmt.Errorf("localcloud: get load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+		return nil, false, svcErr(svc, err)
 	}
 	if lb == nil || lb.Status == api.LBDeleting {
 		return nil, false, nil
@@ -119,11 +119,11 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	cluster := clusterOr(clusterName, l.defaultCluster)
 	spec, mode, err := desired(svc, nodes)
 	if err != nil {
-		return nil, fmt.Errorf("localcloud: ensure load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+		return nil, svcErr(svc, err)
 	}
 	lb, err := l.createOrUpdate(ctx, cluster, svc, spec, nodes)
 	if err != nil {
-		return nil, fmt.Errorf("localcloud: ensure load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+		return nil, svcErr(svc, err)
 	}
 	switch lb.Status {
 	case api.LBActive:
@@ -211,21 +211,20 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	cluster := clusterOr(clusterName, l.defaultCluster)
 	spec, _, err := desired(svc, nodes)
 	if err != nil {
-		return fmt.Errorf("localcloud: update load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+		return svcErr(svc, err)
 	}
 	lb, err := l.lookup(ctx, cluster, svc)
 	if err != nil {
-		return fmt.Errorf("localcloud: update load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+		return svcErr(svc, err)
 	}
 	if lb == nil || lb.Status == api.LBDeleting {
-		return fmt.Errorf("localcloud: update load balancer for %s/%s: load balancer %s does not exist",
-			svc.Namespace, svc.Name, cloudprovider.DefaultLoadBalancerName(svc))
+		return svcErr(svc, fmt.Errorf("localcloud: load balancer %s does not exist", cloudprovider.DefaultLoadBalancerName(svc)))
 	}
 	if specEqual(lb.LoadBalancerSpec, spec) {
 		return nil
 	}
 	if _, err := l.update(ctx, lb, spec, nodes); err != nil {
-		return fmt.Errorf("localcloud: update load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+		return svcErr(svc, err)
 	}
 	return nil
 }
@@ -237,14 +236,21 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	cluster := clusterOr(clusterName, l.defaultCluster)
 	lb, err := l.lookup(ctx, cluster, svc)
 	if err != nil {
-		return fmt.Errorf("localcloud: delete load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+		return svcErr(svc, err)
 	}
 	if lb == nil || lb.Status == api.LBDeleting {
 		return nil
 	}
 	if _, err := l.client.DeleteLoadBalancer(ctx, lb.ID); err != nil && !errors.Is(err, lcclient.ErrNotFound) {
-		return fmt.Errorf("localcloud: delete load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+		return svcErr(svc, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "loadBalancer", lb.ID)
 	return nil
+}
+
+// svcErr names the Service an error concerns: the instrumented wrapper names
+// the operation and the client the cloud request, so this layer adds only
+// which Service it was for.
+func svcErr(svc *v1.Service, err error) error {
+	return fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, err)
 }

@@ -2,7 +2,6 @@ package localcloud
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"golang.org/x/sync/singleflight"
@@ -58,7 +57,7 @@ func (x *nameIndex) forget(name string) {
 func (x *nameIndex) refresh(ctx context.Context) error {
 	all, err := x.client.ListAllInstances(ctx, lcclient.ListOptions{MaxResults: listPageSize})
 	if err != nil {
-		return fmt.Errorf("list instances: %w", err)
+		return err
 	}
 	ids := make(map[string]string, len(all))
 	for _, in := range all {

@@ -20,11 +20,11 @@ var _ cloud.LoadBalancerPlanner = (*loadBalancers)(nil)
 func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) ([]string, error) {
 	spec, _, err := desired(svc, nodes)
 	if err != nil {
-		return nil, fmt.Errorf("localcloud: plan load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+		return nil, svcErr(svc, err)
 	}
 	lb, err := l.lookup(ctx, clusterOr(clusterName, l.defaultCluster), svc)
 	if err != nil {
-		return nil, fmt.Errorf("localcloud: plan load balancer for %s/%s: %w", svc.Namespace, svc.Name, err)
+		return nil, svcErr(svc, err)
 	}
 	switch {
 	case lb == nil:

@@ -3,6 +3,7 @@ package app_test
 import (
 	"bufio"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,13 @@ func TestVendorManifestArgsStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv("KUBECONFIG", env.Kubeconfig)
+			// The port must be free, or /readyz would be answered by
+			// whatever holds it (a sandbox, say) rather than this daemon.
+			ln, err := net.Listen("tcp", ":10258")
+			if err != nil {
+				t.Fatalf("the manifests give no --secure-port, so the daemon needs the default 10258, which is in use (a running sandbox?): %v", err)
+			}
+			_ = ln.Close()
 			p := testbed.StartProcess(t, filepath.Join(t.TempDir(), "ccm.log"), link, args...)
 			waitReady(ctx, t, 10258)
 			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

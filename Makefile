@@ -77,13 +77,18 @@ test: tools build
 	cd hack/dist && $(GO) test $(DIST_TEST_FLAGS) ./...
 	for m in $(EXAMPLES); do (cd $$m && $(GO) test $(TEST_FLAGS) ./...) || exit 1; done
 
+# golangci-lint holds a machine-wide lock; a second run on the same machine
+# waits for it rather than failing.
+LINT := $(BIN)/golangci-lint run --allow-serial-runners
+
 lint: $(BIN)/golangci-lint
 	$(GO) vet ./...
-	$(BIN)/golangci-lint run ./...
-	cd hack/dist && $(GO) vet ./... && $(BIN)/golangci-lint run ./...
+	$(GO) mod tidy -diff
+	$(LINT) ./...
+	cd hack/dist && $(GO) vet ./... && $(LINT) ./...
 	@# An example requires this module through a replace, so a dependency
 	@# added here must reach its go.sum too: run go mod tidy in it.
-	for m in $(EXAMPLES); do (cd $$m && $(GO) mod tidy -diff && $(GO) vet ./... && $(BIN)/golangci-lint run ./...) || exit 1; done
+	for m in $(EXAMPLES); do (cd $$m && $(GO) mod tidy -diff && $(GO) vet ./... && $(LINT) ./...) || exit 1; done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -177,6 +177,9 @@ type CreateLoadBalancerRequest struct {
 	Name    string            `json:"name"`
 	Cluster string            `json:"cluster"`
 	Tags    map[string]string `json:"tags,omitempty"`
+	// VIP asks for this address of the VIP pool; empty lets the cloud
+	// choose. The VIP of a load balancer never changes after creation.
+	VIP string `json:"vip,omitempty"`
 	LoadBalancerSpec
 }
 

@@ -218,6 +218,11 @@ func (r *CreateLoadBalancerRequest) Validate() error {
 	if err := validTags("tags", r.Tags); err != nil {
 		return err
 	}
+	if r.VIP != "" {
+		if a, err := netip.ParseAddr(r.VIP); err != nil || !a.Is4() {
+			return Invalid("vip", fmt.Sprintf("%q is not an IPv4 address", r.VIP))
+		}
+	}
 	return r.LoadBalancerSpec.Validate()
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -57,9 +58,9 @@ func (s *Store) CreateLB(r api.CreateLoadBalancerRequest, quota int, now, readyA
 	if err := s.checkBackends(r.Backends); err != nil {
 		return api.LoadBalancer{}, err
 	}
-	vip, err := s.vips.next(nil)
+	vip, err := s.vipFor(r.VIP)
 	if err != nil {
-		return api.LoadBalancer{}, poolErr(err, "vip")
+		return api.LoadBalancer{}, err
 	}
 	lb := &api.LoadBalancer{
 		ID: newID("lb"), Name: r.Name, Cluster: r.Cluster, Tags: r.Tags,
@@ -72,6 +73,26 @@ func (s *Store) CreateLB(r api.CreateLoadBalancerRequest, quota int, now, readyA
 	}
 	s.indexLB(lb)
 	return *lb, nil
+}
+
+// vipFor returns the requested VIP when it is a free address of the pool,
+// or the pool's next free address when none is requested.
+func (s *Store) vipFor(requested string) (netip.Addr, error) {
+	if requested == "" {
+		vip, err := s.vips.next(nil)
+		return vip, poolErr(err, "vip")
+	}
+	vip, err := netip.ParseAddr(requested)
+	if err != nil {
+		return netip.Addr{}, api.Invalid("vip", fmt.Sprintf("%q is not an IP address", requested))
+	}
+	if !s.vips.usable(vip) {
+		return netip.Addr{}, api.Invalid("vip", fmt.Sprintf("%s is not a usable address of the VIP pool %s", vip, s.vips.prefix))
+	}
+	if s.vips.used[vip] {
+		return netip.Addr{}, api.Invalid("vip", fmt.Sprintf("%s is already the VIP of another load balancer", vip))
+	}
+	return vip, nil
 }
 
 func cloneSpec(sp api.LoadBalancerSpec) api.LoadBalancerSpec {

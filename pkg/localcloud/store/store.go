@@ -280,6 +280,12 @@ func (a *allocator) next(skip map[netip.Addr]bool) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("%s: %w", a.prefix, errPoolExhausted)
 }
 
+// usable tells whether addr is an address next may hand out: inside the
+// prefix, neither its first nor its last address.
+func (a *allocator) usable(addr netip.Addr) bool {
+	return a.prefix.Contains(addr) && addr != a.prefix.Addr() && a.prefix.Contains(addr.Next())
+}
+
 func (a *allocator) use(s string) {
 	if addr, err := netip.ParseAddr(s); err == nil {
 		a.used[addr] = true

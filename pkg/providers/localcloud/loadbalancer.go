@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 	"time"
@@ -103,6 +104,11 @@ func desired(svc *v1.Service, nodes []*v1.Node) (api.LoadBalancerSpec, v1.LoadBa
 	if spec.UDPIdleTimeoutMs, err = durationMs(svc, AnnotationUDPIdleTimeout); err != nil {
 		return spec, "", err
 	}
+	if ip := svc.Spec.LoadBalancerIP; ip != "" {
+		if a, err := netip.ParseAddr(ip); err != nil || !a.Is4() {
+			return spec, "", fmt.Errorf("spec.loadBalancerIP %q: not an IPv4 address", ip)
+		}
+	}
 	mode, err := ipModeFrom(svc)
 	if err != nil {
 		return spec, "", err
@@ -148,6 +154,7 @@ func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc 
 	if lb == nil {
 		req := api.CreateLoadBalancerRequest{
 			Name: cloudprovider.DefaultLoadBalancerName(svc), Cluster: cluster, LoadBalancerSpec: spec,
+			VIP:  svc.Spec.LoadBalancerIP,
 			Tags: map[string]string{
 				api.TagServiceNamespace: svc.Namespace, api.TagServiceName: svc.Name, api.TagServiceUID: string(svc.UID),
 			},
@@ -161,10 +168,13 @@ func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc 
 			return l.lookupExisting(ctx, cluster, svc)
 		}
 		if err != nil {
-			return nil, withQuota(err)
+			return nil, requestedVIPErr(svc, withQuota(err))
 		}
 		logger.V(2).Info("Created load balancer", "loadBalancer", created.ID, "vip", created.VIP)
 		return created, nil
+	}
+	if ip := svc.Spec.LoadBalancerIP; ip != "" && lb.Status != api.LBDeleting && ip != lb.VIP {
+		return nil, fmt.Errorf("spec.loadBalancerIP %q: the load balancer has VIP %s, and a VIP cannot change; recreate the Service to move it", ip, lb.VIP)
 	}
 	if lb.Status == api.LBDeleting || specEqual(lb.LoadBalancerSpec, spec) {
 		return lb, nil
@@ -246,6 +256,16 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	}
 	klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "loadBalancer", lb.ID)
 	return nil
+}
+
+// requestedVIPErr names spec.loadBalancerIP when the cloud refused the VIP
+// the Service asked for (outside the pool, or taken).
+func requestedVIPErr(svc *v1.Service, err error) error {
+	var ae *lcclient.APIError
+	if errors.As(err, &ae) && ae.Field == "vip" {
+		return fmt.Errorf("spec.loadBalancerIP %q: %w", svc.Spec.LoadBalancerIP, err)
+	}
+	return err
 }
 
 // svcErr names the Service an error concerns: the instrumented wrapper names

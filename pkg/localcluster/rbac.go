@@ -13,8 +13,10 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -181,7 +183,11 @@ func InstallRBAC(ctx context.Context, admin *rest.Config, manifest []byte) error
 	if err != nil {
 		return fmt.Errorf("rbac: client: %w", err)
 	}
-	for _, r := range rules {
+	external, err := externalRoleRules(ctx, cs, objs)
+	if err != nil {
+		return err
+	}
+	for _, r := range append(rules, external...) {
 		for _, user := range r.Subjects {
 			spec := authorizationv1.SubjectAccessReviewSpec{User: user}
 			if len(r.NonResourceURLs) > 0 {
@@ -200,6 +206,61 @@ func InstallRBAC(ctx context.Context, admin *rest.Config, manifest []byte) error
 		}
 	}
 	return nil
+}
+
+// externalRoleRules returns, for each binding of objs to a role objs do not
+// hold (one of the API server's own, such as
+// extension-apiserver-authentication-reader), the first rule of that role
+// as the server has it, with the binding's subjects: enough to wait for.
+func externalRoleRules(ctx context.Context, cs kubernetes.Interface, objs []*unstructured.Unstructured) ([]Rule, error) {
+	own := map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRole" || o.GetKind() == "Role" {
+			own[roleKey(o.GetKind(), o.GetNamespace(), o.GetName())] = true
+		}
+	}
+	var out []Rule
+	for _, o := range objs {
+		var b rbacv1.RoleBinding // a ClusterRoleBinding has the same roleRef and subjects
+		if o.GetKind() != "ClusterRoleBinding" && o.GetKind() != "RoleBinding" {
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &b); err != nil {
+			return nil, fmt.Errorf("rbac: %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		ns := ""
+		if o.GetKind() == "RoleBinding" {
+			ns = o.GetNamespace()
+		}
+		key := roleKey(b.RoleRef.Kind, ns, b.RoleRef.Name)
+		if own[key] {
+			continue
+		}
+		var rules []rbacv1.PolicyRule
+		if b.RoleRef.Kind == "Role" {
+			role, err := cs.RbacV1().Roles(ns).Get(ctx, b.RoleRef.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("rbac: %s: %w", key, err)
+			}
+			rules = role.Rules
+		} else {
+			role, err := cs.RbacV1().ClusterRoles().Get(ctx, b.RoleRef.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("rbac: %s: %w", key, err)
+			}
+			rules = role.Rules
+		}
+		if len(rules) == 0 {
+			continue
+		}
+		r := Rule{Role: key, Namespace: ns, APIGroups: rules[0].APIGroups, Resources: rules[0].Resources,
+			Verbs: rules[0].Verbs, ResourceNames: rules[0].ResourceNames, NonResourceURLs: rules[0].NonResourceURLs}
+		for _, sub := range b.Subjects {
+			r.Subjects = append(r.Subjects, subjectUser(sub.Kind, sub.Namespace, sub.Name))
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func waitAllowed(ctx context.Context, cs kubernetes.Interface, spec authorizationv1.SubjectAccessReviewSpec) error {

@@ -154,7 +154,7 @@ func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc 
 	if lb == nil {
 		req := api.CreateLoadBalancerRequest{
 			Name: cloudprovider.DefaultLoadBalancerName(svc), Cluster: cluster, LoadBalancerSpec: spec,
-			VIP:  svc.Spec.LoadBalancerIP,
+			VIP: svc.Spec.LoadBalancerIP,
 			Tags: map[string]string{
 				api.TagServiceNamespace: svc.Namespace, api.TagServiceName: svc.Name, api.TagServiceUID: string(svc.UID),
 			},

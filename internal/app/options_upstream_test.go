@@ -2,9 +2,11 @@ package app
 
 import (
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/spf13/pflag"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	ccmoptions "k8s.io/cloud-provider/options"
 	logsapi "k8s.io/component-base/logs/api/v1"
 )
@@ -84,5 +86,28 @@ func TestVersionFlag(t *testing.T) {
 		if o.Version != want {
 			t.Errorf("%s: got %q (%v), want %q", arg, o.Version, err, want)
 		}
+	}
+}
+
+// The API server library reads its gates from the global gate; applying
+// the options must carry an explicit --feature-gates value there, and only
+// the explicit ones.
+func TestApplyProcessWideSetsLibraryGates(t *testing.T) {
+	const gate, other = "UnauthenticatedHTTP2DOSMitigation", "RemoteRequestHeaderUID"
+	global := utilfeature.DefaultMutableFeatureGate
+	before, otherBefore := global.Enabled(gate), global.Enabled(other)
+	t.Cleanup(func() { _ = global.SetFromMap(map[string]bool{gate: before}) })
+	o, err := parse(t, "--cloud-provider=x", "--feature-gates="+gate+"="+strconv.FormatBool(!before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.ApplyProcessWide(); err != nil {
+		t.Fatal(err)
+	}
+	if global.Enabled(gate) == before {
+		t.Errorf("--feature-gates=%s=%v did not reach the API server library's gate", gate, !before)
+	}
+	if global.Enabled(other) != otherBefore {
+		t.Error("a gate not given on the command line changed")
 	}
 }

@@ -12,6 +12,9 @@ const (
 	ReasonUpdatedLoadBalancer      = "UpdatedLoadBalancer"
 	ReasonUpdateLoadBalancerFailed = "UpdateLoadBalancerFailed"
 	ReasonUnAvailableLoadBalancer  = "UnAvailableLoadBalancer"
+	// ReasonLoadBalancerIPIgnored is Stratus' own: the load balancer's
+	// addresses do not include the spec.loadBalancerIP the Service asked for.
+	ReasonLoadBalancerIPIgnored = "LoadBalancerIPIgnored"
 )
 
 // Actions of events.k8s.io/v1 Events: what the controller was doing.

@@ -98,6 +98,7 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 		return fmt.Errorf("sync service %s: %w", key, err)
 	}
 	c.event(svc, v1.EventTypeNormal, ReasonEnsuredLoadBalancer, actionEnsure, "Ensured load balancer")
+	c.warnIfIPIgnored(svc, status)
 	// Recorded before the status write, so that a failed write is retried
 	// without another cloud call.
 	c.state.set(key, &lbState{uid: svc.UID, applied: svc, status: *status.DeepCopy(), nodes: nodes})
@@ -105,6 +106,26 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 		return fmt.Errorf("sync service %s: %w", key, err)
 	}
 	return nil
+}
+
+// warnIfIPIgnored says so on the Service when it asked for
+// spec.loadBalancerIP and the provider, which may not support the field
+// (upstream deprecated it), published other addresses: the request would
+// otherwise be ignored in silence.
+func (c *Controller) warnIfIPIgnored(svc *v1.Service, status *v1.LoadBalancerStatus) {
+	want := svc.Spec.LoadBalancerIP
+	if want == "" || len(status.Ingress) == 0 {
+		return
+	}
+	got := make([]string, 0, len(status.Ingress))
+	for _, in := range status.Ingress {
+		if in.IP == want {
+			return
+		}
+		got = append(got, in.IP+in.Hostname)
+	}
+	c.event(svc, v1.EventTypeWarning, ReasonLoadBalancerIPIgnored, actionEnsure,
+		"spec.loadBalancerIP %s was not honoured by the cloud provider, which assigned %v", want, got)
 }
 
 // updateHosts tells the cloud about a new node set, leaving the rest of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +110,28 @@ func TestSyncBadInputWarns(t *testing.T) {
 	}
 	if len(h.service("ns", "web").Status.LoadBalancer.Ingress) != 0 {
 		t.Error("status set despite the failure")
+	}
+}
+
+// A provider that does not honour spec.loadBalancerIP must not ignore it
+// in silence; one that does raises no warning.
+func TestSyncLoadBalancerIPNotHonouredWarns(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web", func(s *v1.Service) { s.Spec.LoadBalancerIP = "10.9.9.9" }),
+		lbService("ns", "ok", func(s *v1.Service) { s.Spec.LoadBalancerIP = "10.0.0.1" }), node("n1"))
+	h.mustSync("ns/web")
+	h.mustSync("ns/ok")
+	evs := h.events()
+	warned := 0
+	for _, e := range evs {
+		if strings.HasPrefix(e, "Warning LoadBalancerIPIgnored") {
+			warned++
+			if !strings.Contains(e, "spec.loadBalancerIP 10.9.9.9") || !strings.Contains(e, "10.0.0.1") {
+				t.Errorf("warning %q does not name the field, the value asked and the address given", e)
+			}
+		}
+	}
+	if warned != 1 {
+		t.Errorf("want exactly one LoadBalancerIPIgnored warning (for ns/web), events = %v", evs)
 	}
 }
 

@@ -43,6 +43,11 @@ type LoadBalancer struct {
 	ServiceNamespace string
 	ServiceName      string
 	ServiceUID       types.UID
+	// Backends are the providerIDs of the nodes the load balancer sends
+	// traffic to, when the provider reports them; nil means unknown, and
+	// the service controller then checks only that the load balancer
+	// exists.
+	Backends []string
 }
 
 // LoadBalancerLister is an optional extension: a provider that can list the

@@ -342,6 +342,48 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("live Service has %d load balancers", n)
 		}
 	})
+
+	b.run("drift in the cloud repaired", func(t *testing.T) {
+		live, err := b.cs.CoreV1().Services("default").Get(b.ctx, "live", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lbs := b.lbsOf(live)
+		if len(lbs) != 1 || len(lbs[0].Backends) == 0 {
+			t.Fatalf("live load balancers: %+v", lbs)
+		}
+		orig := lbs[0]
+		want := slices.Sorted(slices.Values(orig.Backends))
+		// Backends removed behind the controller's back come back.
+		changed := orig.LoadBalancerSpec
+		changed.Backends = nil
+		if _, err := b.cloud.Client.UpdateLoadBalancer(b.ctx, orig.ID, changed); err != nil {
+			t.Fatal(err)
+		}
+		b.poll("backends restored", func(context.Context) (bool, error) {
+			lbs := b.lbsOf(live)
+			return len(lbs) == 1 && slices.Equal(slices.Sorted(slices.Values(lbs[0].Backends)), want), nil
+		})
+		// A load balancer deleted behind the controller's back is recreated
+		// and the Service publishes the new one's address.
+		if _, err := b.cloud.Client.DeleteLoadBalancer(b.ctx, orig.ID); err != nil {
+			t.Fatal(err)
+		}
+		var last string
+		b.poll("load balancer recreated and published", func(ctx context.Context) (bool, error) {
+			lbs := b.lbsOf(live)
+			if len(lbs) != 1 || lbs[0].ID == orig.ID || lbs[0].Status != api.LBActive {
+				last = fmt.Sprintf("%+v", lbs)
+				return false, nil
+			}
+			s, err := b.cs.CoreV1().Services("default").Get(ctx, "live", metav1.GetOptions{})
+			if err != nil || len(s.Status.LoadBalancer.Ingress) != 1 {
+				return false, nil
+			}
+			last = fmt.Sprintf("ingress %s, load balancer %s VIP %s", s.Status.LoadBalancer.Ingress[0].IP, lbs[0].ID, lbs[0].VIP)
+			return s.Status.LoadBalancer.Ingress[0].IP == lbs[0].VIP, nil
+		}, &last)
+	})
 }
 
 // A controller stopped while a load balancer provisions, and a new one

@@ -16,6 +16,7 @@ const (
 	MetricNodeSyncsTotal         = "stratus_service_node_syncs_total"
 	MetricOrphanedLoadBalancers  = "stratus_service_orphaned_load_balancers"
 	MetricOrphanedLBDeletesTotal = "stratus_service_orphaned_load_balancer_deletions_total"
+	MetricDriftedLoadBalancers   = "stratus_service_drifted_load_balancers_total"
 )
 
 // Values of the "result" label.
@@ -32,6 +33,7 @@ type metrics struct {
 	nodeSyncs     prometheus.Counter
 	orphans       prometheus.Gauge
 	orphanDeletes *prometheus.CounterVec
+	drifted       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -61,6 +63,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricOrphanedLBDeletesTotal,
 			Help: "Deletions of orphaned load balancers, by result.",
 		}, []string{"result"}),
+		drifted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricDriftedLoadBalancers,
+			Help: "Load balancers found deleted or with changed backends in the cloud, behind the controller's back, and ensured again.",
+		}),
 	}
 	if err := metricsutil.Register(reg,
 		m.syncs,
@@ -69,6 +75,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.nodeSyncs,
 		m.orphans,
 		m.orphanDeletes,
+		m.drifted,
 	); err != nil {
 		return nil, fmt.Errorf("service controller metrics: %w", err)
 	}

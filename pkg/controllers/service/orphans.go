@@ -31,11 +31,15 @@ func newOrphanTracker() *orphanTracker { return &orphanTracker{since: map[string
 // orphaned for longer than the grace period. A failed list changes
 // nothing: only a complete answer can prove that a Service's load
 // balancer is not among the live ones.
+//
+// The same list repairs drift: see repairDrift.
 func (c *Controller) collectOrphans(ctx context.Context) error {
+	applied := c.state.all()
 	lbs, err := c.lister.ListLoadBalancers(ctx, c.cfg.ClusterName)
 	if err != nil {
 		return fmt.Errorf("list load balancers of cluster %q: %w", c.cfg.ClusterName, err)
 	}
+	c.repairDrift(ctx, applied, lbs)
 	logger := klog.FromContext(ctx)
 	now := c.now()
 	seen := map[string]time.Time{}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"maps"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -81,4 +82,24 @@ func (s *stateStore) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.byKey)
+}
+
+// all returns every key's current state; states are immutable, so a later
+// forgetIf can tell whether one was replaced meanwhile.
+func (s *stateStore) all() map[types.NamespacedName]*lbState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.byKey)
+}
+
+// forgetIf drops a key's state if it is still st, so that a sync that
+// completed meanwhile is not undone.
+func (s *stateStore) forgetIf(key types.NamespacedName, st *lbState) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byKey[key] != st {
+		return false
+	}
+	delete(s.byKey, key)
+	return true
 }

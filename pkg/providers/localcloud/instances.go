@@ -163,7 +163,18 @@ func (c *Cloud) ListLoadBalancers(ctx context.Context, clusterName string) (_ []
 			ServiceNamespace: lb.Tags[api.TagServiceNamespace],
 			ServiceName:      lb.Tags[api.TagServiceName],
 			ServiceUID:       types.UID(lb.Tags[api.TagServiceUID]),
+			Backends:         providerIDs(lb.Backends),
 		})
 	}
 	return out, nil
+}
+
+// providerIDs maps instance ids to providerIDs; never nil, since the cloud
+// always reports a load balancer's backends.
+func providerIDs(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, ProviderID(id))
+	}
+	return out
 }

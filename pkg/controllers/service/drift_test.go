@@ -1,0 +1,43 @@
+package service
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// The orphan pass's list also finds load balancers deleted or changed in
+// the cloud behind the controller's back: those Services are queued and
+// ensured again; an unchanged one costs nothing.
+func TestOrphanPassRepairsDrift(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "kept"), lbService("ns", "deleted"), lbService("ns", "changed"),
+		node("n1"), node("n2"))
+	for _, k := range []string{"ns/kept", "ns/deleted", "ns/changed"} {
+		h.mustSync(k)
+	}
+	h.lister.lbs = []cloud.LoadBalancer{
+		{Name: "lb-kept", ServiceNamespace: "ns", ServiceName: "kept", ServiceUID: "uid-kept", Backends: []string{"fake://n2", "fake://n1"}},
+		{Name: "lb-changed", ServiceNamespace: "ns", ServiceName: "changed", ServiceUID: "uid-changed", Backends: []string{"fake://n1"}},
+	}
+	if err := h.c.collectOrphans(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	queued := map[string]bool{}
+	for h.q.Len() > 0 {
+		k, _ := h.q.Get()
+		queued[k.Service.String()] = true
+		h.q.Done(k)
+	}
+	if len(queued) != 2 || !queued["ns/deleted"] || !queued["ns/changed"] {
+		t.Fatalf("queued %v, want ns/deleted and ns/changed", queued)
+	}
+	before := h.lb.count("EnsureLoadBalancer")
+	for k := range queued {
+		h.mustSync(k)
+	}
+	h.mustSync("ns/kept")
+	if got := h.lb.count("EnsureLoadBalancer") - before; got != 2 {
+		t.Errorf("EnsureLoadBalancer calls after the pass = %d, want 2 (the drifted ones only)", got)
+	}
+}

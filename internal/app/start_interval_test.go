@@ -58,7 +58,7 @@ func TestControllerStartInterval(t *testing.T) {
 	}
 
 	started, waits = nil, nil
-	r.wait = func(ctx context.Context, d time.Duration) error {
+	r.wait = func(_ context.Context, d time.Duration) error {
 		waits = append(waits, d)
 		return context.Canceled
 	}

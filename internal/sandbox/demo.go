@@ -91,7 +91,7 @@ func (s *sandbox) waitAnswer(ctx context.Context, name string) (string, error) {
 			return false, nil
 		}
 		vip = got.Status.LoadBalancer.Ingress[0].IP
-		line, err := Probe(vip, 80)
+		line, err := Probe(ctx, vip, 80)
 		if err != nil {
 			return false, err
 		}
@@ -102,8 +102,8 @@ func (s *sandbox) waitAnswer(ctx context.Context, name string) (string, error) {
 }
 
 // Probe connects to ip:port and returns the responder's greeting.
-func Probe(ip string, port int) (string, error) {
-	c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, fmt.Sprint(port)), 2*time.Second)
+func Probe(ctx context.Context, ip string, port int) (string, error) {
+	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
 	if err != nil {
 		return "", fmt.Errorf("probe %s:%d: %w", ip, port, err)
 	}

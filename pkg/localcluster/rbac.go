@@ -149,8 +149,8 @@ func roleRules(doc *yaml.Node, role, namespace string) ([]Rule, error) {
 				return nil, fmt.Errorf("%s: rule: %w", role, err)
 			}
 			for _, line := range strings.Split(item.HeadComment, "\n") {
-				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), RareMarker); ok {
-					r.Rare = strings.TrimSpace(rest)
+				if note, ok := strings.CutPrefix(strings.TrimSpace(line), RareMarker); ok {
+					r.Rare = strings.TrimSpace(note)
 				}
 			}
 			out = append(out, r)

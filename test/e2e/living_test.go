@@ -106,7 +106,7 @@ func checkLocalTraffic(ctx context.Context, t *testing.T, cs kubernetes.Interfac
 	waitCond(ctx, t, "hello-local to answer 20 times in a row", time.Minute, func(context.Context) (bool, error) {
 		clear(reached)
 		for range 20 {
-			line, err := sandbox.Probe(vip, 80)
+			line, err := sandbox.Probe(t.Context(), vip, 80)
 			if err != nil {
 				return false, nil
 			}
@@ -124,7 +124,7 @@ func checkLocalTraffic(ctx context.Context, t *testing.T, cs kubernetes.Interfac
 
 func checkMetrics(t *testing.T, r sandboxRun) {
 	env := sandboxEnv(t, r.state)
-	req, _ := http.NewRequest(http.MethodGet, env["STRATUS_METRICS_URL"], nil)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, env["STRATUS_METRICS_URL"], nil)
 	req.Header.Set("Authorization", "Bearer "+env["STRATUS_METRICS_TOKEN"])
 	// The controller manager's serving certificate is self-signed.
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
@@ -168,7 +168,7 @@ func checkCCMKilled(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 		now := ccmPIDs(r.state)
 		return len(now) == 1 && now[0] != pids[0], nil
 	})
-	if _, err := sandbox.Probe(vip, 80); err != nil {
+	if _, err := sandbox.Probe(t.Context(), vip, 80); err != nil {
 		t.Fatalf("demo right after the controller manager was killed: %v", err)
 	}
 	lease, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
@@ -180,7 +180,7 @@ func checkCCMKilled(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 		l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
 		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != old, nil
 	})
-	if _, err := sandbox.Probe(vip, 80); err != nil {
+	if _, err := sandbox.Probe(t.Context(), vip, 80); err != nil {
 		t.Fatalf("demo after the controller manager came back: %v", err)
 	}
 	if p.Exited() {
@@ -217,7 +217,7 @@ func checkNodesFollowInstances(ctx context.Context, t *testing.T, cs kubernetes.
 	vip := vipOf(ctx, t, cs, sandbox.DemoService)
 	waitCond(ctx, t, "the demo to answer 10 times in a row, never from the deleted node-0003", time.Minute, func(context.Context) (bool, error) {
 		for range 10 {
-			line, err := sandbox.Probe(vip, 80)
+			line, err := sandbox.Probe(t.Context(), vip, 80)
 			if err != nil || strings.Contains(line, "node-0003") {
 				return false, nil
 			}

@@ -173,7 +173,7 @@ func TestSandboxAsAUser(t *testing.T) {
 		t.Fatalf("demo service: %v %+v", err, svc.Status)
 	}
 	vip := svc.Status.LoadBalancer.Ingress[0].IP
-	line, err := sandbox.Probe(vip, 80)
+	line, err := sandbox.Probe(t.Context(), vip, 80)
 	if err != nil {
 		t.Fatalf("demo through its VIP: %v", err)
 	}
@@ -199,7 +199,7 @@ func TestSandboxAsAUser(t *testing.T) {
 	if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 || svc.Status.LoadBalancer.Ingress[0].IP != vip {
 		t.Fatalf("demo service after resume: %v %+v (VIP was %s)", err, svc.Status, vip)
 	}
-	if _, err := sandbox.Probe(vip, 80); err != nil {
+	if _, err := sandbox.Probe(t.Context(), vip, 80); err != nil {
 		t.Fatalf("demo after resume: %v", err)
 	}
 	// The resumed sandbox as a living cloud.

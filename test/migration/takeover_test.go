@@ -51,7 +51,7 @@ func TestTakeover(t *testing.T) {
 			return false, nil
 		}
 		for name, vip := range vips {
-			if vip == "" || probe(protos[name], vip) != nil {
+			if vip == "" || probe(ctx, protos[name], vip) != nil {
 				return false, nil
 			}
 		}

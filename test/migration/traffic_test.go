@@ -91,9 +91,9 @@ func (r *responder) listen(proto, ip string, port int32) {
 }
 
 // probe sends one request to a VIP on a fresh connection.
-func probe(proto, vip string) error {
+func probe(ctx context.Context, proto, vip string) error {
 	addr := net.JoinHostPort(vip, "80")
-	c, err := net.DialTimeout(map[string]string{"TCP": "tcp", "UDP": "udp"}[proto], addr, 2*time.Second)
+	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, map[string]string{"TCP": "tcp", "UDP": "udp"}[proto], addr)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func startTraffic(ctx context.Context, t *testing.T, heldVIP string, vips map[st
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	tr := &traffic{stop: cancel}
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort(heldVIP, "80"), 2*time.Second)
+	conn, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", net.JoinHostPort(heldVIP, "80"))
 	if err != nil {
 		t.Fatalf("held connection to %s: %v", heldVIP, err)
 	}
@@ -171,7 +171,7 @@ func startTraffic(ctx context.Context, t *testing.T, heldVIP string, vips map[st
 			}
 			for name, vip := range vips {
 				tr.fresh.Add(1)
-				if err := probe(protos[name], vip); err != nil {
+				if err := probe(ctx, protos[name], vip); err != nil {
 					tr.freshFail.Add(1)
 					tr.fail(fmt.Errorf("probe %s %s: %w", name, vip, err))
 				}

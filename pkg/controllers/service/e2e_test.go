@@ -200,12 +200,12 @@ func TestEndToEnd(t *testing.T) {
 			serveTCP(b.root, b.insts[n].Addresses.Internal, svc.Spec.Ports[0].NodePort, n)
 			serveUDP(b.root, b.insts[n].Addresses.Internal, svc.Spec.Ports[1].NodePort, n)
 		}
-		b.poll("TCP through the VIP", func(context.Context) (bool, error) {
-			r, err := askTCP(vip, 80)
+		b.poll("TCP through the VIP", func(ctx context.Context) (bool, error) {
+			r, err := askTCP(ctx, vip, 80)
 			return err == nil && strings.HasPrefix(r, "node-"), nil
 		})
-		b.poll("UDP through the VIP", func(context.Context) (bool, error) {
-			r, err := askUDP(vip, 53)
+		b.poll("UDP through the VIP", func(ctx context.Context) (bool, error) {
+			r, err := askUDP(ctx, vip, 53)
 			return err == nil && strings.HasPrefix(r, "node-"), nil
 		})
 	})
@@ -226,8 +226,8 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		var last string
-		b.poll("traffic on the new port", func(context.Context) (bool, error) {
-			r, err := askTCP(vip, 8081)
+		b.poll("traffic on the new port", func(ctx context.Context) (bool, error) {
+			r, err := askTCP(ctx, vip, 8081)
 			last = fmt.Sprintf("%q %v %+v", r, err, b.lbsOf(svc))
 			return err == nil && strings.HasPrefix(r, "node-"), nil
 		}, &last)
@@ -252,8 +252,8 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.waitBackends(svc, "node-a")
-		b.poll("traffic after the node changes", func(context.Context) (bool, error) {
-			r, err := askTCP(vip, 8081)
+		b.poll("traffic after the node changes", func(ctx context.Context) (bool, error) {
+			r, err := askTCP(ctx, vip, 8081)
 			return err == nil && r == "node-a", nil
 		})
 	})
@@ -269,7 +269,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("a load balancer was made for invalid input: %+v", lbs)
 		}
 		// Others are unaffected.
-		if r, err := askTCP(vip, 8081); err != nil || r != "node-a" {
+		if r, err := askTCP(b.ctx, vip, 8081); err != nil || r != "node-a" {
 			t.Errorf("web answered %q, %v", r, err)
 		}
 		if err := b.cs.CoreV1().Services("default").Delete(b.ctx, "sctp", metav1.DeleteOptions{}); err != nil {
@@ -494,8 +494,8 @@ func serveUDP(t *testing.T, ip string, port int32, reply string) {
 	}()
 }
 
-func askTCP(ip string, port int) (string, error) {
-	c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, strconv.Itoa(port)), time.Second)
+func askTCP(ctx context.Context, ip string, port int) (string, error) {
+	c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
 	if err != nil {
 		return "", err
 	}
@@ -506,8 +506,8 @@ func askTCP(ip string, port int) (string, error) {
 	return string(buf[:n]), err
 }
 
-func askUDP(ip string, port int) (string, error) {
-	c, err := net.Dial("udp", net.JoinHostPort(ip, strconv.Itoa(port)))
+func askUDP(ctx context.Context, ip string, port int) (string, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, "udp", net.JoinHostPort(ip, strconv.Itoa(port)))
 	if err != nil {
 		return "", err
 	}

@@ -106,7 +106,8 @@ func (l *tcpListener) dialBackend() net.Conn {
 		if !ok {
 			return nil
 		}
-		c, err := net.DialTimeout("tcp", net.JoinHostPort(t.addr.String(), port), dialTimeout)
+		// The data plane's context: a closing manager abandons the dial.
+		c, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(l.lb.ctx, "tcp", net.JoinHostPort(t.addr.String(), port))
 		if err == nil {
 			return c
 		}

@@ -53,7 +53,7 @@ func TestLoadBalancerBindFailureIsAnError(t *testing.T) {
 		got, err := e.c.GetLoadBalancer(e.ctx, lb.ID)
 		return err == nil && got.Status == api.LBActive && got.StatusMessage == ""
 	})
-	c, err := net.Dial("tcp", netip.AddrPortFrom(vip, lbPort).String())
+	c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", netip.AddrPortFrom(vip, lbPort).String())
 	if err != nil {
 		t.Fatalf("VIP does not accept after recovery: %v", err)
 	}

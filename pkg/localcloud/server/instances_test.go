@@ -152,7 +152,7 @@ func TestInstanceBadInput(t *testing.T) {
 func TestUnauthorized(t *testing.T) {
 	e := newEnv(t, nil)
 	for _, tok := range []string{"", "Bearer wrong", "Basic abc"} {
-		req, _ := http.NewRequest("GET", e.srv.URL()+"/v1/instances", nil)
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.srv.URL()+"/v1/instances", nil)
 		if tok != "" {
 			req.Header.Set("Authorization", tok)
 		}

@@ -26,7 +26,7 @@ func TestRateLimitRetryAfter(t *testing.T) {
 		t.Fatalf("no 429 with Retry-After: %+v", limited)
 	}
 	// The raw answer carries the standard header in whole seconds.
-	req, _ := http.NewRequest("GET", e.srv.URL()+"/v1/instances", nil)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.srv.URL()+"/v1/instances", nil)
 	req.Header.Set("Authorization", "Bearer "+e.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -109,13 +109,23 @@ func TestAdminConfigValidation(t *testing.T) {
 	if err != nil || k.Quotas.RoutesPerCluster != 50 || k.Latency != 0 {
 		t.Fatalf("rejected patches changed the config: %v %+v", err, k)
 	}
-	resp, err := http.Get(e.srv.URL() + "/metrics")
+	get := func() (*http.Response, error) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, e.srv.URL()+"/metrics", nil)
+		if err != nil {
+			return nil, err
+		}
+		return http.DefaultClient.Do(req)
+	}
+	resp, err := get()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	e.instance("m")
-	resp2, _ := http.Get(e.srv.URL() + "/metrics")
+	resp2, err := get()
+	if err != nil {
+		t.Fatal(err)
+	}
 	data, _ := io.ReadAll(resp2.Body)
 	_ = resp2.Body.Close()
 	if !strings.Contains(string(data), `localcloud_api_requests_total{code="201",operation="CreateInstance"} 1`) {

@@ -61,7 +61,7 @@ func greeter(t *testing.T, ip string, port int, name string) int {
 
 func greet(t *testing.T, vip string) string {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", net.JoinHostPort(vip, strconv.Itoa(svcPort)), 2*time.Second)
+	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(t.Context(), "tcp", net.JoinHostPort(vip, strconv.Itoa(svcPort)))
 	if err != nil {
 		t.Fatalf("dial %s: %v", vip, err)
 	}

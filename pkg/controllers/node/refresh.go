@@ -153,7 +153,7 @@ func (c *Controller) refreshMetadata(ctx context.Context, node *v1.Node, snap *s
 	defer cancel()
 	md, err := c.instances.InstanceMetadata(ctx, node)
 	if err != nil {
-		return nil, fmt.Errorf("instance metadata of node %s: %w", node.Name, err)
+		return nil, fmt.Errorf("node %s: %w", node.Name, err)
 	}
 	return md, nil
 }

@@ -81,7 +81,7 @@ func (c *Controller) metadata(ctx context.Context, node *v1.Node, notBefore time
 		defer cancel()
 		md, err := c.instances.InstanceMetadata(ctx, node)
 		if err != nil {
-			return nil, fmt.Errorf("instance metadata of node %s: %w", node.Name, err)
+			return nil, fmt.Errorf("node %s: %w", node.Name, err)
 		}
 		return md, nil
 	}

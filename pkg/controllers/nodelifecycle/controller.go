@@ -234,10 +234,10 @@ func (c *Controller) checkOne(ctx context.Context, n *v1.Node) (exists, shutdown
 	defer cancel()
 	exists, err = c.instances.InstanceExists(ctx, n)
 	if errors.Is(err, cloudprovider.NotImplemented) {
-		return false, false, fmt.Errorf("instance exists: %w: %w", errCannotTell, err)
+		return false, false, fmt.Errorf("%w: %w", errCannotTell, err)
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("instance exists: %w", err)
+		return false, false, err // the cloud wrapper names the operation
 	}
 	if !exists {
 		return false, false, nil
@@ -248,7 +248,7 @@ func (c *Controller) checkOne(ctx context.Context, n *v1.Node) (exists, shutdown
 		return true, false, nil
 	}
 	if err != nil {
-		return true, false, fmt.Errorf("instance shutdown: %w", err)
+		return true, false, err // the cloud wrapper names the operation
 	}
 	return true, shutdown, nil
 }

@@ -37,7 +37,7 @@ func (c *Controller) collectOrphans(ctx context.Context) error {
 	applied := c.state.all()
 	lbs, err := c.lister.ListLoadBalancers(ctx, c.cfg.ClusterName)
 	if err != nil {
-		return fmt.Errorf("list load balancers of cluster %q: %w", c.cfg.ClusterName, err)
+		return fmt.Errorf("cluster %q: %w", c.cfg.ClusterName, err)
 	}
 	c.repairDrift(ctx, applied, lbs)
 	logger := klog.FromContext(ctx)

@@ -82,7 +82,7 @@ func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (_ bool, 
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("node %s: %w", node.Name, err)
+		return false, err // the client names the request, the caller the node
 	}
 	return true, nil
 }
@@ -92,7 +92,7 @@ func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (_ bool
 	defer markThrottled(&err)
 	inst, err := i.find(ctx, node)
 	if err != nil {
-		return false, fmt.Errorf("node %s: %w", node.Name, err)
+		return false, err // the client names the request, the caller the node
 	}
 	return inst.State == api.InstanceStopped, nil
 }
@@ -102,7 +102,7 @@ func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (_ *clo
 	defer markThrottled(&err)
 	inst, err := i.find(ctx, node)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", node.Name, err)
+		return nil, err // the client names the request, the caller the node
 	}
 	md := metadata(inst)
 	return &md, nil

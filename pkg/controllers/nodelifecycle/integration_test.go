@@ -32,9 +32,23 @@ func TestIntegration(t *testing.T) {
 	lc := nodetest.StartCloud(t, nil, 0)
 	in, lister := lc.Instances(t)
 	mgr := nodetest.NewManager(t, env.Config)
+	reg := prometheus.NewRegistry()
+	// periods counts the monitor periods the controller has completed.
+	periods := func() uint64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == nodelifecycle.MetricPeriodDuration {
+				return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+			}
+		}
+		return 0
+	}
 	c, err := nodelifecycle.New(nodelifecycle.Deps{
 		Client: mgr.GetClient(), Instances: in, Lister: lister,
-		Recorder: mgr.GetEventRecorder(nodelifecycle.ControllerName), Registerer: prometheus.NewRegistry(),
+		Recorder: mgr.GetEventRecorder(nodelifecycle.ControllerName), Registerer: reg,
 	}, nodelifecycle.Config{Period: period, CloudTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +85,14 @@ func TestIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitGone(ctx, t, cs, "gone")
-		time.Sleep(3 * period)
+		// Three more complete periods, however long they take, leave the
+		// live instance's Node alone.
+		after := periods() + 3
+		if err := wait.PollUntilContextCancel(ctx, period/3, true, func(context.Context) (bool, error) {
+			return periods() >= after, nil
+		}); err != nil {
+			t.Fatalf("waiting for three more monitor periods: %v", err)
+		}
 		if _, err := cs.CoreV1().Nodes().Get(ctx, "notready-alive", metav1.GetOptions{}); err != nil {
 			t.Errorf("node of live instance %s: %v", keep.ID, err)
 		}

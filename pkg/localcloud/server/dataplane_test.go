@@ -3,7 +3,6 @@ package server_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 )
@@ -158,16 +157,16 @@ func TestDataPlaneBackendChangeKeepsConnections(t *testing.T) {
 	if _, err := e.c.UpdateLoadBalancer(e.ctx, lb.ID, spec); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Once new connections reach b, the change has been applied.
+	waitFor(t, "new connections to reach backend b", func() bool {
+		c, err := dialLB(lb.VIP, lbPort, "")
+		if err != nil {
+			return false
+		}
+		_ = c.Close()
+		return c.backend == "b"
+	})
 	if err := old.echo("still-there"); err != nil {
-		t.Fatalf("established connection dropped by backend change: %v", err)
-	}
-	c, err := dialLB(lb.VIP, lbPort, "")
-	if err != nil || c.backend != "b" {
-		t.Fatalf("new connection after change: %v %v", err, c)
-	}
-	_ = c.Close()
-	if err := old.echo("and-still"); err != nil {
-		t.Fatalf("established connection: %v", err)
+		t.Fatalf("established connection dropped by the backend change: %v", err)
 	}
 }

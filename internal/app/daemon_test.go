@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -80,15 +81,24 @@ func TestLeaderElectionFailover(t *testing.T) {
 	}
 	holder := *lease.Spec.HolderIdentity
 
-	// Over two lease durations the standby must not take over while the
-	// leader is healthy: exactly one leads.
-	time.Sleep(8 * time.Second)
-	if now := initializedBy(ctx, cs); now != leader {
-		t.Fatalf("leadership moved from %s to %s while the leader was healthy", leader, now)
-	}
-	lease, _ = cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
-	if *lease.Spec.HolderIdentity != holder {
-		t.Fatalf("lease holder changed from %s to %s", holder, *lease.Spec.HolderIdentity)
+	// While the leader renews the lease through two lease durations (as
+	// the lease's own renewTime shows, however long that takes), the
+	// standby must not take over: exactly one leads.
+	until := lease.Spec.RenewTime.Add(2 * 4 * time.Second)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if *l.Spec.HolderIdentity != holder {
+			return false, fmt.Errorf("lease holder changed from %s to %s while the leader was healthy", holder, *l.Spec.HolderIdentity)
+		}
+		if now := initializedBy(ctx, cs); now != leader {
+			return false, fmt.Errorf("leadership moved from %s to %s while the leader was healthy", leader, now)
+		}
+		return !l.Spec.RenewTime.Time.Before(until), nil
+	}); err != nil {
+		t.Fatalf("leader renewing for two lease durations: %v", err)
 	}
 
 	if err := lead.Signal(syscall.SIGKILL); err != nil {

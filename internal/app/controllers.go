@@ -153,6 +153,16 @@ func resolveControllers(spec []string, known []knownController) ([]string, error
 			enabled[n] = true
 		}
 	}
+	var both []string
+	for n := range disabled {
+		if enabled[n] {
+			both = append(both, n)
+		}
+	}
+	if len(both) > 0 {
+		sort.Strings(both)
+		return nil, fmt.Errorf("--controllers=%s: %s both enabled and disabled", strings.Join(spec, ","), strings.Join(both, ", "))
+	}
 	var out []string
 	for _, k := range known {
 		if disabled[k.name] {

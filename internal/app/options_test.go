@@ -217,7 +217,6 @@ func TestResolveControllers(t *testing.T) {
 		{[]string{"*"}, strings.Join(allControllers, ",")},
 		{[]string{"*", "-route"}, "cloud-node-controller,cloud-node-lifecycle-controller,service-lb-controller,node-ipam-controller"},
 		{[]string{"service", "cloud-node"}, "cloud-node-controller,service-lb-controller"},
-		{[]string{"service-lb-controller", "-service"}, ""},
 		{[]string{"nodeipam"}, "node-ipam-controller"},
 	}
 	for _, c := range cases {
@@ -228,5 +227,55 @@ func TestResolveControllers(t *testing.T) {
 		if strings.Join(got, ",") != c.want {
 			t.Errorf("%v: got %v, want %s", c.spec, got, c.want)
 		}
+	}
+}
+
+// TestLateFailuresCaughtBeforeLeadership covers settings that used to pass
+// validation and fail only later: every Service (cluster name), the
+// leader's allocator after the lease (mask size), or nothing at all
+// (-x,x). All of them are reported in one error.
+func TestLateFailuresCaughtBeforeLeadership(t *testing.T) {
+	cases := map[string][]string{
+		"--cluster-name=Prod_1":        {"--cluster-name=Prod_1"},
+		"--node-cidr-mask-size-ipv4=8": {"--allocate-node-cidrs", "--cluster-cidr=10.0.0.0/16", "--node-cidr-mask-size-ipv4=8"},
+		"--node-cidr-mask-size-ipv6=40": {"--allocate-node-cidrs", "--cluster-cidr=10.0.0.0/16,fd00::/48",
+			"--node-cidr-mask-size-ipv6=40"},
+		"--node-cidr-mask-size=24":                     {"--allocate-node-cidrs", "--cluster-cidr=10.0.0.0/16,fd00::/48", "--node-cidr-mask-size=24"},
+		"--controllers=-service,service-lb-controller": {"--controllers=-service,service-lb-controller"},
+	}
+	var all []string
+	for want, args := range cases {
+		t.Run(want, func(t *testing.T) {
+			_, err := parse(t, append([]string{"--cloud-provider=x"}, args...)...)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%v: got %v, want an error naming %s", args, err, want)
+			}
+		})
+		if want != "--node-cidr-mask-size=24" && want != "--node-cidr-mask-size-ipv6=40" {
+			all = append(all, args...)
+		}
+	}
+	_, err := parse(t, append([]string{"--cloud-provider=x"}, all...)...)
+	for _, want := range []string{"--cluster-name=Prod_1", "--node-cidr-mask-size-ipv4=8", "--controllers="} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("all at once: %v does not name %s", err, want)
+		}
+	}
+}
+
+func TestClusterCIDRWithoutAllocationWarns(t *testing.T) {
+	o, err := parse(t, "--cloud-provider=x", "--cluster-cidr=10.0.0.0/16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := o.Warnings(); len(w) != 1 || !strings.Contains(w[0], "--cluster-cidr=10.0.0.0/16") {
+		t.Fatalf("warnings: %q", w)
+	}
+	o, err = parse(t, "--cloud-provider=x", "--cluster-cidr=10.0.0.0/16", "--allocate-node-cidrs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := o.Warnings(); len(w) != 0 {
+		t.Fatalf("warnings with --allocate-node-cidrs: %q", w)
 	}
 }

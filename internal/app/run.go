@@ -66,6 +66,9 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err := o.validate(known); err != nil {
 		return err
 	}
+	for _, w := range o.Warnings() {
+		log.Info("Warning: flag has no effect", "reason", w)
+	}
 	enabled, err := resolveControllers(o.Controllers, known)
 	if err != nil {
 		return err

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Validate checks every setting and returns one error listing each bad
@@ -24,6 +26,10 @@ func (o *Options) validate(known []knownController) error {
 	}
 	if o.ClusterName == "" {
 		bad("cluster-name", `""`, "must not be empty")
+	} else if msgs := validation.IsDNS1123Subdomain(o.ClusterName); len(msgs) > 0 {
+		// Providers name and tag cloud resources with it (localcloud
+		// refuses every load balancer otherwise): refuse it here, once.
+		bad("cluster-name", o.ClusterName, strings.Join(msgs, "; "))
 	}
 	if _, err := resolveControllers(o.Controllers, known); err != nil {
 		errs = append(errs, err)
@@ -136,13 +142,27 @@ func (o *Options) validateNetworking() []error {
 			errs = append(errs, err)
 		}
 	}
-	if o.AllocateNodeCIDRs && o.ClusterCIDR == "" {
-		errs = append(errs, errors.New(`--cluster-cidr="": required when --allocate-node-cidrs=true`))
+	if o.AllocateNodeCIDRs {
+		// The allocator's own checks, so that a mask that cannot fit the
+		// cluster CIDR fails here rather than on the leader after the lease.
+		if _, err := nodeIPAMConfig(o); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.RouteReconciliationPeriod > 0 && o.RouteReconciliationPeriod < time.Second {
 		errs = append(errs, fmt.Errorf("--route-reconciliation-period=%v: must be at least 1s", o.RouteReconciliationPeriod))
 	}
 	return errs
+}
+
+// Warnings lists settings that are accepted, as upstream accepts them,
+// but have no effect; Run logs them before leader election.
+func (o *Options) Warnings() []string {
+	var out []string
+	if o.ClusterCIDR != "" && !o.AllocateNodeCIDRs {
+		out = append(out, fmt.Sprintf("--cluster-cidr=%s is ignored: it is used only with --allocate-node-cidrs=true", o.ClusterCIDR))
+	}
+	return out
 }
 
 // ParseCIDRList parses a comma-separated list of at most one IPv4 and one

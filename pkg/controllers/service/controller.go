@@ -34,10 +34,12 @@ const (
 	// DefaultWorkers: Services are independent, so syncs run in parallel;
 	// the cloud's rate limit, not the worker count, should bound a burst.
 	DefaultWorkers = 10
-	// DefaultNodeSyncDelay is how long the first node change waits for
-	// others before the load balancers are updated: nodes tend to join and
-	// leave in batches (autoscaler, rolling upgrades), and one update per
-	// load balancer per batch is what the cloud's rate limit can afford.
+	// DefaultNodeSyncDelay is the coalescing window of node changes: a
+	// change after a quiet period updates the load balancers at once, and
+	// the changes that follow within the window join one pass at its end.
+	// Nodes tend to join and leave in batches (autoscaler, rolling
+	// upgrades), and one update per load balancer per window is what a
+	// cloud's rate limit can afford.
 	DefaultNodeSyncDelay = time.Second
 	// DefaultMinRetryDelay and DefaultMaxRetryDelay bound the per-Service
 	// exponential backoff after errors (upstream's values).
@@ -120,6 +122,7 @@ type Controller struct {
 	events    events.EventRecorder
 	metrics   *metrics
 	now       func() time.Time
+	nodePacer *nodePacer
 
 	nodes   *nodeTracker
 	state   *stateStore
@@ -151,7 +154,8 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	return &Controller{
 		cfg: cfg, client: client.WithFieldOwner(d.Client, ControllerName), apiReader: d.APIReader,
 		lb: d.LoadBalancer, lister: d.Lister, events: d.Recorder, metrics: m, now: time.Now,
-		nodes: newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(),
+		nodePacer: &nodePacer{delay: cfg.NodeSyncDelay},
+		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(),
 	}, nil
 }
 

@@ -38,11 +38,10 @@ func (c *Controller) serviceHandler() handler.TypedEventHandler[*v1.Service, key
 }
 
 // nodeHandler keeps the node tracker current and schedules a node pass for
-// the changes that can alter a load balancer's node set. The delaying
-// queue keeps one pending entry per key at the earliest time asked, so a
-// burst of node events leads to one pass NodeSyncDelay after the first.
+// the changes that can alter a load balancer's node set (see
+// nodePacer.schedule for when the pass runs).
 func (c *Controller) nodeHandler() handler.TypedEventHandler[*v1.Node, key] {
-	schedule := func(q queue) { q.AddAfter(nodesKey, c.cfg.NodeSyncDelay) }
+	schedule := func(q queue) { c.nodePacer.schedule(q, c.now()) }
 	return handler.TypedFuncs[*v1.Node, key]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*v1.Node], q queue) {
 			c.nodes.upsert(e.Object)

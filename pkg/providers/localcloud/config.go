@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -28,13 +30,25 @@ type Config struct {
 	RateLimitBurst int
 }
 
+// Bounds on the numeric settings: generous, but finite, so that a typo
+// cannot make the provider retry forever or pace itself to nothing.
+const (
+	MaxRateLimitQPS   = 1e6
+	MaxRateLimitBurst = 1 << 20
+	MaxMaxRetries     = 1000
+)
+
 // DefaultClusterName matches the upstream --cluster-name default.
 const DefaultClusterName = "kubernetes"
 
 // ParseConfig reads the "key: value" (or "key = value") format; '#' starts
-// a comment. Unknown keys are errors so that a typo is not silently ignored.
+// a comment. Unknown and repeated keys are errors so that a typo or a
+// merge leftover is not silently ignored, and every bad line is reported
+// at once.
 func ParseConfig(r io.Reader) (Config, error) {
 	cfg := Config{ClusterName: DefaultClusterName, MaxRetries: -1}
+	var errs []error
+	seen := map[string]int{}
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -49,18 +63,27 @@ func ParseConfig(r io.Reader) (Config, error) {
 			key, val, ok = eq, v2, true
 		}
 		if !ok {
-			return Config{}, fmt.Errorf("cloud config line %d: %q is not key: value", n, line)
+			errs = append(errs, fmt.Errorf("cloud config line %d: %q is not key: value", n, line))
+			continue
 		}
 		key = strings.TrimSpace(key)
 		val = strings.Trim(strings.TrimSpace(val), `"'`)
+		if first, dup := seen[key]; dup {
+			errs = append(errs, fmt.Errorf("cloud config line %d: %s: repeats line %d", n, key, first))
+			continue
+		}
+		seen[key] = n
 		if err := cfg.set(key, val); err != nil {
-			return Config{}, fmt.Errorf("cloud config line %d: %w", n, err)
+			errs = append(errs, fmt.Errorf("cloud config line %d: %w", n, err))
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return Config{}, fmt.Errorf("read cloud config: %w", err)
 	}
-	return cfg, cfg.validate()
+	if err := errors.Join(append(errs, cfg.validate())...); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
 }
 
 func (c *Config) set(key, val string) error {
@@ -75,20 +98,20 @@ func (c *Config) set(key, val string) error {
 		c.ClusterName = val
 	case "maxRetries":
 		n, err := strconv.Atoi(val)
-		if err != nil || n < 0 {
-			return fmt.Errorf("maxRetries: %q is not a non-negative integer", val)
+		if err != nil || n < 0 || n > MaxMaxRetries {
+			return fmt.Errorf("maxRetries: %q is not an integer from 0 to %d", val, MaxMaxRetries)
 		}
 		c.MaxRetries = n
 	case "rateLimitQPS":
 		f, err := strconv.ParseFloat(val, 64)
-		if err != nil || f < 0 {
-			return fmt.Errorf("rateLimitQPS: %q is not a non-negative number", val)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > MaxRateLimitQPS {
+			return fmt.Errorf("rateLimitQPS: %q is not a number from 0 to %g", val, float64(MaxRateLimitQPS))
 		}
 		c.RateLimitQPS = f
 	case "rateLimitBurst":
 		n, err := strconv.Atoi(val)
-		if err != nil || n < 1 {
-			return fmt.Errorf("rateLimitBurst: %q is not a positive integer", val)
+		if err != nil || n < 1 || n > MaxRateLimitBurst {
+			return fmt.Errorf("rateLimitBurst: %q is not an integer from 1 to %d", val, MaxRateLimitBurst)
 		}
 		c.RateLimitBurst = n
 	default:
@@ -98,16 +121,19 @@ func (c *Config) set(key, val string) error {
 }
 
 func (c *Config) validate() error {
+	var errs []error
 	if c.URL == "" {
-		return errors.New("cloud config: url is required")
+		errs = append(errs, errors.New("cloud config: url is required"))
+	} else if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("cloud config: url: %q is not an http(s) URL", c.URL))
 	}
 	if c.Token == "" && c.TokenFile == "" {
-		return errors.New("cloud config: token or tokenFile is required")
+		errs = append(errs, errors.New("cloud config: token or tokenFile is required"))
 	}
 	if c.ClusterName == "" {
 		c.ClusterName = DefaultClusterName
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // resolveToken returns the literal token or the token file's content.

@@ -102,9 +102,21 @@ func TestNewConfig(t *testing.T) {
 		{"url: ftp://x\ntoken: x\n", "ftp://x"},
 		{"url: http://127.0.0.1:1\ntoken: x\nrateLimitQPS: fast\n", "rateLimitQPS"},
 		{"url: http://127.0.0.1:1\ntoken: x\nrateLimitBurst: 0\n", "rateLimitBurst"},
+		{"url: http://127.0.0.1:1\ntoken: x\nrateLimitQPS: NaN\n", "rateLimitQPS: \"NaN\""},
+		{"url: http://127.0.0.1:1\ntoken: x\nrateLimitQPS: +Inf\n", "rateLimitQPS: \"+Inf\""},
+		{"url: http://127.0.0.1:1\ntoken: x\nrateLimitQPS: -1\n", "rateLimitQPS: \"-1\""},
+		{"url: http://127.0.0.1:1\ntoken: x\nmaxRetries: 99999999\n", "maxRetries"},
+		{"url: http://127.0.0.1:1\ntoken: x\ntoken: y\n", "line 3: token: repeats line 2"},
 	} {
 		if _, err := localcloud.New(strings.NewReader(tc.cfg)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: want error naming %s, got %v", tc.cfg, tc.want, err)
+		}
+	}
+	// Every bad line is reported at once, with the missing settings.
+	_, err := localcloud.ParseConfig(strings.NewReader("rateLimitQPS: NaN\nzone: a\nmaxRetries: x\n"))
+	for _, want := range []string{"line 1: rateLimitQPS", "line 2: unknown key \"zone\"", "line 3: maxRetries", "url is required", "token or tokenFile"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("all at once: %v does not name %s", err, want)
 		}
 	}
 	cfg, err := localcloud.ParseConfig(strings.NewReader("[global]\nurl = \"http://127.0.0.1:1\"\ntoken = abc\n"))

@@ -10,13 +10,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -98,22 +102,37 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		recorder: deps.Recorder, metrics: m, cfg: cfg}, nil
 }
 
-// SetupWithManager adds the monitor loop to mgr (which may be running).
+// pass is the controller's one work item: every period covers every Node,
+// so the queue never holds more than one.
+type pass struct{}
+
+// SetupWithManager adds the controller to mgr (which may be running): a
+// source queues the first period at start, and each period schedules the
+// next with RequeueAfter. Like every controller, it runs on the leader only.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	if err := mgr.Add(manager.RunnableFunc(c.run)); err != nil {
-		return fmt.Errorf("node lifecycle controller: %w", err)
+	err := builder.TypedControllerManagedBy[pass](mgr).
+		Named(ControllerName).
+		WatchesRawSource(source.TypedFunc[pass](func(_ context.Context, q workqueue.TypedRateLimitingInterface[pass]) error {
+			q.Add(pass{})
+			return nil
+		})).
+		WithOptions(controller.TypedOptions[pass]{MaxConcurrentReconciles: 1}).
+		Complete(c)
+	if err != nil {
+		return fmt.Errorf("node lifecycle controller: set up: %w", err)
 	}
 	return nil
 }
 
-func (c *Controller) run(ctx context.Context) error {
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", ControllerName))
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if _, err := c.sync(ctx); err != nil && ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Monitoring nodes failed; next period retries")
-		}
-	}, c.cfg.Period)
-	return nil
+// Reconcile implements reconcile.TypedReconciler: one monitor period, then
+// the next one a period later. A failed period is retried by the next one,
+// not sooner, as upstream's monitor does: a cloud that failed to answer is
+// not asked again at once.
+func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
+	if _, err := c.sync(ctx, p); err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Error(err, "Monitoring nodes failed; next period retries")
+	}
+	return reconcile.Result{RequeueAfter: c.cfg.Period}, nil
 }
 
 // Summary is what one period did.
@@ -131,7 +150,7 @@ type Summary struct {
 }
 
 // sync runs one monitor period over every Node.
-func (c *Controller) sync(ctx context.Context) (Summary, error) {
+func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 	start := time.Now()
 	defer func() { c.metrics.duration.Observe(time.Since(start).Seconds()) }()
 	var list v1.NodeList

@@ -156,7 +156,7 @@ func TestDeletesNotReadyNodeWhoseInstanceIsGone(t *testing.T) {
 	modes(t, func(t *testing.T, list bool) {
 		h := newHarness(t, newCloud(inst("alive", false)), list,
 			node("gone", v1.ConditionFalse), node("unknown", ""), node("alive", v1.ConditionUnknown))
-		sum, err := h.c.sync(context.Background())
+		sum, err := h.c.sync(context.Background(), pass{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestNeverDeletesReadyNode(t *testing.T) {
 	modes(t, func(t *testing.T, list bool) {
 		fc := newCloud()
 		h := newHarness(t, fc, list, node("ready-but-gone", v1.ConditionTrue))
-		if _, err := h.c.sync(context.Background()); err != nil {
+		if _, err := h.c.sync(context.Background(), pass{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := h.get(t, "ready-but-gone"); !ok {
@@ -201,7 +201,7 @@ func TestCloudErrorsNeverDelete(t *testing.T) {
 				fc := newCloud()
 				fc.err = err
 				h := newHarness(t, fc, list, node("n1", v1.ConditionFalse))
-				sum, _ := h.c.sync(context.Background())
+				sum, _ := h.c.sync(context.Background(), pass{})
 				if _, ok := h.get(t, "n1"); !ok || sum.Deleted != 0 || sum.Undecided != 1 {
 					t.Errorf("node exists %v, summary %+v; want kept and undecided", ok, sum)
 				}
@@ -217,7 +217,7 @@ func TestShutdownTaintAddedAndRemoved(t *testing.T) {
 	modes(t, func(t *testing.T, list bool) {
 		fc := newCloud(inst("n1", true))
 		h := newHarness(t, fc, list, node("n1", v1.ConditionFalse))
-		if sum, err := h.c.sync(context.Background()); err != nil || sum.Tainted != 1 {
+		if sum, err := h.c.sync(context.Background(), pass{}); err != nil || sum.Tainted != 1 {
 			t.Fatalf("sync: %+v %v", sum, err)
 		}
 		n, _ := h.get(t, "n1")
@@ -225,7 +225,7 @@ func TestShutdownTaintAddedAndRemoved(t *testing.T) {
 			t.Fatalf("taints = %v, want the shutdown taint", n.Spec.Taints)
 		}
 		// A second period does not write again.
-		if sum, _ := h.c.sync(context.Background()); sum.Tainted != 0 {
+		if sum, _ := h.c.sync(context.Background(), pass{}); sum.Tainted != 0 {
 			t.Errorf("tainted again: %+v", sum)
 		}
 		// The machine starts and the kubelet reports Ready.
@@ -233,7 +233,7 @@ func TestShutdownTaintAddedAndRemoved(t *testing.T) {
 		if err := h.client.Status().Update(context.Background(), n); err != nil {
 			t.Fatal(err)
 		}
-		if sum, err := h.c.sync(context.Background()); err != nil || sum.Untainted != 1 {
+		if sum, err := h.c.sync(context.Background(), pass{}); err != nil || sum.Untainted != 1 {
 			t.Fatalf("sync: %+v %v", sum, err)
 		}
 		if n, _ := h.get(t, "n1"); hasShutdownTaint(n) {
@@ -251,7 +251,7 @@ func TestOneListPerPeriod(t *testing.T) {
 		nodes = append(nodes, node(name, v1.ConditionFalse))
 	}
 	h := newHarness(t, fc, true, nodes...)
-	sum, err := h.c.sync(context.Background())
+	sum, err := h.c.sync(context.Background(), pass{})
 	if err != nil || sum.NotReady != 50 || sum.Deleted != 0 {
 		t.Fatalf("sync: %+v %v", sum, err)
 	}
@@ -264,7 +264,7 @@ func TestMatchesNodeWithoutProviderIDByName(t *testing.T) {
 	n := node("n1", v1.ConditionFalse)
 	n.Spec.ProviderID = ""
 	h := newHarness(t, newCloud(inst("n1", false)), true, n)
-	if sum, err := h.c.sync(context.Background()); err != nil || sum.Deleted != 0 {
+	if sum, err := h.c.sync(context.Background(), pass{}); err != nil || sum.Deleted != 0 {
 		t.Fatalf("sync: %+v %v", sum, err)
 	}
 }
@@ -286,7 +286,7 @@ func TestLeavesNodeTheProviderCannotTellAboutQuietly(t *testing.T) {
 	}
 	h := &harness{c: c, client: cl, rec: rec}
 	for range 3 {
-		sum, err := c.sync(context.Background())
+		sum, err := c.sync(context.Background(), pass{})
 		if err != nil {
 			t.Fatalf("sync: %v", err)
 		}
@@ -310,4 +310,18 @@ type noIDInstances struct{ cloudprovider.Instances }
 
 func (noIDInstances) InstanceID(context.Context, types.NodeName) (string, error) {
 	return "", cloudprovider.NotImplemented
+}
+
+func TestReconcileSchedulesNextPeriodEvenAfterFailure(t *testing.T) {
+	fc := newCloud()
+	fc.err = errors.New("cloud unavailable")
+	h := newHarness(t, fc, true, node("a", v1.ConditionFalse))
+	h.c.cfg.Period = 7
+	res, err := h.c.Reconcile(context.Background(), pass{})
+	if err != nil || res.RequeueAfter != 7 {
+		t.Fatalf("Reconcile = %+v, %v; want RequeueAfter 7ns and no error (the next period retries)", res, err)
+	}
+	if _, ok := h.get(t, "a"); !ok {
+		t.Fatal("node a deleted on a cloud error")
+	}
 }

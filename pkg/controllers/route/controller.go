@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
@@ -43,9 +42,9 @@ const (
 	DefaultMaxBackoff      = 5 * time.Minute
 )
 
-// reconcileKey is the single work item: every pass covers the whole table,
-// so concurrent Node events collapse into one pending pass.
-var reconcileKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "routes"}}
+// pass is the controller's one work item: every pass covers the whole
+// table, so concurrent Node events collapse into one pending pass.
+type pass struct{}
 
 // Config is the controller's configuration.
 type Config struct {
@@ -129,18 +128,18 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 // SetupWithManager adds the controller to mgr; it may be called after the
 // manager has started.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	err := builder.ControllerManagedBy(mgr).
+	err := builder.TypedControllerManagedBy[pass](mgr).
 		Named(ControllerName).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
+		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
 		// The first pass must run even in a cluster without Nodes, to delete
 		// stale routes; later passes are scheduled by RequeueAfter.
-		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			q.Add(reconcileKey)
+		WatchesRawSource(source.TypedFunc[pass](func(_ context.Context, q workqueue.TypedRateLimitingInterface[pass]) error {
+			q.Add(pass{})
 			return nil
 		})).
-		WithOptions(controller.Options{
+		WithOptions(controller.TypedOptions[pass]{
 			MaxConcurrentReconciles: 1,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, c.cfg.ReconcilePeriod),
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[pass](time.Second, c.cfg.ReconcilePeriod),
 		}).
 		Complete(c)
 	if err != nil {
@@ -151,18 +150,18 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 
 // nodeHandler schedules a pass, after the coalescing delay, for the Node
 // events that can change the routes.
-func (c *Controller) nodeHandler() handler.TypedEventHandler[*corev1.Node, reconcile.Request] {
-	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		q.AddAfter(reconcileKey, c.cfg.Coalesce)
+func (c *Controller) nodeHandler() handler.TypedEventHandler[*corev1.Node, pass] {
+	enqueue := func(q workqueue.TypedRateLimitingInterface[pass]) {
+		q.AddAfter(pass{}, c.cfg.Coalesce)
 	}
-	return handler.TypedFuncs[*corev1.Node, reconcile.Request]{
-		CreateFunc: func(_ context.Context, _ event.TypedCreateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	return handler.TypedFuncs[*corev1.Node, pass]{
+		CreateFunc: func(_ context.Context, _ event.TypedCreateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[pass]) {
 			enqueue(q)
 		},
-		DeleteFunc: func(_ context.Context, _ event.TypedDeleteEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(_ context.Context, _ event.TypedDeleteEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[pass]) {
 			enqueue(q)
 		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[pass]) {
 			if routesMayChange(e.ObjectOld, e.ObjectNew) {
 				enqueue(q)
 			}
@@ -179,10 +178,10 @@ func routesMayChange(old, cur *corev1.Node) bool {
 		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
 }
 
-// Reconcile implements reconcile.Reconciler: one full pass, then the next
+// Reconcile implements reconcile.TypedReconciler: one full pass, then the next
 // one a period later at the latest.
-func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	if err := c.sync(ctx); err != nil {
+func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
+	if err := c.sync(ctx, p); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: c.cfg.ReconcilePeriod}, nil

@@ -167,7 +167,7 @@ func TestListFailureChangesNothing(t *testing.T) {
 	cloud := newFakeRoutes(&cloudprovider.Route{Name: "x", TargetNode: "gone", DestinationCIDR: "10.244.9.0/24"})
 	cloud.listErr = errors.New("cloud unavailable")
 	f := newFixture(t, cloud, Config{}, node("a", "lc://a", "10.244.0.0/24"))
-	if err := f.c.sync(f.ctx); err == nil || !errors.Is(err, cloud.listErr) {
+	if err := f.c.sync(f.ctx, pass{}); err == nil || !errors.Is(err, cloud.listErr) {
 		t.Fatalf("sync error = %v, want it to wrap the list error", err)
 	}
 	if _, creates, deletes := cloud.counts(); creates+deletes != 0 {

@@ -22,7 +22,7 @@ import (
 // sync runs one full pass: list the table once, delete what no Node
 // accounts for, create what routable Nodes miss, then bring every routable
 // Node's NetworkUnavailable condition in line.
-func (c *Controller) sync(ctx context.Context) error {
+func (c *Controller) sync(ctx context.Context, _ pass) error {
 	log := klog.FromContext(ctx)
 	var nodes corev1.NodeList
 	if err := c.client.List(ctx, &nodes); err != nil {

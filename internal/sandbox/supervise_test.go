@@ -2,11 +2,14 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // syncBuffer is an io.Writer safe for the supervisor goroutines.
@@ -37,12 +40,10 @@ func testSandbox(t *testing.T) (*sandbox, *syncBuffer) {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting for %s: %v", what, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -59,18 +61,13 @@ func TestUDPIdleTimeoutAndClose(t *testing.T) {
 		t.Fatalf("echo: %v %q", err, buf[:n])
 	}
 	l := m.lbs["lb-1"].listeners[listenerKey{api.ProtocolUDP, 9053}].(*udpListener)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		l.mu.Lock()
-		n := len(l.flows)
-		l.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("idle UDP flow not ended")
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer l.mu.Unlock()
+		return len(l.flows) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("idle UDP flow not ended: %v", err)
 	}
 	// The flow is re-opened transparently for the next datagram.
 	if _, err := c.Write([]byte("again")); err != nil {

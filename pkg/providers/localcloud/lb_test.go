@@ -2,6 +2,7 @@ package localcloud_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
@@ -97,13 +99,16 @@ func TestLoadBalancerThroughInterface(t *testing.T) {
 		t.Fatalf("provisioning: want RetryError, got %v", err)
 	}
 	var st *v1.LoadBalancerStatus
-	deadline := time.Now().Add(10 * time.Second)
-	for st == nil && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		st, err = lbs.EnsureLoadBalancer(e.ctx, "kubernetes", svc, nodes)
+	// Called as the controller calls it: again until the cloud has provisioned it.
+	err = wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 10*time.Second, false, func(ctx context.Context) (bool, error) {
+		st, err = lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
 		if err != nil && !errors.As(err, &retry) {
-			t.Fatal(err)
+			return false, err
 		}
+		return st != nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if st == nil || len(st.Ingress) != 1 || st.Ingress[0].IPMode == nil || *st.Ingress[0].IPMode != v1.LoadBalancerIPModeVIP {
 		t.Fatalf("status %+v", st)
@@ -151,16 +156,14 @@ func TestLoadBalancerThroughInterface(t *testing.T) {
 func waitGone(t *testing.T, e *env, svc *v1.Service) {
 	t.Helper()
 	lbs, _ := e.cloud.LoadBalancer()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, exists, err := lbs.GetLoadBalancer(e.ctx, "kubernetes", svc)
-		if err == nil && !exists {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("load balancer still exists: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var last error
+	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var exists bool
+		_, exists, last = lbs.GetLoadBalancer(ctx, "kubernetes", svc)
+		return last == nil && !exists, nil
+	})
+	if err != nil {
+		t.Fatalf("load balancer still exists: %v (last answer: %v)", err, last)
 	}
 }
 

@@ -159,9 +159,11 @@ func runScenario(b *testing.B) {
 	counting := &countingLB{LoadBalancer: lb, nodes: map[types.UID]int{}, updates: map[types.UID]int{}}
 	ctrlCfg := rest.CopyConfig(restCfg)
 	ctrlCfg.QPS, ctrlCfg.Burst = 200, 300
-	servicetest.StartControllerWith(b, ctrlCfg, counting, nil, service.Config{Workers: service.DefaultWorkers})
-	// Let the controller's caches sync before the clock starts.
-	time.Sleep(2 * time.Second)
+	ctrl := servicetest.StartControllerWith(b, ctrlCfg, counting, nil, service.Config{Workers: service.DefaultWorkers})
+	// The controller's caches sync before the clock starts.
+	if err := ctrl.WaitForCacheSync(ctx); err != nil {
+		b.Fatal(err)
+	}
 
 	createFigures(b, ctx, driver, lc.Client)
 	nodeFigures(b, ctx, driver, lc.Client, counting)

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -119,8 +120,21 @@ func StartCloud(t testing.TB, knobs api.Knobs, lim CloudOptions) *Cloud {
 // Controller is a service controller running in its own manager.
 type Controller struct {
 	*service.Controller
+	cache  crcache.Cache
 	cancel context.CancelFunc
 	done   chan error
+}
+
+// WaitForCacheSync returns once the manager's caches of Nodes and Services,
+// which the controller reads, hold every existing object.
+func (c *Controller) WaitForCacheSync(ctx context.Context) error {
+	for _, obj := range []client.Object{&v1.Node{}, &v1.Service{}} {
+		// GetInformer blocks until the informer has synced.
+		if _, err := c.cache.GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("wait for the %T cache: %w", obj, err)
+		}
+	}
+	return nil
 }
 
 // StartController builds a manager on restCfg and runs the controller in
@@ -161,7 +175,7 @@ func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.Lo
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &Controller{Controller: ctrl, cancel: cancel, done: make(chan error, 1)}
+	out := &Controller{Controller: ctrl, cache: mgr.GetCache(), cancel: cancel, done: make(chan error, 1)}
 	go func() { out.done <- mgr.Start(ctx) }()
 	// As in the daemon: the controller joins a manager that already runs.
 	if err := ctrl.SetupWithManager(mgr); err != nil {

@@ -20,6 +20,7 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 			lister = l
 		}
 	}
+	annots, _ := cc.Cloud.AnnotationChecker()
 	cl, err := cc.Clients(service.ControllerName)
 	if err != nil {
 		return false, "", err
@@ -29,6 +30,7 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 		APIReader:    cl.APIReader,
 		LoadBalancer: lb,
 		Lister:       lister,
+		Annotations:  annots,
 		Recorder:     cl.Recorder,
 		Registerer:   cc.Metrics,
 	}, service.Config{

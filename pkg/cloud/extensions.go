@@ -3,6 +3,7 @@ package cloud
 import (
 	"context"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 )
@@ -57,4 +58,13 @@ type LoadBalancer struct {
 // from the namespace, name and UID recorded here.
 type LoadBalancerLister interface {
 	ListLoadBalancers(ctx context.Context, clusterName string) ([]LoadBalancer, error)
+}
+
+// AnnotationChecker is an optional extension of a provider's LoadBalancer:
+// it names the Service annotations under the provider's own prefix that
+// the provider does not read, with the ones it does, so that the service
+// controller can warn about a misspelt annotation instead of letting it be
+// ignored in silence. It makes no cloud call.
+type AnnotationChecker interface {
+	UnknownAnnotations(svc *v1.Service) (unknown, known []string)
 }

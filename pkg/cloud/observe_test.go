@@ -85,6 +85,11 @@ func (p *everything) PlanLoadBalancer(context.Context, string, *v1.Service, []*v
 	return []string{"backends: +[i-2] -[]"}, nil
 }
 
+func (p *everything) UnknownAnnotations(*v1.Service) (unknown, known []string) {
+	p.hit("UnknownAnnotations")
+	return nil, nil
+}
+
 func (p *everything) ListLoadBalancers(context.Context, string) ([]LoadBalancer, error) {
 	p.hit("ListLoadBalancers")
 	return nil, nil
@@ -211,6 +216,7 @@ var readMethods = map[string]bool{
 	"InstanceShutdownByProviderID": true, "InstanceExists": true, "InstanceShutdown": true,
 	"InstanceMetadata": true, "ListInstances": true, "GetZone": true, "GetZoneByProviderID": true,
 	"GetZoneByNodeName": true, "ListClusters": true, "Master": true, "PlanLoadBalancer": true,
+	"UnknownAnnotations": true,
 }
 
 // argFor builds a usable argument of type t.

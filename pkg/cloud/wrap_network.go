@@ -32,6 +32,17 @@ func (c *Cloud) LoadBalancerLister() (LoadBalancerLister, bool) {
 	return nil, false
 }
 
+// AnnotationChecker returns the provider's annotation checker, when its
+// LoadBalancer has one. It makes no cloud call, so it is not instrumented.
+func (c *Cloud) AnnotationChecker() (AnnotationChecker, bool) {
+	if lb, ok := c.provider.LoadBalancer(); ok && lb != nil {
+		if a, ok := lb.(AnnotationChecker); ok {
+			return a, true
+		}
+	}
+	return nil, false
+}
+
 type loadBalancer struct {
 	c  *Cloud
 	lb cloudprovider.LoadBalancer

@@ -84,6 +84,9 @@ type Deps struct {
 	LoadBalancer cloudprovider.LoadBalancer
 	// Lister, when set, enables the orphan collector.
 	Lister cloud.LoadBalancerLister
+	// Annotations, when set, names the annotations under the provider's
+	// prefix it does not read; each sync warns about them on the Service.
+	Annotations cloud.AnnotationChecker
 	// Recorder receives events about Services.
 	Recorder events.EventRecorder
 	// Registerer receives the metrics; nil registers nothing.
@@ -119,6 +122,7 @@ type Controller struct {
 	apiReader client.Reader
 	lb        cloudprovider.LoadBalancer
 	lister    cloud.LoadBalancerLister
+	annots    cloud.AnnotationChecker
 	events    events.EventRecorder
 	metrics   *metrics
 	now       func() time.Time
@@ -153,7 +157,7 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	}
 	return &Controller{
 		cfg: cfg, client: client.WithFieldOwner(d.Client, ControllerName), apiReader: d.APIReader,
-		lb: d.LoadBalancer, lister: d.Lister, events: d.Recorder, metrics: m, now: time.Now,
+		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: d.Recorder, metrics: m, now: time.Now,
 		nodePacer: &nodePacer{delay: cfg.NodeSyncDelay},
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(),
 	}, nil

@@ -15,6 +15,9 @@ const (
 	// ReasonLoadBalancerIPIgnored is Stratus' own: the load balancer's
 	// addresses do not include the spec.loadBalancerIP the Service asked for.
 	ReasonLoadBalancerIPIgnored = "LoadBalancerIPIgnored"
+	// ReasonUnknownAnnotation is Stratus' own: the Service carries an
+	// annotation under the provider's prefix that the provider does not read.
+	ReasonUnknownAnnotation = "UnknownAnnotation"
 )
 
 // Actions of events.k8s.io/v1 Events: what the controller was doing.

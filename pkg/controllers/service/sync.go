@@ -76,6 +76,7 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 		logger.V(2).Info("Ensuring load balancer", "nodes", len(nodes.nodes))
 		c.event(svc, v1.EventTypeNormal, ReasonEnsuringLoadBalancer, actionEnsure, "Ensuring load balancer")
 	}
+	c.warnUnknownAnnotations(svc)
 	if len(nodes.nodes) == 0 {
 		c.event(svc, v1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionEnsure, "There are no available nodes for LoadBalancer")
 	}
@@ -106,6 +107,19 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 		return fmt.Errorf("sync service %s: %w", key, err)
 	}
 	return nil
+}
+
+// warnUnknownAnnotations says so on the Service when it carries
+// annotations under the provider's prefix that the provider does not read:
+// a misspelt annotation would otherwise be ignored in silence.
+func (c *Controller) warnUnknownAnnotations(svc *v1.Service) {
+	if c.annots == nil {
+		return
+	}
+	if unknown, known := c.annots.UnknownAnnotations(svc); len(unknown) > 0 {
+		c.event(svc, v1.EventTypeWarning, ReasonUnknownAnnotation, actionEnsure,
+			"annotations %v are not read by the cloud provider and have no effect (it reads %v)", unknown, known)
+	}
 }
 
 // warnIfIPIgnored says so on the Service when it asked for

@@ -334,3 +334,44 @@ func TestSyncNonLoadBalancerIgnored(t *testing.T) {
 		t.Errorf("calls %v", h.lb.calls)
 	}
 }
+
+// fakeAnnotations reads only fake.example/known.
+type fakeAnnotations struct{}
+
+func (fakeAnnotations) UnknownAnnotations(svc *v1.Service) (unknown, known []string) {
+	for k := range svc.Annotations {
+		if strings.HasPrefix(k, "fake.example/") && k != "fake.example/known" {
+			unknown = append(unknown, k)
+		}
+	}
+	return unknown, []string{"fake.example/known"}
+}
+
+// A misspelt provider annotation must not be ignored in silence: the sync
+// warns naming it and what the provider reads, and still ensures.
+func TestSyncUnknownProviderAnnotationWarns(t *testing.T) {
+	h := newHarness(t, Config{},
+		lbService("ns", "typo", func(s *v1.Service) { s.Annotations = map[string]string{"fake.example/knwon": "1"} }),
+		lbService("ns", "ok", func(s *v1.Service) {
+			s.Annotations = map[string]string{"fake.example/known": "1", "other.example/x": "1"}
+		}), node("n1"))
+	h.c.annots = fakeAnnotations{}
+	h.mustSync("ns/typo")
+	h.mustSync("ns/ok")
+	evs := h.events()
+	warned := 0
+	for _, e := range evs {
+		if strings.HasPrefix(e, "Warning "+ReasonUnknownAnnotation) {
+			warned++
+			if !strings.Contains(e, "fake.example/knwon") || !strings.Contains(e, "fake.example/known") {
+				t.Errorf("warning %q does not name the unknown annotation and the known ones", e)
+			}
+		}
+	}
+	if warned != 1 {
+		t.Errorf("want exactly one %s warning (for ns/typo), events = %v", ReasonUnknownAnnotation, evs)
+	}
+	if got := h.lb.count("EnsureLoadBalancer"); got != 2 {
+		t.Errorf("EnsureLoadBalancer calls = %d, want 2: an unknown annotation does not block the load balancer", got)
+	}
+}

@@ -2,7 +2,10 @@ package localcloud
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -31,6 +34,29 @@ const (
 	// status.loadBalancer.ingress[].ipMode.
 	AnnotationIPMode = AnnotationPrefix + "ip-mode"
 )
+
+// knownAnnotations are every annotation under AnnotationPrefix this
+// provider reads.
+var knownAnnotations = []string{
+	AnnotationHealthCheckInterval, AnnotationHealthCheckTimeout, AnnotationHealthyThreshold,
+	AnnotationUnhealthyThreshold, AnnotationUDPIdleTimeout, AnnotationIPMode,
+}
+
+// UnknownAnnotations names the Service's annotations under
+// AnnotationPrefix that this provider does not read (a misspelling would
+// otherwise be ignored in silence), sorted, and the known ones to suggest.
+func (l *loadBalancers) UnknownAnnotations(svc *v1.Service) (unknown, known []string) {
+	for k := range svc.Annotations {
+		if strings.HasPrefix(k, AnnotationPrefix) && !slices.Contains(knownAnnotations, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil, nil
+	}
+	sort.Strings(unknown)
+	return unknown, slices.Clone(knownAnnotations)
+}
 
 // annotationError names the annotation and the offending value.
 func annotationError(key, val, want string) error {
@@ -78,6 +104,19 @@ func healthCheckFrom(svc *v1.Service) (api.HealthCheck, error) {
 	}
 	if hc.UnhealthyThreshold, err = threshold(svc, AnnotationUnhealthyThreshold); err != nil {
 		return hc, err
+	}
+	// A probe that may outlast the interval overlaps the next one: an
+	// explicit timeout longer than the interval is refused, and the default
+	// timeout shrinks to an explicit interval shorter than it.
+	eff := hc.WithDefaults()
+	switch {
+	case eff.TimeoutMs <= eff.IntervalMs:
+	case hc.TimeoutMs != 0:
+		return hc, fmt.Errorf("annotation %s=%q must not be longer than %s (%s)",
+			AnnotationHealthCheckTimeout, svc.Annotations[AnnotationHealthCheckTimeout],
+			AnnotationHealthCheckInterval, time.Duration(eff.IntervalMs)*time.Millisecond)
+	default:
+		hc.TimeoutMs = hc.IntervalMs
 	}
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0 {
 		hc.Port = int(svc.Spec.HealthCheckNodePort)

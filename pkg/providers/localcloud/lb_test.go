@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -185,7 +186,8 @@ func TestLoadBalancerUDPAndSourceRanges(t *testing.T) {
 	if lb.Listeners[0].Protocol != api.ProtocolUDP || strings.Join(lb.SourceRanges, ",") != "10.0.0.0/8,192.168.0.0/16" {
 		t.Fatalf("spec %+v", lb.LoadBalancerSpec)
 	}
-	if lb.HealthCheck.IntervalMs != 100 || lb.HealthCheck.UnhealthyThreshold != 1 {
+	// The default timeout (2s) shrinks to the 100ms interval asked for.
+	if lb.HealthCheck.IntervalMs != 100 || lb.HealthCheck.TimeoutMs != 100 || lb.HealthCheck.UnhealthyThreshold != 1 {
 		t.Fatalf("annotations not applied: %+v", lb.HealthCheck)
 	}
 	// The spec field wins over the annotation.
@@ -212,6 +214,12 @@ func TestLoadBalancerInvalidInputChangesNothing(t *testing.T) {
 		{"threshold", func(s *v1.Service) { s.Annotations[localcloud.AnnotationHealthyThreshold] = "0" }, []string{localcloud.AnnotationHealthyThreshold, `"0"`}},
 		{"timeout", func(s *v1.Service) { s.Annotations[localcloud.AnnotationHealthCheckTimeout] = "-1s" }, []string{localcloud.AnnotationHealthCheckTimeout}},
 		{"ip mode", func(s *v1.Service) { s.Annotations[localcloud.AnnotationIPMode] = "Direct" }, []string{localcloud.AnnotationIPMode, "Direct"}},
+		{"timeout longer than interval", func(s *v1.Service) { s.Annotations[localcloud.AnnotationHealthCheckTimeout] = "1s" },
+			[]string{localcloud.AnnotationHealthCheckTimeout + `="1s"`, localcloud.AnnotationHealthCheckInterval + " (100ms)"}},
+		{"timeout longer than default interval", func(s *v1.Service) {
+			delete(s.Annotations, localcloud.AnnotationHealthCheckInterval)
+			s.Annotations[localcloud.AnnotationHealthCheckTimeout] = "6s"
+		}, []string{localcloud.AnnotationHealthCheckTimeout + `="6s"`, localcloud.AnnotationHealthCheckInterval + " (5s)"}},
 		{"source range", func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }, []string{"10.0.0.0/33"}},
 		{"no node port", func(s *v1.Service) { s.Spec.Ports[0].NodePort = 0 }, []string{"node port"}},
 	}
@@ -288,5 +296,28 @@ func TestLoadBalancerInErrorIsReported(t *testing.T) {
 	var retry *cloudproviderapi.RetryError
 	if err == nil || errors.As(err, &retry) || !strings.Contains(err.Error(), "is in error") || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("want an error saying why, got status %v, err %v", st, err)
+	}
+}
+
+func TestUnknownAnnotationsNamed(t *testing.T) {
+	e := newEnv(t, 0)
+	lbs, _ := e.cloud.LoadBalancer()
+	checker, ok := lbs.(cloud.AnnotationChecker)
+	if !ok {
+		t.Fatal("the localcloud load balancer does not name unknown annotations")
+	}
+	svc := service(30000, v1.ProtocolTCP)
+	svc.Annotations[localcloud.AnnotationPrefix+"health-check-intreval"] = "1s"
+	svc.Annotations["example.com/other"] = "x"
+	unknown, known := checker.UnknownAnnotations(svc)
+	if len(unknown) != 1 || unknown[0] != localcloud.AnnotationPrefix+"health-check-intreval" {
+		t.Fatalf("unknown = %v", unknown)
+	}
+	if !slices.Contains(known, localcloud.AnnotationHealthCheckInterval) {
+		t.Fatalf("known = %v", known)
+	}
+	delete(svc.Annotations, localcloud.AnnotationPrefix+"health-check-intreval")
+	if unknown, _ := checker.UnknownAnnotations(svc); len(unknown) != 0 {
+		t.Fatalf("known annotations reported unknown: %v", unknown)
 	}
 }

@@ -22,9 +22,12 @@ const (
 	// reaches N load balancers in N sequential cloud calls. 10 workers keep
 	// a burst of updates bounded by the cloud's own rate limit.
 	DefaultConcurrentServiceSyncs = 10
-	// DefaultCloudAPIQPS and DefaultCloudAPIBurst bound calls to the cloud
-	// (upstream has no such bound). Set them to your cloud account's limit.
-	DefaultCloudAPIQPS   = 50
+	// DefaultCloudAPIQPS and DefaultCloudAPIBurst: no hard ceiling on calls
+	// to the cloud, as upstream. The wrapper paces calls adaptively from the
+	// cloud's throttling answers instead, so Stratus is never slower than
+	// upstream on a fast cloud; an operator who knows the account's limit
+	// sets --cloud-api-qps to it (the burst applies then).
+	DefaultCloudAPIQPS   = 0
 	DefaultCloudAPIBurst = 100
 )
 
@@ -218,8 +221,8 @@ func (o *Options) addNetworkFlags(fs *pflag.FlagSet) {
 }
 
 func (o *Options) addStratusFlags(fs *pflag.FlagSet) {
-	fs.Float64Var(&o.CloudAPIQPS, "cloud-api-qps", o.CloudAPIQPS, "Client-side limit on calls to the cloud provider per second; 0 disables it.")
-	fs.IntVar(&o.CloudAPIBurst, "cloud-api-burst", o.CloudAPIBurst, "Burst of the client-side cloud rate limit.")
+	fs.Float64Var(&o.CloudAPIQPS, "cloud-api-qps", o.CloudAPIQPS, "Hard ceiling on calls to the cloud provider per second, per operation class; 0 (default) sets none. Below it calls are paced adaptively from the cloud's throttling answers.")
+	fs.IntVar(&o.CloudAPIBurst, "cloud-api-burst", o.CloudAPIBurst, "Burst of the --cloud-api-qps ceiling.")
 	fs.BoolVar(&o.CloudExtensions, "cloud-extensions", o.CloudExtensions, "Use the provider's optional Stratus extensions (list all instances, list load balancers); false restricts Stratus to the standard cloudprovider.Interface.")
 	fs.StringVar(&o.LoadBalancerClass, "load-balancer-class", o.LoadBalancerClass, "Only handle LoadBalancer Services whose spec.loadBalancerClass is unset or equals this value.")
 	fs.BoolVar(&o.DeleteOrphanedLoadBalancers, "delete-orphaned-load-balancers", o.DeleteOrphanedLoadBalancers, "Delete load balancers owned by this cluster whose Service is gone, after --orphaned-load-balancer-grace-period.")

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/utils/clock"
 
 	"github.com/stratus-ccm/stratus/pkg/observe"
 )
@@ -27,10 +27,13 @@ const (
 
 // Options configure the instrumented wrapper.
 type Options struct {
-	// QPS and Burst size the client-side token bucket shared by every call
-	// to the provider. QPS <= 0 disables the limit.
+	// QPS and Burst are a hard ceiling on the calls of each operation
+	// class (see OperationClassifier); QPS <= 0 sets none. Below it the
+	// wrapper paces calls adaptively, from what the cloud answers.
 	QPS   float64
 	Burst int
+	// Clock paces calls; nil is the real clock.
+	Clock clock.Clock
 	// Registerer receives the wrapper's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	// Observe, when set, turns on observe mode: reads pass, mutating calls
@@ -39,12 +42,12 @@ type Options struct {
 }
 
 // Cloud wraps a provider so that every call is counted, timed and
-// rate-limited. It implements cloudprovider.Interface itself, and it exposes
+// paced. It implements cloudprovider.Interface itself, and it exposes
 // Stratus' extension interfaces only when the wrapped provider implements
 // them, so controllers can still detect them.
 type Cloud struct {
 	provider cloudprovider.Interface
-	limiter  *rate.Limiter
+	pacing   *pacing
 	metrics  *metrics
 	observer *observe.Recorder
 }
@@ -59,18 +62,20 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 	if o.QPS < 0 {
 		return nil, fmt.Errorf("instrument cloud provider: qps %v must not be negative", o.QPS)
 	}
-	limit := rate.Inf
-	if o.QPS > 0 {
-		if o.Burst < 1 {
-			return nil, fmt.Errorf("instrument cloud provider: burst %d must be at least 1 when qps is set", o.Burst)
-		}
-		limit = rate.Limit(o.QPS)
+	if o.QPS > 0 && o.Burst < 1 {
+		return nil, fmt.Errorf("instrument cloud provider: burst %d must be at least 1 when qps is set", o.Burst)
 	}
 	m, err := newMetrics(o.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Cloud{provider: p, limiter: rate.NewLimiter(limit, o.Burst), metrics: m, observer: o.Observe}, nil
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	c := &Cloud{provider: p, metrics: m, observer: o.Observe}
+	c.pacing = newPacing(p, max(o.QPS, 0), o.Burst, clk, m)
+	return c, nil
 }
 
 // Unwrap returns the provider as it was given.
@@ -86,20 +91,19 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// call runs one provider operation through the limiter and the metrics.
+// call runs one provider operation through the pacing and the metrics.
 // Errors keep their chain (%w), so errors.Is(err, cloudprovider.InstanceNotFound)
 // and RetryAfter still work on what the controllers receive.
 func call[T any](ctx context.Context, c *Cloud, op string, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
-	waitStart := time.Now()
-	if err := c.limiter.Wait(ctx); err != nil {
+	pc, started, err := c.pacing.wait(ctx, op)
+	if err != nil {
 		c.metrics.requests.WithLabelValues(op, ResultCanceled).Inc()
 		return zero, fmt.Errorf("cloud %s: waiting for client-side rate limit: %w", op, err)
 	}
-	c.metrics.limiterWait.Observe(time.Since(waitStart).Seconds())
-	start := time.Now()
 	v, err := fn(ctx)
-	c.metrics.duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	c.pacing.done(pc, started, err)
+	c.metrics.duration.WithLabelValues(op).Observe(c.pacing.clock.Since(started).Seconds())
 	c.metrics.requests.WithLabelValues(op, resultOf(err)).Inc()
 	if err != nil {
 		return v, fmt.Errorf("cloud %s: %w", op, err)

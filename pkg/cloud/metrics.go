@@ -12,12 +12,16 @@ const (
 	MetricRequestsTotal   = "stratus_cloud_requests_total"
 	MetricRequestDuration = "stratus_cloud_request_duration_seconds"
 	MetricLimiterWait     = "stratus_cloud_ratelimiter_wait_seconds"
+	MetricPacingRate      = "stratus_cloud_pacing_rate"
+	MetricThrottledTotal  = "stratus_cloud_throttled_total"
 )
 
 type metrics struct {
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	limiterWait prometheus.Histogram
+	rate        *prometheus.GaugeVec
+	throttled   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,11 +40,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time calls waited for the client-side cloud rate limiter.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
+		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricPacingRate,
+			Help: "Current client-side limit on cloud calls per second, by operation class; 0 is no limit.",
+		}, []string{"class"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricThrottledTotal,
+			Help: "Cloud answers that throttled the caller (HTTP 429 and the like), by operation class.",
+		}, []string{"class"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.limiterWait} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.limiterWait, m.rate, m.throttled} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

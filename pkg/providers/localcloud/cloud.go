@@ -129,9 +129,9 @@ func withQuota(err error) error {
 	return err
 }
 
-// markThrottled makes a throttled call's error a RetryError, the signal
-// the CCM's controllers and instrumented wrapper recognise, carrying the
-// cloud's Retry-After, while keeping the client's error in the chain (so
+// markThrottled makes a throttled call's error a RetryError carrying the
+// cloud's Retry-After (the controllers requeue after it) and an
+// ErrThrottled (the instrumented wrapper slows down), while keeping the client's error in the chain (so
 // errors.Is(err, lcclient.ErrRateLimited) still holds). The client has
 // already retried within its own budget by then.
 func markThrottled(err *error) {
@@ -140,7 +140,7 @@ func markThrottled(err *error) {
 	}
 	if d, ok := lcclient.RetryAfter(*err); ok {
 		if _, already := cloud.RetryAfter(*err); !already {
-			*err = fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("localcloud: throttled by the cloud", max(d, time.Second)), *err)
+			*err = fmt.Errorf("%w: %w: %w", cloudproviderapi.NewRetryError("localcloud: throttled by the cloud", max(d, time.Second)), cloud.ErrThrottled, *err)
 		}
 	}
 }

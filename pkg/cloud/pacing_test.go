@@ -1,0 +1,281 @@
+package cloud
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/time/rate"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// throttlingCloud is a fake cloud that answers 429 above its limit (a token
+// bucket, as real clouds keep), on a simulated clock.
+type throttlingCloud struct {
+	lim *rate.Limiter
+}
+
+func (c *throttlingCloud) setLimit(at time.Time, qps float64) {
+	c.lim.SetLimitAt(at, rate.Limit(qps))
+	c.lim.SetBurstAt(at, int(qps))
+}
+
+// simEvent is a worker ready to reserve (done false) or a call answered.
+type simEvent struct {
+	at        time.Time
+	done      bool
+	started   time.Time
+	throttled bool
+}
+
+type simEvents []simEvent
+
+func (h simEvents) Len() int           { return len(h) }
+func (h simEvents) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h simEvents) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *simEvents) Push(x any)        { *h = append(*h, x.(simEvent)) }
+func (h *simEvents) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// simulation drives a pacer with workers that always have a call to make
+// (the controllers during a burst) against a throttling cloud, on a fake
+// clock, and records per simulated second what was sent and throttled.
+type simulation struct {
+	p       *pacer
+	cloud   *throttlingCloud
+	start   time.Time
+	events  simEvents
+	latency time.Duration
+	// sent and throttled per simulated second.
+	sent, throttled map[int]int
+}
+
+func newSimulation(p *pacer, cloudQPS float64, workers int) *simulation {
+	start := time.Unix(1_700_000_000, 0)
+	s := &simulation{p: p, cloud: &throttlingCloud{lim: rate.NewLimiter(rate.Limit(cloudQPS), int(cloudQPS))},
+		start: start, latency: 20 * time.Millisecond, sent: map[int]int{}, throttled: map[int]int{}}
+	for range workers {
+		heap.Push(&s.events, simEvent{at: start})
+	}
+	return s
+}
+
+// runUntil processes events up to the simulated offset end.
+func (s *simulation) runUntil(end time.Duration) {
+	for s.events.Len() > 0 && s.events[0].at.Before(s.start.Add(end)) {
+		e := heap.Pop(&s.events).(simEvent)
+		if e.done {
+			var retryAfter time.Duration
+			if e.throttled {
+				retryAfter = 100 * time.Millisecond
+			}
+			s.p.observe(e.started, e.at, e.throttled, retryAfter)
+			heap.Push(&s.events, simEvent{at: e.at})
+			continue
+		}
+		went := e.at.Add(s.p.reserve(e.at))
+		throttled := !s.cloud.lim.AllowN(went, 1)
+		sec := int(went.Sub(s.start) / time.Second)
+		s.sent[sec]++
+		if throttled {
+			s.throttled[sec]++
+		}
+		heap.Push(&s.events, simEvent{at: went.Add(s.latency), done: true, started: went, throttled: throttled})
+	}
+}
+
+// over sums sent and throttled calls in the simulated seconds [from, to).
+func (s *simulation) over(from, to int) (sent, throttled int) {
+	for sec := from; sec < to; sec++ {
+		sent += s.sent[sec]
+		throttled += s.throttled[sec]
+	}
+	return sent, throttled
+}
+
+func TestPacingConvergesUnderTheLimit(t *testing.T) {
+	s := newSimulation(newPacer(0, 0), 50, 10)
+	s.runUntil(60 * time.Second)
+	if got := s.p.current(); got == 0 {
+		t.Fatal("no limit after throttled answers")
+	}
+	sent, throttled := s.over(20, 60)
+	perSecond := float64(sent) / 40
+	if perSecond > 50 || perSecond < 25 {
+		t.Errorf("sent %.1f calls/s over seconds 20-60 against a limit of 50, want between 25 and 50", perSecond)
+	}
+	if float64(throttled) > 0.02*float64(sent) {
+		t.Errorf("%d of %d calls throttled once converged, want at most 2%%", throttled, sent)
+	}
+}
+
+func TestPacingBacksOffWhenTheLimitDropsAndRecovers(t *testing.T) {
+	s := newSimulation(newPacer(0, 0), 50, 10)
+	s.runUntil(30 * time.Second)
+	s.cloud.setLimit(s.start.Add(30*time.Second), 10)
+	s.runUntil(60 * time.Second)
+	// From 5 s after the drop, Stratus sends no more than the new limit
+	// allows (its rate plus the bucket's burst of 10) and draws few 429s.
+	if _, throttled := s.over(30, 35); throttled == 0 {
+		t.Error("no throttled answers after the drop: the cloud did not lower its limit")
+	}
+	sent, throttled := s.over(35, 60)
+	if sent > 10*25+10 {
+		t.Errorf("sent %d calls over seconds 35-60, more than a limit of 10/s allows (260)", sent)
+	}
+	if sent < 5*25 {
+		t.Errorf("sent %d calls over seconds 35-60 under a limit of 10, want at least half the limit", sent)
+	}
+	if float64(throttled) > 0.05*float64(sent) {
+		t.Errorf("%d of %d calls throttled over seconds 35-60, want at most 5%%", throttled, sent)
+	}
+
+	// The cloud raises its limit again: the pacer probes back up.
+	s.cloud.setLimit(s.start.Add(60*time.Second), 50)
+	s.runUntil(120 * time.Second)
+	if sent, _ := s.over(100, 120); float64(sent)/20 < 25 {
+		t.Errorf("sent %.1f calls/s over seconds 100-120 after the limit rose to 50, want at least 25", float64(sent)/20)
+	}
+}
+
+func TestPacingHonoursTheCeiling(t *testing.T) {
+	s := newSimulation(newPacer(20, 20), 1000, 10)
+	s.runUntil(30 * time.Second)
+	// The first second may spend the burst; afterwards, at most the ceiling.
+	for sec := 1; sec < 30; sec++ {
+		if s.sent[sec] > 20 {
+			t.Errorf("second %d: sent %d calls over a ceiling of 20", sec, s.sent[sec])
+		}
+	}
+	if sent, _ := s.over(1, 30); sent < 29*19 {
+		t.Errorf("sent %d calls in 29 s under a ceiling of 20 on an unthrottled cloud, want about 20/s", sent)
+	}
+	if got := s.p.current(); got != 20 {
+		t.Errorf("limit %v, want the ceiling 20", got)
+	}
+}
+
+func TestPacingWithoutThrottlingSetsNoLimit(t *testing.T) {
+	s := newSimulation(newPacer(0, 0), 1e6, 10)
+	s.runUntil(10 * time.Second)
+	if got := s.p.current(); got != 0 {
+		t.Errorf("limit %v on a cloud that never throttled, want none", got)
+	}
+	// 10 workers, 20 ms per call: 500 calls/s, unpaced.
+	if sent, _ := s.over(0, 10); sent != 5000 {
+		t.Errorf("sent %d calls in 10 s, want 5000 (never held back)", sent)
+	}
+}
+
+// httpError is an SDK error carrying the HTTP status, as AWS' SDK's does.
+type httpError struct{ status int }
+
+func (e *httpError) Error() string       { return fmt.Sprintf("HTTP %d", e.status) }
+func (e *httpError) HTTPStatusCode() int { return e.status }
+
+var errProviderSlowDown = errors.New("provider: slow down")
+
+// classifyingProvider declares its own throttling error and read/write
+// classes.
+type classifyingProvider struct{ stubProvider }
+
+func (p *classifyingProvider) IsThrottle(err error) bool { return errors.Is(err, errProviderSlowDown) }
+func (p *classifyingProvider) OperationClass(op string) string {
+	if op == "InstanceShutdown" { // stands in for a write here
+		return ClassWrite
+	}
+	return ReadWriteClass(op)
+}
+
+// Throttled answers slow the class down; a RetryError about one object (a
+// load balancer still provisioning) or any other error does not.
+func TestWrapperRecognisesThrottling(t *testing.T) {
+	retry := cloudproviderapi.NewRetryError("load balancer provisioning", time.Second)
+	for name, tc := range map[string]struct {
+		err       error
+		throttled bool
+	}{
+		"ErrThrottled in a RetryError": {fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", time.Second), ErrThrottled), true},
+		"HTTP 429":                     {fmt.Errorf("call: %w", &httpError{status: 429}), true},
+		"provider's IsThrottle":        {errProviderSlowDown, true},
+		"RetryError of one object":     {retry, false},
+		"HTTP 500":                     {&httpError{status: 500}, false},
+		"other error":                  {errors.New("boom"), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := &classifyingProvider{stubProvider{err: tc.err}}
+			clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+			c, reg := instrument(t, p, Options{Clock: clk})
+			i, _ := c.InstancesV2()
+			_, _ = i.InstanceExists(context.Background(), &v1.Node{})
+			want := 0.0
+			if tc.throttled {
+				want = 1
+			}
+			if got := testutil.ToFloat64(c.metrics.throttled.WithLabelValues(ClassRead)); got != want {
+				t.Errorf("%s{class=read} = %v, want %v", MetricThrottledTotal, got, want)
+			}
+			limited := c.pacing.class("InstanceExists").current() > 0
+			if limited != tc.throttled {
+				t.Errorf("read class limited = %v after %v, want %v", limited, tc.err, tc.throttled)
+			}
+			if c.pacing.class("InstanceShutdown").current() != 0 {
+				t.Error("a throttled read slowed the write class")
+			}
+			if n, err := testutil.GatherAndCount(reg, MetricPacingRate); err != nil || n == 0 {
+				t.Errorf("%s not exported: %d series, %v", MetricPacingRate, n, err)
+			}
+		})
+	}
+}
+
+// A throttled answer's Retry-After holds the class's next call back until
+// it has passed.
+func TestWrapperHonoursThrottledRetryAfter(t *testing.T) {
+	p := &stubProvider{err: fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", 2*time.Second), ErrThrottled)}
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c, _ := instrument(t, p, Options{Clock: clk})
+	i, _ := c.InstancesV2()
+	ctx := context.Background()
+	_, _ = i.InstanceExists(ctx, &v1.Node{})
+	p.err = nil
+	done := make(chan error, 1)
+	go func() {
+		_, err := i.InstanceExists(ctx, &v1.Node{})
+		done <- err
+	}()
+	waitForWaiter(t, clk)
+	clk.Step(time.Second)
+	select {
+	case err := <-done:
+		t.Fatalf("a call went 1 s into a 2 s Retry-After (%v)", err)
+	default:
+	}
+	clk.Step(time.Second)
+	if err := <-done; err != nil {
+		t.Fatalf("call after the Retry-After: %v", err)
+	}
+	if got := p.calls.Load(); got != 2 {
+		t.Errorf("provider reached %d times, want 2", got)
+	}
+}
+
+func waitForWaiter(t *testing.T, clk *clocktesting.FakeClock) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return clk.HasWaiters(), nil })
+	if err != nil {
+		t.Fatal("no call waiting for the pacer")
+	}
+}

@@ -146,7 +146,7 @@ func runScenario(b *testing.B) {
 		// A /22 of loopback addresses outside the ranges the other tests'
 		// clouds pick from (127.0.110-249.x, 127.1.x, 127.2.x).
 		VIPPool: netip.MustParsePrefix(fmt.Sprintf("127.3.%d.0/22", 4*rand.IntN(60))),
-		CallQPS: 50, CallBurst: 100, // Stratus' defaults
+		CallQPS: 0, CallBurst: 100, // Stratus' defaults: no ceiling, adaptive pacing
 		RequestQPS: cloudRate, RequestBurst: requestBurst,
 	})
 

@@ -31,6 +31,7 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 		LoadBalancer: lb,
 		Lister:       lister,
 		Annotations:  annots,
+		Recovery:     cc.Cloud,
 		Recorder:     cl.Recorder,
 		Registerer:   cc.Metrics,
 	}, service.Config{

@@ -50,6 +50,7 @@ type Cloud struct {
 	pacing   *pacing
 	metrics  *metrics
 	observer *observe.Recorder
+	recovery recovery
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -104,7 +105,9 @@ func call[T any](ctx context.Context, c *Cloud, op string, fn func(context.Conte
 	v, err := fn(ctx)
 	c.pacing.done(pc, started, err)
 	c.metrics.duration.WithLabelValues(op).Observe(c.pacing.clock.Since(started).Seconds())
-	c.metrics.requests.WithLabelValues(op, resultOf(err)).Inc()
+	result := resultOf(err)
+	c.metrics.requests.WithLabelValues(op, result).Inc()
+	c.recovery.record(result)
 	if err != nil {
 		return v, fmt.Errorf("cloud %s: %w", op, err)
 	}

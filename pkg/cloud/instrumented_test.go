@@ -222,3 +222,40 @@ func TestRegistryPrefersOwnEntries(t *testing.T) {
 		t.Fatalf("New = %v, called = %v", err, called)
 	}
 }
+
+// The cloud counts as recovered on the first success after an outage
+// (OutageThreshold failures in a row), once; a lone failure among
+// successes, "not found" answers and retries the cloud asked for are not
+// outages.
+func TestRecoveredAfterOutage(t *testing.T) {
+	p := &stubProvider{}
+	c, _ := instrument(t, p, Options{})
+	var recovered atomic.Int32
+	c.OnRecovered(func() { recovered.Add(1) })
+	inst, _ := c.InstancesV2()
+	ctx := context.Background()
+	n := &v1.Node{}
+	step := func(err error, want int32) {
+		t.Helper()
+		p.err = err
+		_, _ = inst.InstanceExists(ctx, n)
+		if got := recovered.Load(); got != want {
+			t.Fatalf("after a call returning %v: recovered %d times, want %d", err, got, want)
+		}
+	}
+	down := errors.New("503")
+	step(nil, 0)
+	step(down, 0)
+	step(nil, 0) // a lone failure is not an outage
+	for range OutageThreshold - 1 {
+		step(down, 0)
+	}
+	step(cloudproviderapi.NewRetryError("slow down", time.Second), 0)
+	step(down, 0)
+	step(nil, 1) // the outage ends
+	step(nil, 1) // and is reported once
+	for range OutageThreshold {
+		step(down, 1)
+	}
+	step(cloudprovider.InstanceNotFound, 2) // an answer is an answer
+}

@@ -87,6 +87,9 @@ type Deps struct {
 	// Annotations, when set, names the annotations under the provider's
 	// prefix it does not read; each sync warns about them on the Service.
 	Annotations cloud.AnnotationChecker
+	// Recovery, when set, tells the controller that the cloud answers again
+	// after an outage: the Services whose sync failed are retried at once.
+	Recovery cloud.RecoveryNotifier
 	// Recorder receives events about Services.
 	Recorder events.EventRecorder
 	// Registerer receives the metrics; nil registers nothing.
@@ -131,6 +134,9 @@ type Controller struct {
 	nodes   *nodeTracker
 	state   *stateStore
 	orphans *orphanTracker
+	// failed holds the Services whose last sync failed, retried at once
+	// when the cloud recovers.
+	failed *failedSet
 	// queue is captured when the controller starts, for the node pass.
 	queue atomic.Pointer[queue]
 }
@@ -155,12 +161,16 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{
+	c := &Controller{
 		cfg: cfg, client: client.WithFieldOwner(d.Client, ControllerName), apiReader: d.APIReader,
 		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: d.Recorder, metrics: m, now: time.Now,
 		nodePacer: &nodePacer{delay: cfg.NodeSyncDelay},
-		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(),
-	}, nil
+		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
+	}
+	if d.Recovery != nil {
+		d.Recovery.OnRecovered(c.retryFailed)
+	}
+	return c, nil
 }
 
 func withDefaults(cfg Config) Config {
@@ -255,6 +265,7 @@ func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, er
 	start := c.now()
 	err := c.sync(ctx, k.Service)
 	c.metrics.syncDuration.Observe(c.now().Sub(start).Seconds())
+	c.failed.set(k, err != nil && !isRetryAfter(err))
 	if err == nil {
 		c.metrics.syncs.WithLabelValues(resultSuccess).Inc()
 		return reconcile.Result{}, nil

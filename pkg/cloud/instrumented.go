@@ -76,6 +76,9 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 	}
 	c := &Cloud{provider: p, metrics: m, observer: o.Observe}
 	c.pacing = newPacing(p, max(o.QPS, 0), o.Burst, clk, m)
+	if tr, ok := p.(ThrottleReporter); ok {
+		tr.ReportThrottlesTo(c.pacing.throttledElsewhere)
+	}
 	return c, nil
 }
 

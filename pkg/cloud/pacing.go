@@ -28,6 +28,15 @@ type ThrottleClassifier interface {
 	IsThrottle(err error) bool
 }
 
+// ThrottleReporter is an optional extension for a provider whose client
+// retries throttled requests itself (as many cloud SDKs do): the wrapper
+// would see only the throttled answers that exhausted the retries, so it
+// hands the provider f to call on every throttled answer, with the cloud's
+// Retry-After (0 if none). f is safe for concurrent use.
+type ThrottleReporter interface {
+	ReportThrottlesTo(f func(retryAfter time.Duration))
+}
+
 // OperationClassifier is an optional extension for a provider whose cloud
 // limits operations separately (for instance reads and writes): calls of
 // different classes are paced independently, so throttled writes do not

@@ -16,6 +16,9 @@ type pacing struct {
 	burst    int
 	clock    clock.Clock
 	metrics  *metrics
+	// reported: the provider reports every throttled answer itself
+	// (ThrottleReporter), so done must not count them again.
+	reported bool
 
 	mu      sync.Mutex
 	classes map[string]*pacer
@@ -26,7 +29,8 @@ func newPacing(p any, ceiling float64, burst int, clk clock.Clock, m *metrics) *
 	if oc, ok := p.(OperationClassifier); ok {
 		classify = oc.OperationClass
 	}
-	return &pacing{provider: p, classify: classify, ceiling: ceiling, burst: burst, clock: clk, metrics: m,
+	_, reported := p.(ThrottleReporter)
+	return &pacing{provider: p, classify: classify, reported: reported, ceiling: ceiling, burst: burst, clock: clk, metrics: m,
 		classes: map[string]*pacer{}}
 }
 
@@ -68,12 +72,32 @@ func (s *pacing) wait(ctx context.Context, op string) (classPacer, time.Time, er
 	}
 }
 
+// throttledElsewhere is what a ThrottleReporter calls: a throttled answer
+// of a call not known to the wrapper (a retry inside the provider's
+// client) slows every class down.
+func (s *pacing) throttledElsewhere(retryAfter time.Duration) {
+	s.mu.Lock()
+	classes := make(map[string]*pacer, len(s.classes))
+	for name, p := range s.classes {
+		classes[name] = p
+	}
+	s.mu.Unlock()
+	now := s.clock.Now()
+	for name, p := range classes {
+		s.metrics.throttled.WithLabelValues(name).Inc()
+		p.observe(now, now, true, retryAfter)
+		s.metrics.rate.WithLabelValues(name).Set(p.current())
+	}
+}
+
 // done feeds a call's answer back into its class's pacer.
 func (s *pacing) done(pc classPacer, started time.Time, err error) {
 	throttled := isThrottle(s.provider, err)
 	var retryAfter time.Duration
-	if throttled {
+	if throttled && !s.reported {
 		s.metrics.throttled.WithLabelValues(pc.name).Inc()
+	}
+	if throttled {
 		retryAfter, _ = RetryAfter(err)
 	}
 	pc.observe(started, s.clock.Now(), throttled, retryAfter)

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -34,7 +35,15 @@ type Client struct {
 	maxRetryWait time.Duration
 	// limiter paces every HTTP request, retries included (nil: none).
 	limiter *rate.Limiter
+	// onThrottle, when set, hears of every 429 answer, retried or not.
+	onThrottle atomic.Pointer[func(retryAfter time.Duration)]
 }
+
+// OnThrottle makes f hear of every 429 answer with its Retry-After,
+// including those the client retries itself, so that a caller pacing its
+// calls sees every throttled answer, not only those that exhausted the
+// retries. It may be called while the client is in use.
+func (c *Client) OnThrottle(f func(retryAfter time.Duration)) { c.onThrottle.Store(&f) }
 
 // Option configures a Client.
 type Option func(*Client)
@@ -102,6 +111,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		}
 		err := c.once(ctx, method, u.String(), body, out)
 		wait, limited := RetryAfter(err)
+		if f := c.onThrottle.Load(); limited && f != nil {
+			(*f)(wait)
+		}
 		if !limited || attempt >= c.maxRetries {
 			return err
 		}

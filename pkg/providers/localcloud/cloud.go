@@ -86,6 +86,10 @@ func NewWithClient(c *lcclient.Client, clusterName string) *Cloud {
 	}
 }
 
+// ReportThrottlesTo implements cloud.ThrottleReporter: the client retries
+// 429 answers itself, and the CCM's pacing must hear of each.
+func (c *Cloud) ReportThrottlesTo(f func(retryAfter time.Duration)) { c.client.OnThrottle(f) }
+
 // Initialize needs nothing: the provider has no informers or goroutines.
 func (c *Cloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
 

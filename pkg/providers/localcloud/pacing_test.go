@@ -1,0 +1,91 @@
+package localcloud_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+)
+
+// Every 429 the cloud answers reaches the CCM's pacing, also those the
+// provider's client retried itself, and slows the calls down.
+func TestThrottledAnswersReachPacing(t *testing.T) {
+	e := newEnv(t, time.Millisecond)
+	for i := range 3 {
+		e.instance(t, fmt.Sprintf("thr-%d", i))
+	}
+	if _, err := e.admin.UpdateConfig(e.ctx, api.KnobsPatch{RateLimit: ptr(5.0), RateBurst: ptr(1)}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("url: %s\ntoken: %s\nmaxRetries: 3\n", e.srv.URL(), e.srv.Token())
+	p, err := localcloud.New(strings.NewReader(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	c, err := cloud.Instrument(p, cloud.Options{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.admin.ResetStats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := c.InstancesV2()
+	errs := make(chan error, 6)
+	for i := range 6 {
+		go func() {
+			_, err := in.InstanceMetadata(e.ctx, node(fmt.Sprintf("thr-%d", i%3), ""))
+			errs <- err
+		}()
+	}
+	for range 6 {
+		// A call may fail once its retries are spent, and then as throttled.
+		if err := <-errs; err != nil && !errors.Is(err, cloud.ErrThrottled) {
+			t.Errorf("call failed other than throttled: %v", err)
+		}
+	}
+	st, err := e.admin.Stats(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answered429 float64
+	for _, s := range st.Operations {
+		answered429 += float64(s.ByCode["429"])
+	}
+	if answered429 == 0 {
+		t.Fatal("the cloud throttled nothing: the test exercises nothing")
+	}
+	got, err := testutil.GatherAndCount(reg, cloud.MetricThrottledTotal)
+	if err != nil || got == 0 {
+		t.Fatalf("%s not exported: %d series, %v", cloud.MetricThrottledTotal, got, err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var throttled, rate float64
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetName() {
+			case cloud.MetricThrottledTotal:
+				throttled += m.GetCounter().GetValue()
+			case cloud.MetricPacingRate:
+				rate = m.GetGauge().GetValue()
+			}
+		}
+	}
+	if throttled != answered429 {
+		t.Errorf("%s = %v, the cloud answered %v 429s", cloud.MetricThrottledTotal, throttled, answered429)
+	}
+	if rate <= 0 {
+		t.Errorf("%s = %v after throttled answers, want a limit", cloud.MetricPacingRate, rate)
+	}
+}

@@ -1,10 +1,16 @@
 package app
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 func parse(t *testing.T, args ...string) (*Options, error) {
@@ -277,5 +283,35 @@ func TestClusterCIDRWithoutAllocationWarns(t *testing.T) {
 	}
 	if w := o.Warnings(); len(w) != 0 {
 		t.Fatalf("warnings with --allocate-node-cidrs: %q", w)
+	}
+}
+
+// The flags and the provider's cloud config are checked together, before
+// any connection or lease: one error names every bad flag and config line.
+func TestRunReportsFlagAndCloudConfigErrorsAtOnce(t *testing.T) {
+	reg := cloud.NewRegistry()
+	if err := reg.Register(localcloud.ProviderName, localcloud.New); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.RegisterConfigCheck(localcloud.ProviderName, localcloud.CheckConfig); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cloud.conf")
+	if err := os.WriteFile(path, []byte("url: http://127.0.0.1:1\ntoken: x\nrateLimitQPS: NaN\ntoken: y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parse(t, "--cloud-provider="+localcloud.ProviderName, "--cloud-config="+path, "--cluster-name=Bad_Name",
+		"--kubeconfig=/nonexistent/kubeconfig")
+	if err == nil {
+		t.Fatal("bad --cluster-name accepted")
+	}
+	err = Run(context.Background(), o, Deps{Providers: reg})
+	for _, want := range []string{"--cluster-name=Bad_Name", "--cloud-config=" + path, "line 3: rateLimitQPS", "line 4: token: repeats line 2"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Run: %v does not name %s", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "/nonexistent/kubeconfig") {
+		t.Errorf("Run went on to connect before reporting the validation errors: %v", err)
 	}
 }

@@ -63,7 +63,9 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	if err := o.validate(known); err != nil {
+	// The flags and the provider's cloud config, all errors at once and
+	// before anything seeks the lease.
+	if err := errors.Join(o.validate(known), checkCloudConfig(o, deps.Providers)); err != nil {
 		return err
 	}
 	for _, w := range o.Warnings() {
@@ -170,6 +172,26 @@ func tuneKubeConfig(o *Options, cfg *rest.Config) *rest.Config {
 
 // newProvider reads --cloud-config and builds the provider from it and the
 // other inputs.
+// checkCloudConfig runs the provider's config check, when it has one, on
+// the --cloud-config file.
+func checkCloudConfig(o *Options, reg *cloud.Registry) error {
+	if reg == nil || o.CloudProvider == "" {
+		return nil
+	}
+	var cfg io.Reader
+	if o.CloudConfig != "" {
+		data, err := os.ReadFile(o.CloudConfig)
+		if err != nil {
+			return fmt.Errorf("--cloud-config=%s: %w", o.CloudConfig, err)
+		}
+		cfg = bytes.NewReader(data)
+	}
+	if err := reg.CheckConfig(o.CloudProvider, cfg); err != nil {
+		return fmt.Errorf("--cloud-config=%s: %w", o.CloudConfig, err)
+	}
+	return nil
+}
+
 func newProvider(ctx context.Context, o *Options, reg *cloud.Registry, in cloud.Inputs) (cloudprovider.Interface, error) {
 	if reg == nil {
 		reg = cloud.NewRegistry()

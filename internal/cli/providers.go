@@ -13,7 +13,8 @@ import (
 // upstream's cloudprovider.RegisterCloudProvider need only a blank import
 // in main.
 func daemonConfig() ccm.Config {
-	return ccm.Config{Providers: []ccm.Provider{{Name: localcloudprovider.ProviderName, Factory: localcloudprovider.New}}}
+	return ccm.Config{Providers: []ccm.Provider{{Name: localcloudprovider.ProviderName, Factory: localcloudprovider.New,
+		CheckConfig: localcloudprovider.CheckConfig}}}
 }
 
 // NewControllerManagerCommand returns the daemon's command, built through

@@ -44,6 +44,10 @@ type Provider struct {
 	// (cluster name and CIDR, a node lister, an informer factory). The
 	// provider's Initialize is called after it, on the leader only.
 	New Constructor
+	// CheckConfig, when set, validates the --cloud-config contents (nil
+	// when the flag is unset) without building the provider: its errors
+	// are reported with the flags' at startup, before leader election.
+	CheckConfig func(config io.Reader) error
 }
 
 // ControllerContext is what an extra controller's Start receives.
@@ -159,6 +163,9 @@ func (cfg Config) deps() (app.Deps, error) {
 			err = reg.RegisterConstructor(p.Name, p.New)
 		default:
 			err = reg.Register(p.Name, cloud.Factory(p.Factory))
+		}
+		if err == nil && p.CheckConfig != nil {
+			err = reg.RegisterConfigCheck(p.Name, p.CheckConfig)
 		}
 		if err != nil {
 			return app.Deps{}, err

@@ -66,11 +66,17 @@ var ErrUnknownProvider = errors.New("unknown cloud provider")
 // cloudprovider.RegisterCloudProvider from an init() end up.
 type Registry struct {
 	constructors map[string]Constructor
+	checks       map[string]ConfigCheck
 }
+
+// ConfigCheck validates a provider's --cloud-config contents without
+// building the provider or calling the cloud, so that the daemon can report
+// its errors together with the flags' before it seeks the leader lease.
+type ConfigCheck func(config io.Reader) error
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{constructors: map[string]Constructor{}}
+	return &Registry{constructors: map[string]Constructor{}, checks: map[string]ConfigCheck{}}
 }
 
 // Register adds a provider built from its cloud config alone. Registering
@@ -93,6 +99,23 @@ func (r *Registry) RegisterConstructor(name string, c Constructor) error {
 		return fmt.Errorf("register cloud provider %q: already registered", name)
 	}
 	r.constructors[name] = c
+	return nil
+}
+
+// RegisterConfigCheck adds the config check of a registered provider.
+func (r *Registry) RegisterConfigCheck(name string, check ConfigCheck) error {
+	if _, ok := r.constructors[name]; !ok || check == nil {
+		return fmt.Errorf("register cloud config check %q: a registered provider and a check are required", name)
+	}
+	r.checks[name] = check
+	return nil
+}
+
+// CheckConfig runs the named provider's config check; nil when it has none.
+func (r *Registry) CheckConfig(name string, config io.Reader) error {
+	if check, ok := r.checks[name]; ok {
+		return check(config)
+	}
 	return nil
 }
 

@@ -49,6 +49,18 @@ func New(config io.Reader) (cloudprovider.Interface, error) {
 	return NewFromConfig(cfg)
 }
 
+// CheckConfig validates the --cloud-config contents without building the
+// provider, for the daemon's startup validation.
+func CheckConfig(config io.Reader) error {
+	if config == nil {
+		return errors.New("localcloud: --cloud-config is required (url, tokenFile or token, clusterName)")
+	}
+	if _, err := ParseConfig(config); err != nil {
+		return fmt.Errorf("localcloud: %w", err)
+	}
+	return nil
+}
+
 // NewFromConfig builds the provider from a parsed configuration.
 func NewFromConfig(cfg Config) (*Cloud, error) {
 	if err := cfg.validate(); err != nil {

@@ -66,7 +66,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		return write(cfg, res, cs)
+		return write(cfg, res)
 	}
 	for _, b := range []string{"kube-apiserver", "etcd", "kwok", "stratus", "upstream-ccm"} {
 		if _, err := os.Stat(filepath.Join(*binDir, b)); err != nil {
@@ -84,7 +84,7 @@ func run() error {
 
 	res := results.Results{Machine: machine(), Versions: versions(*root, *binDir), Settings: cfg.S, Started: time.Now()}
 	if !cfg.S.Quick {
-		res.Runs = keptRuns(cfg.ResultsPath, cfg.S.Scenarios)
+		res.Runs = keptRuns(cfg.ResultsPath, cfg.S.Scenarios, cfg.S.Contestants)
 	}
 	fmt.Printf("bench: %s scale, scenarios %v, contestants %v, %d reps (steady: %d × %v); results in %s\n",
 		cfg.S.Scale, cfg.S.Scenarios, cfg.S.Contestants, cfg.S.Reps, cfg.S.SteadyReps, cfg.S.SteadyWindow, cfg.ResultsPath)
@@ -105,7 +105,7 @@ func run() error {
 	if err := save(cfg.ResultsPath, res); err != nil {
 		return err
 	}
-	if err := write(cfg, res, cs); err != nil {
+	if err := write(cfg, res); err != nil {
 		return err
 	}
 	fmt.Printf("bench: done in %v; report in %s\n", res.Finished.Sub(res.Started).Round(time.Second), cfg.DocPath)
@@ -128,11 +128,16 @@ func contestants(names []string) []harness.Contestant {
 	return out
 }
 
-// write renders the report section, the charts and the doc.
-func write(cfg config.Config, res results.Results, cs []harness.Contestant) error {
+// write renders the report section, the charts and the doc, for the
+// contestants of this invocation and those whose runs were kept.
+func write(cfg config.Config, res results.Results) error {
 	in := report.Input{Results: res, Baseline: harness.Upstream, Candidate: harness.Stratus,
 		ChartLink: func(f string) string { return cfg.ChartLink + "/" + f }}
-	for _, c := range cs {
+	var all []string
+	for _, c := range harness.Contestants() {
+		all = append(all, c.Name)
+	}
+	for _, c := range contestants(results.Reported(all, cfg.S.Contestants, res.Runs)) {
 		in.Contestants = append(in.Contestants, report.Contestant{Name: c.Name, Label: c.Label})
 	}
 	if _, err := report.WriteCharts(cfg.ChartsDir, in); err != nil {
@@ -141,21 +146,15 @@ func write(cfg config.Config, res results.Results, cs []harness.Contestant) erro
 	return report.UpdateFile(cfg.DocPath, report.Render(in))
 }
 
-// keptRuns returns the runs of an earlier results file for the scenarios
-// this invocation does not run, so that running one scenario keeps the
-// others' figures in the report.
-func keptRuns(path string, running []string) []results.Run {
+// keptRuns returns the runs of an earlier results file that this
+// invocation does not replace (other scenarios, other contestants), so that
+// running a subset keeps the others' figures in the report.
+func keptRuns(path string, scenarios, contestants []string) []results.Run {
 	old, err := load(path)
 	if err != nil {
 		return nil
 	}
-	var kept []results.Run
-	for _, r := range old.Runs {
-		if !slices.Contains(running, r.Scenario) {
-			kept = append(kept, r)
-		}
-	}
-	return kept
+	return results.Kept(old.Runs, scenarios, contestants)
 }
 
 func load(path string) (results.Results, error) {

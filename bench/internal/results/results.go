@@ -3,6 +3,7 @@
 package results
 
 import (
+	"slices"
 	"sort"
 	"time"
 )
@@ -166,6 +167,32 @@ func Failures(runs []Run) map[Key]int {
 	for _, r := range runs {
 		if r.Error != "" {
 			out[Key{r.Scenario, r.Cloud, r.Contestant}]++
+		}
+	}
+	return out
+}
+
+// Kept returns the runs of an earlier invocation that a new one, running
+// scenarios × contestants, does not replace: those of another scenario or
+// of another contestant. Limiting BENCH_SCENARIOS or BENCH_CONTESTANTS
+// thereby keeps every other figure in the report and the results file.
+func Kept(old []Run, scenarios, contestants []string) []Run {
+	var kept []Run
+	for _, r := range old {
+		if !slices.Contains(scenarios, r.Scenario) || !slices.Contains(contestants, r.Contestant) {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
+// Reported returns, in the order of all, the contestants the report shows:
+// those running now and those with runs kept from earlier invocations.
+func Reported(all, running []string, runs []Run) []string {
+	var out []string
+	for _, c := range all {
+		if slices.Contains(running, c) || slices.ContainsFunc(runs, func(r Run) bool { return r.Contestant == c }) {
+			out = append(out, c)
 		}
 	}
 	return out

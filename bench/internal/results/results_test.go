@@ -54,3 +54,41 @@ func TestGroupSkipsFailedRuns(t *testing.T) {
 		t.Fatalf("failures = %d, want 1", f)
 	}
 }
+
+func TestKeptKeepsOtherScenariosAndOtherContestants(t *testing.T) {
+	old := []Run{
+		{Scenario: "nodeinit", Contestant: "upstream", Figures: map[string]float64{FigConverge: 40}},
+		{Scenario: "nodeinit", Contestant: "stratus", Figures: map[string]float64{FigConverge: 5}},
+		{Scenario: "steady", Contestant: "upstream", Figures: map[string]float64{FigCPUPerHour: 11}},
+		{Scenario: "steady", Contestant: "stratus", Figures: map[string]float64{FigCPUPerHour: 15}},
+	}
+	// Re-running nodeinit for stratus alone replaces only that run.
+	got := Kept(old, []string{"nodeinit"}, []string{"stratus"})
+	want := []Run{old[0], old[2], old[3]}
+	if len(got) != len(want) {
+		t.Fatalf("kept %d runs (%+v), want %d", len(got), got, len(want))
+	}
+	for i := range want {
+		if got[i].Scenario != want[i].Scenario || got[i].Contestant != want[i].Contestant {
+			t.Errorf("kept[%d] = %s/%s, want %s/%s", i, got[i].Scenario, got[i].Contestant, want[i].Scenario, want[i].Contestant)
+		}
+	}
+	if n := len(Kept(old, []string{"nodeinit", "steady"}, []string{"upstream", "stratus"})); n != 0 {
+		t.Errorf("a full re-run kept %d old runs, want 0", n)
+	}
+}
+
+func TestReportedIncludesContestantsWithKeptRuns(t *testing.T) {
+	all := []string{"upstream", "upstream-tuned", "stratus-std", "stratus"}
+	runs := []Run{{Scenario: "nodeinit", Contestant: "upstream"}, {Scenario: "lb", Contestant: "stratus-std"}}
+	got := Reported(all, []string{"stratus"}, runs)
+	want := []string{"upstream", "stratus-std", "stratus"}
+	if len(got) != len(want) {
+		t.Fatalf("Reported = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("Reported = %v, want %v", got, want)
+		}
+	}
+}

@@ -29,15 +29,22 @@ func Clouds(scenario string) []string {
 }
 
 // Run executes the plan: scenarios in order, then cloud modes, then
-// repetitions, and within a repetition every contestant in turn (the order
-// rotates with the repetition so that none always runs first). record is
-// called after every run, so that a crash keeps what was measured.
+// repetitions, and within a repetition every contestant in turn. The order
+// rotates by one with every repetition, cloud mode and scenario, so that
+// no contestant always runs first (or right after another's cluster went
+// down) even with one repetition. record is called after every run, so
+// that a crash keeps what was measured.
 func (e *Env) Run(ctx context.Context, scenarios []string, cs []harness.Contestant, steadyParallel bool, record func(results.Run)) {
+	round := 0
+	next := func() []harness.Contestant {
+		round++
+		return rotate(cs, round-1)
+	}
 	for _, sc := range scenarios {
 		if sc == Steady {
 			for rep := 1; rep <= e.S.SteadyReps; rep++ {
 				_, _ = fmt.Fprintf(e.Log, "== %s rep %d/%d\n", sc, rep, e.S.SteadyReps)
-				for _, r := range e.steady(ctx, cs, rep, steadyParallel) {
+				for _, r := range e.steady(ctx, next(), rep, steadyParallel) {
 					report(e, r)
 					record(r)
 				}
@@ -46,8 +53,7 @@ func (e *Env) Run(ctx context.Context, scenarios []string, cs []harness.Contesta
 		}
 		for _, cloud := range Clouds(sc) {
 			for rep := 1; rep <= e.S.Reps; rep++ {
-				for i := range cs {
-					c := cs[(i+rep-1)%len(cs)]
+				for _, c := range next() {
 					_, _ = fmt.Fprintf(e.Log, "== %s (%s cloud) rep %d/%d: %s\n", sc, cloud, rep, e.S.Reps, c.Name)
 					r := e.runOne(ctx, sc, c, cloud, rep)
 					report(e, r)
@@ -56,6 +62,17 @@ func (e *Env) Run(ctx context.Context, scenarios []string, cs []harness.Contesta
 			}
 		}
 	}
+}
+
+// rotate returns xs started at its k-th element (modulo its length),
+// wrapping around: rotate([a b c], 1) is [b c a].
+func rotate[T any](xs []T, k int) []T {
+	if len(xs) == 0 {
+		return nil
+	}
+	k %= len(xs)
+	out := make([]T, 0, len(xs))
+	return append(append(out, xs[k:]...), xs[:k]...)
 }
 
 func report(e *Env, r results.Run) {

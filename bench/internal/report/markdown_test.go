@@ -104,3 +104,20 @@ func TestWriteCharts(t *testing.T) {
 		t.Fatalf("%s is not a PNG (err %v)", files[0], err)
 	}
 }
+
+func TestRenderSteadyShowsIdlePeakBesideWholeRunPeak(t *testing.T) {
+	in := sampleInput()
+	in.Results.Settings.SteadyWindow = 5 * time.Minute
+	in.Results.Runs = append(in.Results.Runs, run("steady", results.CloudRealistic, "upstream",
+		map[string]float64{results.FigCloudPerHour: 100, results.FigIdlePeakRSS: 90, results.FigPeakRSS: 103, results.FigRSS: 88}, nil))
+	out := Render(in)
+	for _, want := range []string{
+		"| idle peak RSS (MiB) | peak RSS (whole run, MiB) |",
+		"| upstream (defaults) | 100 | – | – | 90 | 103 | 88 | 1 |",
+		"not whole refresh cycles",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

@@ -92,16 +92,17 @@ type Run struct {
 
 // Figure names.
 const (
-	FigConverge      = "converge_s"       // time to converge (scenario's main figure)
-	FigJoin          = "join_s"           // lb: time until joined nodes are in every LB
-	FigCloudCalls    = "cloud_calls"      // every localcloud request in the measured phase
-	FigCloudThrottle = "cloud_429"        // of which answered 429
-	FigJoinUpdates   = "join_update_lb"   // lb: UpdateLoadBalancer calls after the join
-	FigJoinCalls     = "join_cloud_calls" // lb: every cloud call after the join
-	FigAPIRequests   = "api_requests"     // rest_client_requests_total delta
-	FigCPU           = "cpu_s"            // utime+stime delta, children included
-	FigPeakRSS       = "peak_rss_mib"     // VmHWM at the end
-	FigRSS           = "rss_mib"          // VmRSS at the end
+	FigConverge      = "converge_s"        // time to converge (scenario's main figure)
+	FigJoin          = "join_s"            // lb: time until joined nodes are in every LB
+	FigCloudCalls    = "cloud_calls"       // every localcloud request in the measured phase
+	FigCloudThrottle = "cloud_429"         // of which answered 429
+	FigJoinUpdates   = "join_update_lb"    // lb: UpdateLoadBalancer calls after the join
+	FigJoinCalls     = "join_cloud_calls"  // lb: every cloud call after the join
+	FigAPIRequests   = "api_requests"      // rest_client_requests_total delta
+	FigCPU           = "cpu_s"             // utime+stime delta, children included
+	FigPeakRSS       = "peak_rss_mib"      // VmHWM at the end
+	FigRSS           = "rss_mib"           // VmRSS at the end
+	FigIdlePeakRSS   = "idle_peak_rss_mib" // steady: highest VmRSS sampled during the window only
 	FigCloudPerHour  = "cloud_calls_per_h"
 	FigAPIPerHour    = "api_requests_per_h"
 	FigCPUPerHour    = "cpu_s_per_h"

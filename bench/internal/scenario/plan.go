@@ -86,7 +86,7 @@ func report(e *Env, r results.Run) {
 func brief(f map[string]float64) string {
 	out := ""
 	for _, k := range []string{results.FigConverge, results.FigJoin, results.FigFailover, results.FigTakeover, results.FigDuplicates,
-		results.FigCloudCalls, results.FigJoinUpdates, results.FigCloudPerHour, results.FigAPIRequests, results.FigCPU, results.FigPeakRSS} {
+		results.FigCloudCalls, results.FigJoinUpdates, results.FigCloudPerHour, results.FigAPIRequests, results.FigCPU, results.FigIdlePeakRSS, results.FigPeakRSS} {
 		if v, ok := f[k]; ok {
 			out += fmt.Sprintf("%s=%.4g ", k, v)
 		}

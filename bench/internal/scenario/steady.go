@@ -150,20 +150,23 @@ func (e *Env) steady(ctx context.Context, cs []harness.Contestant, rep int, para
 	return out
 }
 
+// rssEvery is how often the window samples the resident set.
+const rssEvery = time.Second
+
 // window idles for the steady window and records the figures, with the
 // per-hour extrapolation.
 func (e *Env) window(ctx context.Context, r *steadyRun) {
-	select {
-	case <-ctx.Done():
-		r.err = ctx.Err()
+	pid := r.ccm.Pid()
+	idlePeak, err := peakDuring(ctx, e.S.SteadyWindow, rssEvery, func() (float64, error) { return harness.RSSMiB(pid) })
+	if err != nil {
+		r.err = err
 		return
-	case <-time.After(e.S.SteadyWindow):
 	}
 	if err := alive(r.ccm)(); err != nil {
 		r.err = err
 		return
 	}
-	r.figs = map[string]float64{}
+	r.figs = map[string]float64{results.FigIdlePeakRSS: idlePeak}
 	if r.ops, r.err = r.m.finish(ctx, r.figs); r.err != nil {
 		return
 	}
@@ -171,4 +174,37 @@ func (e *Env) window(ctx context.Context, r *steadyRun) {
 	r.figs[results.FigCloudPerHour] = r.figs[results.FigCloudCalls] * perHour
 	r.figs[results.FigAPIPerHour] = r.figs[results.FigAPIRequests] * perHour
 	r.figs[results.FigCPUPerHour] = r.figs[results.FigCPU] * perHour
+}
+
+// peakDuring samples read at the start, every interval and at the end of
+// d, and returns the highest value. VmHWM cannot serve here: it holds the
+// peak since the process started, setup included, while the idle window
+// wants its own. A spike shorter than every can fall between samples.
+func peakDuring(ctx context.Context, d, every time.Duration, read func() (float64, error)) (float64, error) {
+	peak, err := read()
+	if err != nil {
+		return 0, err
+	}
+	end := time.NewTimer(d)
+	defer end.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-tick.C:
+		case <-end.C:
+			v, err := read()
+			if err != nil {
+				return 0, err
+			}
+			return max(peak, v), nil
+		}
+		v, err := read()
+		if err != nil {
+			return 0, err
+		}
+		peak = max(peak, v)
+	}
 }

@@ -35,10 +35,12 @@ var contestants = []string{"upstream", "upstream-tuned", "stratus-std", "stratus
 // Load reads the settings through getenv; root is the repository root.
 func Load(getenv func(string) string, root string) (Config, error) {
 	c := Config{SteadyParallel: true, PhaseTimeout: 15 * time.Minute}
-	// The steady window is 5 minutes, one period of both contestants'
-	// node refresh (--node-status-update-frequency, 5m in both), so that a
-	// window holds exactly one pass of each periodic loop; 10 minutes would
-	// hold two and push `make bench` past its 45-minute budget on 2 cores.
+	// The steady window is 5 minutes, the pause both contestants take
+	// after each node refresh pass (--node-status-update-frequency, 5m in
+	// both). Their period is that pause plus the pass, so a window holds at
+	// most one pass and its ×12 misstates a contestant whose pass takes
+	// minutes (the report says so); windows holding several periods would
+	// push `make bench` past its 45-minute budget on 2 cores.
 	s := results.Settings{
 		Scale: "default", Nodes: 1000, Services: 300, LBNodes: 20, JoinNodes: 20, FailoverSvcs: 30,
 		Reps: 3, SteadyReps: 1, SteadyWindow: 5 * time.Minute,

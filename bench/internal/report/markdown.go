@@ -145,8 +145,8 @@ func Render(in Input) string {
 // section so that it stays true to the runner that wrote the figures.
 const reproduce = "**Reproduce**: `make bench` (builds the tools, `bin/stratus` and the peer `bin/upstream-ccm`, then runs `bin/bench`). " +
 	"`BENCH_SCENARIOS=nodeinit,lb,steady,failover` selects scenarios (the others keep their previous figures), " +
-	"`BENCH_CONTESTANTS=upstream,upstream-tuned,stratus-std,stratus` selects contestants, `BENCH_REPS` (default 3), " +
-	"`BENCH_STEADY_WINDOW` (default 5m, one period of both contestants' 5-minute node refresh; figures are extrapolated to one hour) and `BENCH_STEADY_REPS` (default 1) set the repetitions, " +
+	"`BENCH_CONTESTANTS=upstream,upstream-tuned,stratus-std,stratus` selects contestants (the others keep their previous figures too), `BENCH_REPS` (default 3), " +
+	"`BENCH_STEADY_WINDOW` (default 5m, the pause both contestants take after each node refresh pass; figures are extrapolated to one hour) and `BENCH_STEADY_REPS` (default 1) set the repetitions, " +
 	"`BENCH_SCALE=large` registers 5,000 nodes instead of 1,000, `BENCH_QUICK=1` is a smoke run at tiny scale written under " +
 	"`bench/results/quick/` instead of here, and `BENCH_KEEP=1` keeps every run's logs. Raw results: `bench/results/<scale>.json`.\n\n"
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,8 +43,8 @@ type memCloud struct {
 	calls     int
 	failAfter int // -1: disarmed
 	throttled bool
-	flip      bool
-	lost      bool // the last ensure's answer was lost
+	flips     map[string]bool // per machine: the next answer's address order, with unstableAddresses
+	lost      bool            // the last ensure's answer was lost
 }
 
 type memLB struct {
@@ -155,8 +157,11 @@ func (c *memCloud) InstanceShutdown(_ context.Context, n *v1.Node) (bool, error)
 func (c *memCloud) metadata(name string) cloudprovider.InstanceMetadata {
 	addrs := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0." + name[2:]}, {Type: v1.NodeHostName, Address: name}}
 	if c.d.unstableAddresses {
-		c.flip = !c.flip
-		if c.flip {
+		if c.flips == nil {
+			c.flips = map[string]bool{}
+		}
+		c.flips[name] = !c.flips[name]
+		if c.flips[name] {
 			addrs[0], addrs[1] = addrs[1], addrs[0]
 		}
 	}
@@ -184,7 +189,10 @@ func (c *memCloud) ListInstances(context.Context) ([]cloud.Instance, error) {
 		return nil, err
 	}
 	var out []cloud.Instance
-	for name, id := range c.machines {
+	// Sorted, so that the answers' order (and with unstableAddresses, which
+	// answer flips) does not depend on map iteration.
+	for _, name := range slices.Sorted(maps.Keys(c.machines)) {
+		id := c.machines[name]
 		if c.d.listerMissing && name == "m-2" {
 			continue
 		}

@@ -86,8 +86,10 @@ func TestKitFailsExactlyTheBrokenChecks(t *testing.T) {
 		"correct":             {},
 		"exists false":        {d: defects{existsFalse: true}, want: []string{"Instances/ExistingInstancesExist"}, says: "InstanceExists(m-1) = false for a machine that exists"},
 		"unwrapped not found": {d: defects{unwrappedNotFound: true}, want: []string{"Instances/GoneInstanceMetadataIsInstanceNotFound"}, says: "errors.Is(err, cloudprovider.InstanceNotFound) is false"},
+		// Answers that change between calls also make the list disagree
+		// with the per-instance calls made after it.
 		"unstable addresses": {d: defects{unstableAddresses: true},
-			want: []string{"Instances/MetadataIsStable"}, says: "changed between calls"},
+			want: []string{"Instances/ListerAgreesWithPerInstanceCalls", "Instances/MetadataIsStable"}, says: "InstanceMetadata"},
 		"lister misses one":   {d: defects{listerMissing: true}, want: []string{"Instances/ListerAgreesWithPerInstanceCalls"}, says: "node m-2 (machine exists) is not in ListInstances' answer"},
 		"name from version":   {d: defects{nameFromVersion: true}, want: []string{"LoadBalancer/NameIsStable"}, says: "GetLoadBalancerName changed"},
 		"delete missing errs": {d: defects{deleteMissingErrs: true}, want: []string{"LoadBalancer/DeleteIsIdempotent", "LoadBalancer/DeletingMissingSucceeds"}, says: "not found"},

@@ -36,13 +36,12 @@ type ccm struct {
 	done   chan error
 }
 
-// startCloud runs an in-process localcloud and returns a --cloud-config
-// file pointing at it. The node-ipam-controller makes no cloud call, but the
-// daemon needs a provider.
-func startCloud(t *testing.T) string {
+// startCloud runs an in-process localcloud on pools (each test its own, so
+// tests in parallel packages do not share addresses) and returns it with a
+// --cloud-config file pointing at it.
+func startCloud(t *testing.T, pools store.Pools) (*server.Server, string) {
 	t.Helper()
 	k := api.DefaultKnobs()
-	pools := store.Pools{Internal: netip.MustParsePrefix("127.1.200.0/24"), VIP: netip.MustParsePrefix("127.0.200.0/24")}
 	srv, err := server.New(server.Config{StateDir: t.TempDir(), Knobs: &k, Pools: pools})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +54,7 @@ func startCloud(t *testing.T) string {
 	if err := os.WriteFile(path, []byte(fmt.Sprintf("url: %s\ntoken: %s\n", srv.URL(), srv.Token())), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return srv, path
 }
 
 func daemonOptions(t *testing.T, env *testbed.Env, cloudConfig string, args ...string) *app.Options {
@@ -184,7 +183,7 @@ func checkDisjoint(t *testing.T, all map[string][]string, cluster []netip.Prefix
 func TestNodeIPAMController(t *testing.T) {
 	env := testbed.Start(t)
 	env.StartKwok(t)
-	cloudConfig := startCloud(t)
+	_, cloudConfig := startCloud(t, store.Pools{Internal: netip.MustParsePrefix("127.1.200.0/24"), VIP: netip.MustParsePrefix("127.0.200.0/24")})
 	cs := env.Clientset
 	ctx := testbed.Context(t, 5*time.Minute)
 

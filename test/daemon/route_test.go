@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -26,7 +24,6 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/controllers/route"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
-	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
@@ -52,21 +49,10 @@ func newRouteBed(t *testing.T) *routeBed {
 	b := &routeBed{t: t, ctx: testbed.Context(t, 6*time.Minute), env: testbed.Start(t), metrics: prometheus.NewRegistry()}
 	b.cs = b.env.Clientset
 	b.env.StartKwok(t)
-	k := api.DefaultKnobs()
-	pools := store.Pools{Internal: netip.MustParsePrefix("127.1.201.0/24"), VIP: netip.MustParsePrefix("127.0.201.0/24")}
-	srv, err := server.New(server.Config{StateDir: t.TempDir(), Knobs: &k, Pools: pools})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv, conf := startCloud(t, store.Pools{Internal: netip.MustParsePrefix("127.1.201.0/24"), VIP: netip.MustParsePrefix("127.0.201.0/24")})
+	b.conf = conf
+	var err error
 	if b.cloud, err = lcclient.New(srv.URL(), srv.Token()); err != nil {
-		t.Fatal(err)
-	}
-	b.conf = filepath.Join(t.TempDir(), "cloud.conf")
-	if err := os.WriteFile(b.conf, []byte(fmt.Sprintf("url: %s\ntoken: %s\n", srv.URL(), srv.Token())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return b

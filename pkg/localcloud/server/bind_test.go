@@ -59,3 +59,57 @@ func TestLoadBalancerBindFailureIsAnError(t *testing.T) {
 	}
 	_ = c.Close()
 }
+
+// A load balancer that finishes provisioning in the background is bound
+// before its record says active, so a client that sees it active can
+// connect at once; one whose VIP:port is taken goes from provisioning
+// straight to error, never showing active.
+func TestProvisionedLoadBalancerIsBoundWhenActive(t *testing.T) {
+	e := newEnv(t, func(k *api.Knobs) { k.LBProvisioningTime = api.Duration(30 * time.Millisecond) })
+	n1 := e.instance("n1")
+	// The second VIP handed out is the pool's second host address.
+	taken := e.cfg.Pools.VIP.Masked().Addr().Next().Next()
+	squatter, err := net.Listen("tcp", netip.AddrPortFrom(taken, lbPort).String())
+	if err != nil {
+		t.Fatalf("occupy the VIP: %v", err)
+	}
+	t.Cleanup(func() { _ = squatter.Close() })
+	first := func(name string) *api.LoadBalancer {
+		req := lbRequest(name, n1.ID)
+		req.Listeners = []api.Listener{{Protocol: api.ProtocolTCP, Port: lbPort, NodePort: 30080}}
+		lb, err := e.c.CreateLoadBalancer(e.ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lb.Status != api.LBProvisioning {
+			t.Fatalf("%s: created %s, want provisioning", name, lb.Status)
+		}
+		// Poll without pause: the first state after provisioning is the one
+		// a controller polling the cloud would act on.
+		for {
+			got, err := e.c.GetLoadBalancer(e.ctx, lb.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != api.LBProvisioning {
+				return got
+			}
+		}
+	}
+	free := first("free")
+	if free.Status != api.LBActive {
+		t.Fatalf("free VIP: %s %q, want active", free.Status, free.StatusMessage)
+	}
+	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(t.Context(), "tcp", net.JoinHostPort(free.VIP, strconv.Itoa(lbPort)))
+	if err != nil {
+		t.Fatalf("active load balancer refuses connections: %v", err)
+	}
+	_ = c.Close()
+	busy := first("busy")
+	if busy.VIP != taken.String() {
+		t.Fatalf("VIP %s, expected %s", busy.VIP, taken)
+	}
+	if busy.Status != api.LBError || !strings.Contains(busy.StatusMessage, "address already in use") {
+		t.Fatalf("taken VIP: %s %q, want error", busy.Status, busy.StatusMessage)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"slices"
 	"time"
 
@@ -156,14 +157,51 @@ func (s *Server) schedule(lb api.LoadBalancer) {
 }
 
 // activate moves a provisioning load balancer to active and starts
-// forwarding. A load balancer deleted meanwhile is left alone.
+// forwarding. The VIP is bound before the record says active, so a client
+// that sees the load balancer active can connect at once; one that cannot
+// bind goes straight to error. A load balancer deleted meanwhile is left
+// alone, and forwarding started for it stopped.
 func (s *Server) activate(id string) api.LoadBalancer {
-	lb, err := s.store.SetLBStatus(id, api.LBActive, time.Time{})
-	if err != nil {
-		klog.FromContext(s.baseCtx()).V(2).Info("Load balancer not activated", "loadBalancer", id, "err", err)
+	ctx := s.baseCtx()
+	logger := klog.FromContext(ctx).WithValues("loadBalancer", id)
+	lb, err := s.store.GetLB(id)
+	if err != nil || lb.Status != api.LBProvisioning {
+		logger.V(2).Info("Load balancer not activated", "status", lb.Status, "err", err)
 		return lb
 	}
-	return s.program(s.baseCtx(), lb)
+	s.mu.Lock()
+	dp := s.dp
+	s.mu.Unlock()
+	if dp == nil {
+		active, err := s.store.SetLBStatus(id, api.LBActive, time.Time{})
+		if err != nil {
+			return lb
+		}
+		return active
+	}
+	spec := s.dataplaneSpec(lb)
+	bindErr := dp.Apply(spec)
+	var next api.LoadBalancer
+	if bindErr != nil {
+		next, err = s.store.SetLBError(id, bindErr.Error())
+	} else {
+		next, err = s.store.SetLBStatus(id, api.LBActive, time.Time{})
+	}
+	if err != nil {
+		dp.Remove(id)
+		logger.V(2).Info("Load balancer not activated", "err", err)
+		return lb
+	}
+	if bindErr != nil {
+		logger.Error(bindErr, "Load balancer cannot bind its VIP; will retry", "vip", lb.VIP, "retryIn", s.cfg.BindRetryInterval)
+		s.retryBind(id)
+		return next
+	}
+	if !reflect.DeepEqual(s.dataplaneSpec(next), spec) {
+		// Updated while it was being bound: bring the data plane to the new spec.
+		return s.program(ctx, next)
+	}
+	return next
 }
 
 // program brings the data plane to the load balancer's current spec and

@@ -188,8 +188,9 @@ func (s *Store) SetLBStatus(id string, status api.LBStatus, readyAt time.Time) (
 	return s.replaceLB(&next)
 }
 
-// SetLBError marks an active (or already failed) load balancer in error
-// with the reason; one being provisioned or deleted is left alone.
+// SetLBError marks a load balancer in error with the reason: an active or
+// already failed one, or one whose provisioning ends in a failure; one
+// being deleted is left alone.
 func (s *Store) SetLBError(id, reason string) (api.LoadBalancer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -197,7 +198,7 @@ func (s *Store) SetLBError(id, reason string) (api.LoadBalancer, error) {
 	if !ok {
 		return api.LoadBalancer{}, api.NotFound("id", fmt.Sprintf("load balancer %s not found", id))
 	}
-	if cur.Status != api.LBActive && cur.Status != api.LBError {
+	if cur.Status == api.LBDeleting {
 		return api.LoadBalancer{}, api.Conflict("status", fmt.Sprintf("load balancer %s is %s", id, cur.Status))
 	}
 	if cur.Status == api.LBError && cur.StatusMessage == reason {
@@ -206,6 +207,7 @@ func (s *Store) SetLBError(id, reason string) (api.LoadBalancer, error) {
 	next := *cur
 	next.Status = api.LBError
 	next.StatusMessage = reason
+	next.ReadyAt = time.Time{}
 	return s.replaceLB(&next)
 }
 

@@ -3,10 +3,7 @@ package conformance_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"net/netip"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -23,6 +20,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 // dropAfter is a transport that, once armed with n, lets n requests
@@ -66,8 +64,8 @@ func TestLocalcloudConforms(t *testing.T) {
 	k.LBProvisioningTime = api.Duration(100 * time.Millisecond)
 	k.LBDeletionTime = 0
 	srv, err := server.New(server.Config{StateDir: t.TempDir(), Knobs: &k, Pools: store.Pools{
-		Internal: netip.MustParsePrefix(fmt.Sprintf("127.2.%d.0/24", 10+rand.IntN(240))),
-		VIP:      netip.MustParsePrefix(fmt.Sprintf("127.0.%d.0/24", 110+rand.IntN(140))),
+		Internal: testbed.InstancePool(t),
+		VIP:      testbed.VIPPool(t),
 	}})
 	if err != nil {
 		t.Fatal(err)

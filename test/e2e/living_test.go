@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -234,7 +232,7 @@ func checkNodesFollowInstances(ctx context.Context, t *testing.T, cs kubernetes.
 // stopping the sandbox stops it too.
 func TestSandboxNoCCM(t *testing.T) {
 	r := sandboxRun{bin: buildStratus(t), binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state"),
-		vipPool: fmt.Sprintf("127.0.%d.0/24", 110+rand.IntN(140))}
+		vipPool: testbed.VIPPool(t).String()}
 	for range 4 {
 		r.ports = append(r.ports, testbed.FreePort(t))
 	}

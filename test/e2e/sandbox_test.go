@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -131,7 +129,7 @@ func kubeClient(t *testing.T, state string) kubernetes.Interface {
 
 func TestSandboxAsAUser(t *testing.T) {
 	r := sandboxRun{bin: buildStratus(t), binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state"),
-		vipPool: fmt.Sprintf("127.0.%d.0/24", 110+rand.IntN(140))}
+		vipPool: testbed.VIPPool(t).String()}
 	for range 4 {
 		r.ports = append(r.ports, testbed.FreePort(t))
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"os"
@@ -71,9 +70,9 @@ func newCluster(t *testing.T, ctx context.Context) *cluster {
 	// A random /24 for node addresses and VIPs keeps parallel packages
 	// apart on loopback.
 	srv, err := server.New(server.Config{StateDir: dir, Knobs: &k, Pools: store.Pools{
-		Internal: netip.MustParsePrefix(fmt.Sprintf("127.1.%d.0/24", 10+rand.IntN(240))),
+		Internal: testbed.InstancePool(t),
 		External: netip.MustParsePrefix("127.2.0.0/16"),
-		VIP:      netip.MustParsePrefix(fmt.Sprintf("127.0.%d.0/24", 110+rand.IntN(140))),
+		VIP:      testbed.VIPPool(t),
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"math/rand/v2"
-	"net/netip"
 	"strings"
 	"testing"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/cli"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 func run(ctx context.Context, args ...string) (string, error) {
@@ -31,8 +29,8 @@ func run(ctx context.Context, args ...string) (string, error) {
 func TestClientCommands(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	srv, err := server.New(server.Config{StateDir: t.TempDir(), Pools: store.Pools{
-		Internal: netip.MustParsePrefix(fmt.Sprintf("127.1.%d.0/24", 10+rand.IntN(240))),
-		VIP:      netip.MustParsePrefix(fmt.Sprintf("127.0.%d.0/24", 110+rand.IntN(140))),
+		Internal: testbed.InstancePool(t),
+		VIP:      testbed.VIPPool(t),
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"testing"
@@ -19,15 +17,16 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
-// testPools picks a random /24 for internal addresses and VIPs so that
+// testPools claims a /24 for internal addresses and one for VIPs so that
 // tests running in parallel (here and in other packages) do not collide.
-func testPools() store.Pools {
+func testPools(t testing.TB) store.Pools {
 	return store.Pools{
-		Internal: netip.MustParsePrefix(fmt.Sprintf("127.1.%d.0/24", 10+rand.IntN(240))),
+		Internal: testbed.InstancePool(t),
 		External: netip.MustParsePrefix("127.2.0.0/16"),
-		VIP:      netip.MustParsePrefix(fmt.Sprintf("127.0.%d.0/24", 110+rand.IntN(140))),
+		VIP:      testbed.VIPPool(t),
 	}
 }
 
@@ -50,7 +49,7 @@ func newEnv(t *testing.T, mutate func(*api.Knobs)) *env {
 		mutate(&k)
 	}
 	e := &env{t: t, dir: t.TempDir()}
-	e.cfg = server.Config{StateDir: e.dir, Knobs: &k, Pools: testPools()}
+	e.cfg = server.Config{StateDir: e.dir, Knobs: &k, Pools: testPools(t)}
 	_, e.ctx = ktesting.NewTestContext(t)
 	e.start()
 	t.Cleanup(func() { _ = e.srv.Close() })

@@ -22,6 +22,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 type env struct {
@@ -36,7 +37,7 @@ type env struct {
 // through its registry factory, from a config file as --cloud-config gives.
 func newEnv(t *testing.T, provisioning time.Duration) *env {
 	t.Helper()
-	return newEnvPools(t, provisioning, netip.MustParsePrefix(fmt.Sprintf("127.1.%d.0/24", 10+rand.IntN(240))))
+	return newEnvPools(t, provisioning, testbed.InstancePool(t))
 }
 
 func newEnvPools(t *testing.T, provisioning time.Duration, internal netip.Prefix) *env {
@@ -47,7 +48,7 @@ func newEnvPools(t *testing.T, provisioning time.Duration, internal netip.Prefix
 	k.LBDeletionTime = 0
 	pools := store.Pools{
 		Internal: internal,
-		VIP:      netip.MustParsePrefix(fmt.Sprintf("127.0.%d.0/24", 110+rand.IntN(140))),
+		VIP:      testbed.VIPPool(t),
 	}
 	dir := t.TempDir()
 	srv, err := server.New(server.Config{StateDir: dir, Knobs: &k, Pools: pools})

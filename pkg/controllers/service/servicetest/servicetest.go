@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
@@ -40,6 +39,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 // ClusterName is the cluster the test bed's load balancers belong to.
@@ -54,14 +54,14 @@ type Cloud struct {
 	Cloud *cloud.Cloud
 }
 
-// RandomPools picks a /24 of internal addresses and one of VIPs at random,
-// so that tests of other packages running at the same time on the same
+// RandomPools claims a /24 of internal addresses and one of VIPs for t, so
+// that tests of other packages running at the same time on the same
 // loopback do not collide.
-func RandomPools() store.Pools {
+func RandomPools(t testing.TB) store.Pools {
 	return store.Pools{
-		Internal: netip.MustParsePrefix(fmt.Sprintf("127.1.%d.0/24", 10+rand.IntN(240))),
+		Internal: testbed.InstancePool(t),
 		External: netip.MustParsePrefix("127.2.0.0/16"),
-		VIP:      netip.MustParsePrefix(fmt.Sprintf("127.0.%d.0/24", 110+rand.IntN(140))),
+		VIP:      testbed.VIPPool(t),
 	}
 }
 
@@ -86,7 +86,7 @@ type CloudOptions struct {
 // StartCloud starts localcloud with knobs until t ends.
 func StartCloud(t testing.TB, knobs api.Knobs, lim CloudOptions) *Cloud {
 	t.Helper()
-	pools := RandomPools()
+	pools := RandomPools(t)
 	if lim.VIPPool.IsValid() {
 		pools.VIP = lim.VIPPool
 	}

@@ -54,6 +54,11 @@ type Config struct {
 	// Timeout bounds each check, including the waits a provider asks for
 	// with a RetryError; default 2 minutes.
 	Timeout time.Duration
+	// Strict fails the recommended checks too. By default a recommended
+	// check that fails is logged and listed in Report.Recommended: Stratus
+	// does not rely on that behaviour, but other tools and controllers
+	// may, and a provider that has it is easier to operate.
+	Strict bool
 }
 
 // Report says which checks ran and why the others did not.
@@ -62,6 +67,10 @@ type Report struct {
 	Ran []string
 	// NotRun maps each check that did not run to the reason.
 	NotRun map[string]string
+	// Recommended maps each recommended check the provider fails to what
+	// went wrong (empty when all pass, and always empty with Strict, where
+	// they fail the test instead).
+	Recommended map[string]string
 }
 
 // Run runs every applicable check as a subtest of t.
@@ -74,7 +83,7 @@ func Run(t *testing.T, cfg Config) Report {
 func RunT(t T, cfg Config) Report {
 	t.Helper()
 	s, err := newSuite(cfg)
-	rep := Report{NotRun: map[string]string{}}
+	rep := Report{NotRun: map[string]string{}, Recommended: map[string]string{}}
 	if err != nil {
 		t.Errorf("conformance: %v", err)
 		return rep
@@ -94,7 +103,11 @@ func RunT(t T, cfg Config) Report {
 		t.Run(g.name, func(t T) {
 			for _, c := range run {
 				rep.Ran = append(rep.Ran, g.name+"/"+c.name)
-				t.Run(c.name, func(t T) { s.run(t, c) })
+				t.Run(c.name, func(t T) {
+					if msg := s.run(t, c); msg != "" {
+						rep.Recommended[g.name+"/"+c.name] = msg
+					}
+				})
 			}
 		})
 	}
@@ -105,12 +118,15 @@ func RunT(t T, cfg Config) Report {
 }
 
 // check is one behaviour: what it needs, how to test it, and why Stratus
-// cares, printed when it fails.
+// cares, printed when it fails. A recommended check tests a behaviour
+// Stratus' controllers do not rely on; it fails the test only with
+// Config.Strict.
 type check struct {
-	name  string
-	why   string
-	needs func(*suite) string
-	test  func(context.Context, *suite) error
+	name        string
+	why         string
+	recommended bool
+	needs       func(*suite) string
+	test        func(context.Context, *suite) error
 }
 
 type group struct {
@@ -182,12 +198,23 @@ func newSuite(cfg Config) (*suite, error) {
 	return s, nil
 }
 
-func (s *suite) run(t T, c check) {
+// run runs one check; a recommended check that fails without Strict is
+// logged, and its message returned, instead of failing t.
+func (s *suite) run(t T, c check) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
-	if err := c.test(ctx, s); err != nil {
+	err := c.test(ctx, s)
+	switch {
+	case err == nil:
+		return ""
+	case c.recommended && !s.cfg.Strict:
+		msg := fmt.Sprintf("%v\nWhy it is recommended: %s", err, c.why)
+		t.Logf("conformance: recommended, not required (Config.Strict fails it): %s", msg)
+		return msg
+	default:
 		t.Errorf("%v\nWhy it matters: %s", err, c.why)
+		return ""
 	}
 }
 

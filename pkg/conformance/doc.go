@@ -16,6 +16,12 @@
 // without Routes) is not run; Run's Report lists those with the reason, so
 // a test can insist on the checks it expects.
 //
+// A few checks are recommended rather than required: they test behaviour
+// Stratus' controllers do not rely on (idempotent CreateRoute and
+// DeleteRoute: the route controller lists before it writes). One that
+// fails is logged and listed in Report.Recommended; Config.Strict makes it
+// fail the test.
+//
 // The checks create and delete one or two load balancers and one route,
 // named after Config.ClusterName, and leave nothing behind when they pass.
 package conformance

@@ -28,6 +28,7 @@ type defects struct {
 	leakOnRetry       bool // an ensure retried after a lost answer creates a second load balancer
 	plainThrottle     bool // throttling is a plain error
 	routeCreateErrs   bool // creating an existing route fails
+	routeDeleteKept   bool // a deleted route stays listed
 }
 
 // memCloud is an in-memory provider: correct unless a defect is set. It
@@ -323,6 +324,8 @@ func (c *memCloud) DeleteRoute(_ context.Context, _ string, r *cloudprovider.Rou
 	if _, err := c.call(); err != nil {
 		return err
 	}
-	delete(c.routes, r.DestinationCIDR)
+	if !c.d.routeDeleteKept {
+		delete(c.routes, r.DestinationCIDR)
+	}
 	return nil
 }

@@ -79,9 +79,10 @@ func memConfig(c *memCloud) conformance.Config {
 // breaks fail, each with its explanation.
 func TestKitFailsExactlyTheBrokenChecks(t *testing.T) {
 	cases := map[string]struct {
-		d    defects
-		want []string // failed checks
-		says string   // in the failure message
+		d         defects
+		want      []string // failed checks
+		says      string   // in the failure message
+		recommend []string // recommended checks failed (logged, not failed)
 	}{
 		"correct":             {},
 		"exists false":        {d: defects{existsFalse: true}, want: []string{"Instances/ExistingInstancesExist"}, says: "InstanceExists(m-1) = false for a machine that exists"},
@@ -95,7 +96,11 @@ func TestKitFailsExactlyTheBrokenChecks(t *testing.T) {
 		"delete missing errs": {d: defects{deleteMissingErrs: true}, want: []string{"LoadBalancer/DeleteIsIdempotent", "LoadBalancer/DeletingMissingSucceeds"}, says: "not found"},
 		"leak on retry":       {d: defects{leakOnRetry: true}, want: []string{"LoadBalancer/EnsureConvergesAfterPartialFailure"}, says: "shows 2 load balancers"},
 		"plain throttle":      {d: defects{plainThrottle: true}, want: []string{"Errors/ThrottlingIsARetryError"}, says: "has no RetryError in its chain"},
-		"route create errs":   {d: defects{routeCreateErrs: true}, want: []string{"Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"}, says: "already exists"},
+		// Stratus lists routes before it creates or deletes one, so
+		// idempotent route calls are recommended, not required.
+		"route create errs": {d: defects{routeCreateErrs: true}, recommend: []string{"Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"}, says: "already exists"},
+		"route delete kept": {d: defects{routeDeleteKept: true}, want: []string{"Routes/DeletedRouteIsNotListed"},
+			recommend: []string{"Routes/DeleteIsIdempotent"}, says: "ListRoutes shows 1 routes for 10.254.254.0/24, want 0"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -112,6 +117,27 @@ func TestKitFailsExactlyTheBrokenChecks(t *testing.T) {
 				if !strings.Contains(msg, c.says) || !strings.Contains(msg, "Why it matters: ") {
 					t.Errorf("%s failed with %q, want it to say %q and why it matters", check, msg, c.says)
 				}
+			}
+			if got := slices.Sorted(maps.Keys(rep.Recommended)); !slices.Equal(got, c.recommend) {
+				t.Errorf("recommended checks failed = %v, want %v", got, c.recommend)
+			}
+			for _, check := range c.recommend {
+				if msg := rep.Recommended[check]; !strings.Contains(msg, "Why it is recommended: ") {
+					t.Errorf("%s says %q, want why it is recommended", check, msg)
+				}
+			}
+			if len(c.recommend) == 0 {
+				return
+			}
+			// With Strict the recommended checks fail like the others.
+			strict := newRecorder()
+			cfg := memConfig(newMemCloud(c.d))
+			cfg.Strict = true
+			if rep := conformance.RunT(strict, cfg); len(rep.Recommended) != 0 {
+				t.Errorf("Strict still lists %v as recommended", rep.Recommended)
+			}
+			if got, want := strict.failed(), slices.Sorted(slices.Values(append(slices.Clone(c.want), c.recommend...))); !slices.Equal(got, want) {
+				t.Errorf("Strict: failed checks = %v, want %v", got, want)
 			}
 		})
 	}
@@ -177,17 +203,27 @@ func TestUpstreamFakeLegacyInstancesConform(t *testing.T) {
 	}
 }
 
-// TestUpstreamFakeRoutesAreNotIdempotent records what the kit finds in
-// upstream's fake routes: CreateRoute refuses a route that exists (and
-// then fails every later call through its shared Err field), so the two
-// idempotency checks fail, and only those.
-func TestUpstreamFakeRoutesAreNotIdempotent(t *testing.T) {
-	rec := newRecorder()
-	conformance.RunT(rec, conformance.Config{Provider: upstreamFake(true), Instances: []*v1.Node{node("worker-1", "")}})
-	if got, want := rec.failed(), []string{"Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"}; !slices.Equal(got, want) {
-		t.Fatalf("failed checks = %v, want %v; messages: %v", got, want, rec.root.failures)
+// TestUpstreamFakeRoutes runs the route checks against upstream's fake:
+// its routes are listed when created and gone when deleted, which is what
+// Stratus relies on, so it passes; CreateRoute refuses a route that exists
+// (and then fails every later call through its shared Err field), so the
+// two recommended idempotency checks are reported, and fail with Strict.
+func TestUpstreamFakeRoutes(t *testing.T) {
+	rep := conformance.Run(t, conformance.Config{Provider: upstreamFake(true), Instances: []*v1.Node{node("worker-1", "")}})
+	for _, c := range []string{"Routes/CreatedRouteIsListed", "Routes/DeletedRouteIsNotListed", "Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"} {
+		if !slices.Contains(rep.Ran, c) {
+			t.Errorf("%s did not run: %v", c, rep.NotRun)
+		}
 	}
-	if msg := rec.root.failures["Routes/CreateIsIdempotent"][0]; !strings.Contains(msg, "already exists") {
+	if got, want := slices.Sorted(maps.Keys(rep.Recommended)), []string{"Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"}; !slices.Equal(got, want) {
+		t.Fatalf("recommended checks failed = %v, want %v", got, want)
+	}
+	if msg := rep.Recommended["Routes/CreateIsIdempotent"]; !strings.Contains(msg, "already exists") {
 		t.Errorf("CreateIsIdempotent says %q, want the fake's 'already exists'", msg)
+	}
+	rec := newRecorder()
+	conformance.RunT(rec, conformance.Config{Provider: upstreamFake(true), Instances: []*v1.Node{node("worker-1", "")}, Strict: true})
+	if got, want := rec.failed(), []string{"Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"}; !slices.Equal(got, want) {
+		t.Fatalf("Strict: failed checks = %v, want %v; messages: %v", got, want, rec.root.failures)
 	}
 }

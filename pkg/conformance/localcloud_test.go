@@ -98,6 +98,8 @@ func TestLocalcloudConforms(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := conformance.Run(t, conformance.Config{
+		// localcloud has every recommended behaviour too.
+		Strict:      true,
 		Provider:    localcloud.NewWithClient(c, "conformance"),
 		ClusterName: "conformance",
 		Instances:   []*v1.Node{node(withID.Name, localcloud.ProviderID(withID.ID)), node(byName.Name, "")},

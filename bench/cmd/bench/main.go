@@ -174,7 +174,7 @@ func save(path string, res results.Results) error {
 	if err != nil {
 		return fmt.Errorf("encode results: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // results are public, like the repository they live in
 		return fmt.Errorf("save results: %w", err)
 	}
 	tmp := path + ".tmp"

@@ -34,7 +34,7 @@ type rangeBars struct {
 // scenario, cloud mode and charted figure into dir, and returns the file
 // names written.
 func WriteCharts(dir string, in Input) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // charts are documentation, world-readable
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	g := results.Group(in.Results.Runs)

@@ -76,7 +76,7 @@ func UpdateFile(path, section string) error {
 	if err != nil {
 		return fmt.Errorf("report: %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // documentation is world-readable
 		return fmt.Errorf("report: %w", err)
 	}
 	if err := os.WriteFile(path, []byte(out), 0o644); err != nil { //nolint:gosec // documentation is world-readable

@@ -71,10 +71,12 @@ $(BIN)/golangci-lint:
 EXAMPLES := examples/fake-provider
 
 # test: unit and integration tests against the real apiserver, with -race,
-# then each example module's tests.
+# then each example module's tests, and the benchmark runner's unit tests
+# (its analysis and report; they start no process).
 test: tools build
 	$(GO) test $(TEST_FLAGS) ./...
 	cd hack/dist && $(GO) test $(DIST_TEST_FLAGS) ./...
+	cd bench && $(GO) test $(TEST_FLAGS) ./...
 	for m in $(EXAMPLES); do (cd $$m && $(GO) test $(TEST_FLAGS) ./...) || exit 1; done
 
 # golangci-lint holds a machine-wide lock; a second run on the same machine
@@ -86,6 +88,7 @@ lint: $(BIN)/golangci-lint
 	$(GO) mod tidy -diff
 	$(LINT) ./...
 	cd hack/dist && $(GO) vet ./... && $(LINT) ./...
+	cd bench && $(GO) mod tidy -diff && $(GO) vet ./... && $(LINT) ./...
 	@# An example requires this module through a replace, so a dependency
 	@# added here must reach its go.sum too: run go mod tidy in it.
 	for m in $(EXAMPLES); do (cd $$m && $(GO) mod tidy -diff && $(GO) vet ./... && $(LINT) ./...) || exit 1; done

@@ -13,10 +13,11 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.S.Nodes != 1000 || c.S.Services != 300 || c.S.Reps != 3 || c.S.SteadyReps != 1 || c.S.SteadyWindow != 5*time.Minute {
+	if c.S.Nodes != 1000 || c.S.Services != 300 || c.S.Reps != 3 || c.S.SteadyReps != 1 || c.S.SteadyWindow != 15*time.Minute ||
+		c.S.IdleNodes != 5000 || c.S.LimitDropReps != 2 || c.S.LowRateLimit != 10 {
 		t.Fatalf("defaults = %+v", c.S)
 	}
-	if c.DocPath != "/repo/docs/benchmarks.md" || c.ResultsPath != "/repo/bench/results/default.json" || len(c.S.Scenarios) != 4 {
+	if c.DocPath != "/repo/docs/benchmarks.md" || c.ResultsPath != "/repo/bench/results/default.json" || len(c.S.Scenarios) != 6 {
 		t.Fatalf("paths/scenarios = %s %s %v", c.DocPath, c.ResultsPath, c.S.Scenarios)
 	}
 }
@@ -50,5 +51,24 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+}
+
+// At the large scale steady itself idles at 5,000 nodes: steady5k would
+// repeat it.
+func TestLargeScaleLeavesOutSteady5k(t *testing.T) {
+	c, err := Load(env(map[string]string{"BENCH_SCALE": "large"}), "/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.S.Scenarios, ",") != "nodeinit,lb,steady,limitdrop,failover" || c.S.Nodes != 5000 {
+		t.Fatalf("large scale: %v at %d nodes", c.S.Scenarios, c.S.Nodes)
+	}
+	d, err := Load(env(nil), "/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.S.Scenarios[3] != "steady5k" {
+		t.Fatalf("the default scale lost steady5k: %v", d.S.Scenarios)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,7 +34,10 @@ type CloudKnobs struct {
 	ClientBurst int
 	// VIPPool is localcloud's --vip-pool; clusters that run side by side
 	// need disjoint pools, since their load balancers bind real sockets.
-	VIPPool string
+	// Empty: the cluster claims a free one (ClaimVIPPool), searching from
+	// the VIPPoolFrom-th.
+	VIPPool     string
+	VIPPoolFrom int
 }
 
 // Cluster is a fresh control plane, kwok and localcloud for one run.
@@ -53,6 +57,7 @@ type Cluster struct {
 	plane      *envtest.Environment
 	kwok       *localcluster.Kwok
 	localcloud *Proc
+	vipClaim   io.Closer
 }
 
 // ClusterName is the --cluster-name of every contestant.
@@ -148,8 +153,11 @@ func (c *Cluster) startLocalcloud(ctx context.Context, k CloudKnobs) error {
 	}
 	vipPool := k.VIPPool
 	if vipPool == "" {
-		// The default VIP pool is a /24: too small for hundreds of Services.
-		vipPool = VIPPool(0)
+		// The default VIP pool is a /24: too small for hundreds of
+		// Services, and shared with the sandbox.
+		if vipPool, c.vipClaim, err = ClaimVIPPool(k.VIPPoolFrom); err != nil {
+			return err
+		}
 	}
 	p, err := StartProc("localcloud", c.logFile("localcloud"), filepath.Join(c.BinDir, "stratus"),
 		"localcloud", "serve",
@@ -201,6 +209,9 @@ func (c *Cluster) startLocalcloud(ctx context.Context, k CloudKnobs) error {
 func (c *Cluster) Stop() {
 	if c.localcloud != nil {
 		c.localcloud.Stop(10 * time.Second)
+	}
+	if c.vipClaim != nil {
+		_ = c.vipClaim.Close()
 	}
 	if c.kwok != nil {
 		c.kwok.Stop()
@@ -255,6 +266,28 @@ func Poll(ctx context.Context, interval, timeout time.Duration, what string, con
 	}
 }
 
-// VIPPool returns the i-th of four disjoint /20 VIP pools (127.0.96.0/20,
-// 127.0.112.0/20, ...), each large enough for thousands of Services.
-func VIPPool(i int) string { return fmt.Sprintf("127.0.%d.0/20", 96+16*(i%4)) }
+// vipPoolClaimPort is the port ClaimVIPPool binds on a pool's last
+// address, which localcloud never hands out.
+const vipPoolClaimPort = 64999
+
+// vipPools is how many /20 VIP pools 127.170.0.0/16 holds.
+const vipPools = 16
+
+// ClaimVIPPool returns a /20 of 127.170.0.0/16 that no other cluster on
+// this machine holds, trying the from-th first, and the claim to close
+// when the cluster stops. Clusters of one run side by side, other
+// engineers' runs and the tests all bind real sockets on their VIPs, so
+// a pool is claimed with a listener on its last address, which the kernel
+// keeps exclusive across processes. Each /20 holds thousands of Services.
+func ClaimVIPPool(from int) (string, io.Closer, error) {
+	for i := range vipPools {
+		n := (from + i) % vipPools
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{127, 170, byte(16 * n), 0}), 20)
+		last := netip.AddrFrom4([4]byte{127, 170, byte(16*n + 15), 255})
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(last, vipPoolClaimPort).String())
+		if err == nil {
+			return p.String(), ln, nil
+		}
+	}
+	return "", nil, fmt.Errorf("harness: every VIP pool of 127.170.0.0/16 is held by another cluster (a claim is a listener on port %d of its last address)", vipPoolClaimPort)
+}

@@ -10,79 +10,6 @@ import (
 	"github.com/stratus-ccm/stratus/bench/internal/results"
 )
 
-// Column is one figure shown in a scenario table.
-type Column struct {
-	Figure string
-	Title  string
-	// Lower is true when a smaller value is better (all of ours).
-	Digits int
-}
-
-// Scenario describes how a scenario is reported.
-type Scenario struct {
-	Name    string
-	Title   string
-	Explain func(s results.Settings) string
-	Columns []Column
-	// Charts are the figures drawn as bar charts.
-	Charts []string
-}
-
-// Scenarios are the report's sections, in order.
-var Scenarios = []Scenario{
-	{
-		Name: "nodeinit", Title: "1. Node initialization",
-		Explain: func(s results.Settings) string {
-			return fmt.Sprintf("%d instances exist in localcloud; the controller manager leads; then %d Nodes register at once as kubelets with "+
-				"`--cloud-provider=external` do. Time from the first registration until every node has a providerID and no uninitialized taint.", s.Nodes, s.Nodes)
-		},
-		Columns: []Column{{results.FigConverge, "time to converge (s)", 1}, {results.FigCloudCalls, "cloud requests", 0}, {results.FigCloudThrottle, "of which 429", 0},
-			{results.FigAPIRequests, "API server requests", 0}, {results.FigCPU, "CPU (s)", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}},
-		Charts: []string{results.FigConverge, results.FigCloudCalls},
-	},
-	{
-		Name: "lb", Title: "2. Load balancers",
-		Explain: func(s results.Settings) string {
-			return fmt.Sprintf("%d LoadBalancer Services (one UDP port each) are created at once on %d initialized nodes; "+
-				"then %d nodes join within 2 s. \"published\": time until every Service has an ingress; "+
-				"\"join\": time from the first join until every load balancer's backends (read from localcloud) include every joined node. "+
-				"The runner polls localcloud every 500 ms during the join; its requests are not counted.", s.Services, s.LBNodes, s.JoinNodes)
-		},
-		Columns: []Column{{results.FigConverge, "published (s)", 1}, {results.FigJoin, "join (s)", 1}, {results.FigJoinUpdates, "UpdateLoadBalancer after join", 0},
-			{results.FigJoinCalls, "cloud requests after join", 0}, {results.FigCloudCalls, "cloud requests (total)", 0}, {results.FigCloudThrottle, "of which 429", 0},
-			{results.FigAPIRequests, "API server requests", 0}, {results.FigCPU, "CPU (s)", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}},
-		Charts: []string{results.FigJoin, results.FigConverge, results.FigJoinUpdates},
-	},
-	{
-		Name: "steady", Title: "3. Steady state",
-		Explain: func(s results.Settings) string {
-			return fmt.Sprintf("%d initialized nodes and %d published Services (every load balancer holding every node) left idle for %v, "+
-				"extrapolated to one hour (× %.3g). The contestants idle side by side, each on its own cluster, unless BENCH_STEADY_PARALLEL=0. "+
-				"\"Idle peak RSS\" is the highest resident set sampled every second during the window only; \"peak RSS (whole run)\" is the "+
-				"high-water mark since start, setup included; \"RSS at the end\" is the resident set when the window closes. "+
-				"The per-hour figures are the window's counts × %.3g, not whole refresh cycles: both contestants wait 5 minutes after a "+
-				"node refresh pass ends before the next, so a contestant whose pass itself takes minutes (upstream at 5,000 nodes) "+
-				"has a period longer than the window, and a window cut across its pass can count less or more than its real hourly rate.",
-				s.Nodes, s.Services, s.SteadyWindow, float64(time.Hour)/float64(max(1, s.SteadyWindow)), float64(time.Hour)/float64(max(1, s.SteadyWindow)))
-		},
-		Columns: []Column{{results.FigCloudPerHour, "cloud requests / h", 0}, {results.FigAPIPerHour, "API server requests / h", 0},
-			{results.FigCPUPerHour, "CPU s / h", 1}, {results.FigIdlePeakRSS, "idle peak RSS (MiB)", 0}, {results.FigPeakRSS, "peak RSS (whole run, MiB)", 0},
-			{results.FigRSS, "RSS at the end (MiB)", 0}},
-		Charts: []string{results.FigCloudPerHour, results.FigIdlePeakRSS, results.FigPeakRSS},
-	},
-	{
-		Name: "failover", Title: "4. Failover",
-		Explain: func(s results.Settings) string {
-			return fmt.Sprintf("Two replicas with leader election (lease %gs); %d Services are created one every 100 ms and the leader is SIGKILLed "+
-				"after a third of them. Takeover: kill until the standby holds the lease; failover: kill until every Service has an ingress. "+
-				"Requests, CPU and RSS are the standby's.", s.LeaseSeconds, s.FailoverSvcs)
-		},
-		Columns: []Column{{results.FigTakeover, "takeover (s)", 1}, {results.FigFailover, "failover (s)", 1}, {results.FigDuplicates, "duplicate LBs", 0},
-			{results.FigCloudCalls, "cloud requests", 0}, {results.FigAPIRequests, "API server requests", 0}, {results.FigCPU, "CPU (s)", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}},
-		Charts: []string{results.FigFailover},
-	},
-}
-
 // Contestant is a contestant's id and label, in report order.
 type Contestant struct{ Name, Label string }
 
@@ -126,7 +53,7 @@ func Render(in Input) string {
 			}
 			fmt.Fprintf(&b, "#### %s\n\n", cloudTitle(cloud, r.Settings))
 			writeTable(&b, sc, cloud, in.Contestants, groups, fails)
-			writeOps(&b, r.Runs, sc.Name, cloud, in.Contestants)
+			writeOps(&b, sc, r.Runs, cloud, in.Contestants)
 			if in.ChartLink != nil {
 				for _, f := range sc.Charts {
 					file := ChartFile(sc.Name, cloud, f)
@@ -144,10 +71,11 @@ func Render(in Input) string {
 // reproduce tells how to run the benchmark; it sits in the generated
 // section so that it stays true to the runner that wrote the figures.
 const reproduce = "**Reproduce**: `make bench` (builds the tools, `bin/stratus` and the peer `bin/upstream-ccm`, then runs `bin/bench`). " +
-	"`BENCH_SCENARIOS=nodeinit,lb,steady,failover` selects scenarios (the others keep their previous figures), " +
+	"`BENCH_SCENARIOS=nodeinit,lb,steady,steady5k,limitdrop,failover` selects scenarios (the others keep their previous figures), " +
 	"`BENCH_CONTESTANTS=upstream,upstream-tuned,stratus-std,stratus` selects contestants (the others keep their previous figures too), `BENCH_REPS` (default 3), " +
-	"`BENCH_STEADY_WINDOW` (default 5m, the pause both contestants take after each node refresh pass; figures are extrapolated to one hour) and `BENCH_STEADY_REPS` (default 1) set the repetitions, " +
-	"`BENCH_SCALE=large` registers 5,000 nodes instead of 1,000, `BENCH_QUICK=1` is a smoke run at tiny scale written under " +
+	"`BENCH_STEADY_WINDOW` (default 15m, the longest a steady window waits for whole refresh cycles), `BENCH_STEADY_REPS` (default 1) and `BENCH_LIMITDROP_REPS` (default 2) set the repetitions, " +
+	"`BENCH_STEADY_PARALLEL=0` runs the steady and limit-drop contestants one after the other instead of side by side, " +
+	"`BENCH_SCALE=large` registers 5,000 nodes instead of 1,000 (and leaves out steady5k, which steady then repeats), `BENCH_QUICK=1` is a smoke run at tiny scale written under " +
 	"`bench/results/quick/` instead of here, and `BENCH_KEEP=1` keeps every run's logs. Raw results: `bench/results/<scale>.json`.\n\n"
 
 func writeSetup(b *strings.Builder, r results.Results) {
@@ -261,11 +189,11 @@ func writeTable(b *strings.Builder, sc Scenario, cloud string, cs []Contestant, 
 }
 
 // writeOps lists the median number of cloud requests by operation.
-func writeOps(b *strings.Builder, runs []results.Run, sc, cloud string, cs []Contestant) {
+func writeOps(b *strings.Builder, sc Scenario, runs []results.Run, cloud string, cs []Contestant) {
 	per := map[string]map[string][]float64{}
 	opsSeen := map[string]bool{}
 	for _, r := range runs {
-		if r.Scenario != sc || r.Cloud != cloud || r.Error != "" {
+		if r.Scenario != sc.Name || r.Cloud != cloud || r.Error != "" {
 			continue
 		}
 		if per[r.Contestant] == nil {
@@ -286,7 +214,11 @@ func writeOps(b *strings.Builder, runs []results.Run, sc, cloud string, cs []Con
 		ops = append(ops, op)
 	}
 	sort.Strings(ops)
-	b.WriteString("Cloud requests by operation (median):\n\n| contestant |")
+	title := sc.OpsTitle
+	if title == "" {
+		title = "Cloud requests by operation (median)"
+	}
+	fmt.Fprintf(b, "%s:\n\n| contestant |", title)
 	for _, op := range ops {
 		fmt.Fprintf(b, " %s |", op)
 	}

@@ -27,9 +27,10 @@ type OpCycles struct {
 	// at least CycleGap of quiet inside the window. A pass under way when
 	// the window opened is not a start.
 	Starts int
-	// Whole is true when at least two starts were seen: PerHour is then
-	// the rate over whole cycles, from the first start to the last; else
-	// it is the window's count extrapolated to one hour.
+	// Whole is true when the window holds a whole cycle, from one pass
+	// start to a later one or from one pass end to a later one: PerHour is
+	// then the rate over whole cycles; else it is the window's count
+	// extrapolated to one hour.
 	Whole bool
 	// Period is the mean time from one pass start to the next (whole
 	// cycles only).
@@ -133,33 +134,53 @@ func (r SteadyRates) mainRate() float64 {
 	return 0
 }
 
-// opCycles finds the pass starts of op. A request is seen in the interval
-// (samples[i-1], samples[i]]; a start is dated samples[i-1], the last
-// reading before it, so that the count there excludes the pass.
+// opCycles finds the passes of op and frames whole cycles between two
+// pass starts or two pass ends, whichever pair spans longer. A request is
+// seen in the interval (samples[i-1], samples[i]]: a start is dated
+// samples[i-1], the last reading before the pass, an end samples[i], the
+// first reading after its last request, so that the counts between two
+// starts or two ends hold whole passes. An end counts once CycleGap of
+// quiet followed it inside the window; the pass under way when the window
+// opened has an end but no start, the one under way when it closed a start
+// but no end.
 func opCycles(samples []Sample, op string) OpCycles {
 	o := OpCycles{Op: op}
-	var starts []int
+	var starts, ends []int
 	quietSince := samples[0].At // no request seen since
+	lastActive := -1
 	for i := 1; i < len(samples); i++ {
 		if samples[i].Ops[op] <= samples[i-1].Ops[op] {
 			continue
 		}
 		if samples[i-1].At.Sub(quietSince) >= CycleGap {
 			starts = append(starts, i-1)
+			if lastActive >= 0 {
+				ends = append(ends, lastActive)
+			}
 		}
 		quietSince = samples[i].At
+		lastActive = i
+	}
+	if lastActive >= 0 && samples[len(samples)-1].At.Sub(samples[lastActive].At) >= CycleGap {
+		ends = append(ends, lastActive)
 	}
 	o.Starts = len(starts)
-	if len(starts) < 2 {
+	span := func(b []int) time.Duration {
+		if len(b) < 2 {
+			return 0
+		}
+		return samples[b[len(b)-1]].At.Sub(samples[b[0]].At)
+	}
+	b := starts
+	if span(ends) > span(starts) {
+		b = ends
+	}
+	if span(b) <= 0 {
 		return o
 	}
-	o.from, o.to = starts[0], starts[len(starts)-1]
-	span := samples[o.to].At.Sub(samples[o.from].At)
-	o.Whole = span > 0
-	if !o.Whole {
-		return o
-	}
-	o.Period = span / time.Duration(len(starts)-1)
-	o.PerHour = float64(samples[o.to].Ops[op]-samples[o.from].Ops[op]) * float64(time.Hour) / float64(span)
+	o.Whole = true
+	o.from, o.to = b[0], b[len(b)-1]
+	o.Period = span(b) / time.Duration(len(b)-1)
+	o.PerHour = float64(samples[o.to].Ops[op]-samples[o.from].Ops[op]) * float64(time.Hour) / float64(span(b))
 	return o
 }

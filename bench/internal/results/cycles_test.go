@@ -110,3 +110,19 @@ func TestAnalyzeSteadyWithoutRequests(t *testing.T) {
 		t.Fatalf("got %+v, want no operations and the window's CPU rate", r)
 	}
 }
+
+// A window that opens during a pass frames its cycle between pass ends:
+// it need not wait for two more starts.
+func TestAnalyzeSteadyFramesCyclesBetweenPassEnds(t *testing.T) {
+	// Passes of 100 s every 400 s, the window opening 50 s into one.
+	r := AnalyzeSteady(series(500, 0, func(sec int) map[string]int64 {
+		if (sec+49)%400 < 100 {
+			return map[string]int64{"GetInstance": 10}
+		}
+		return nil
+	}))
+	o := r.Ops[0]
+	if !o.Whole || o.Starts != 1 || o.Period != 400*time.Second || !near(o.PerHour, 9000) {
+		t.Fatalf("got %+v, want one cycle of 400 s between pass ends, 9000 per hour", o)
+	}
+}

@@ -42,13 +42,17 @@ type Versions struct {
 
 // Settings are the knobs of the invocation.
 type Settings struct {
-	Scale        string        `json:"scale"`
-	Quick        bool          `json:"quick"`
-	Scenarios    []string      `json:"scenarios"`
-	Contestants  []string      `json:"contestants"`
-	Reps         int           `json:"reps"`
-	SteadyReps   int           `json:"steadyReps"`
+	Scale       string   `json:"scale"`
+	Quick       bool     `json:"quick"`
+	Scenarios   []string `json:"scenarios"`
+	Contestants []string `json:"contestants"`
+	Reps        int      `json:"reps"`
+	SteadyReps  int      `json:"steadyReps"`
+	// SteadyWindow is the longest a steady window stays open; it closes
+	// earlier once it holds a whole refresh cycle of every operation.
 	SteadyWindow time.Duration `json:"steadyWindowNs"`
+	// IdleNodes is the node count of the steady5k scenario.
+	IdleNodes    int           `json:"idleNodes,omitempty"`
 	Nodes        int           `json:"nodes"`
 	Services     int           `json:"services"`
 	LBNodes      int           `json:"lbNodes"`
@@ -65,6 +69,13 @@ type Settings struct {
 	ProviderQPS   float64 `json:"providerRateLimitQPS,omitempty"`
 	ProviderBurst int     `json:"providerRateLimitBurst,omitempty"`
 	LeaseSeconds  float64 `json:"leaseSeconds"`
+	// The limit-drop scenario: LimitDropAfter after the Services are
+	// created the cloud's limit drops from RateLimit to LowRateLimit for
+	// LimitLowFor, then rises again; LimitDropReps repetitions.
+	LimitDropReps  int           `json:"limitDropReps,omitempty"`
+	LowRateLimit   float64       `json:"lowRateLimit,omitempty"`
+	LimitDropAfter time.Duration `json:"limitDropAfterNs,omitempty"`
+	LimitLowFor    time.Duration `json:"limitLowForNs,omitempty"`
 }
 
 // Run is one contestant in one scenario, once.
@@ -103,7 +114,13 @@ const (
 	FigPeakRSS       = "peak_rss_mib"      // VmHWM at the end
 	FigRSS           = "rss_mib"           // VmRSS at the end
 	FigIdlePeakRSS   = "idle_peak_rss_mib" // steady: highest VmRSS sampled during the window only
-	FigCloudPerHour  = "cloud_calls_per_h"
+	FigCloudPerHour  = "cloud_calls_per_h" // steady: over whole refresh cycles where the window holds one
+	FigCycle         = "cycle_s"           // steady: the main operation's refresh period, pass start to pass start
+	FigWindow        = "window_s"          // steady: how long the window stayed open
+	FigBackUnder     = "back_under_s"      // limitdrop: drop → rate under the new limit for good
+	FigLowThrottle   = "cloud_429_low"     // limitdrop: 429 answers while the limit was low
+	FigLowRate       = "low_rate"          // limitdrop: requests per second sent while the limit was low
+	FigAfterRaise    = "after_raise_s"     // limitdrop: limit raised again → every Service published
 	FigAPIPerHour    = "api_requests_per_h"
 	FigCPUPerHour    = "cpu_s_per_h"
 	FigFailover      = "failover_s"    // failover: kill → all Services have ingress

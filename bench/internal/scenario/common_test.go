@@ -18,7 +18,7 @@ func TestKnobsPaceEveryContestantOnlyInTheRealisticCloud(t *testing.T) {
 		t.Fatalf("realistic knobs = %+v", r)
 	}
 	i := e.knobs(results.CloudIdeal, 1)
-	if i.RateLimit != 0 || i.ClientQPS != 0 || i.Latency != 0 || i.VIPPool == r.VIPPool {
+	if i.RateLimit != 0 || i.ClientQPS != 0 || i.Latency != 0 || i.VIPPoolFrom == r.VIPPoolFrom {
 		t.Fatalf("ideal knobs = %+v", i)
 	}
 }

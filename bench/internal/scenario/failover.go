@@ -24,7 +24,7 @@ func (e *Env) failover(ctx context.Context, c harness.Contestant, cloud, dir str
 	if _, err := cl.CreateInstances(ctx, nodes); err != nil {
 		return nil, nil, err
 	}
-	leader, err := e.startLeader(ctx, cl, c, "a")
+	leader, err := e.startLeader(ctx, cl, c)
 	if err != nil {
 		return nil, nil, err
 	}

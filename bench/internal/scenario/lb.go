@@ -44,7 +44,7 @@ func (e *Env) lb(ctx context.Context, c harness.Contestant, cloud, dir string) (
 	if err != nil {
 		return nil, nil, err
 	}
-	ccm, err := e.startLeader(ctx, cl, c, "a")
+	ccm, err := e.startLeader(ctx, cl, c)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,7 +22,7 @@ func (e *Env) nodeInit(ctx context.Context, c harness.Contestant, cloud, dir str
 	if _, err := cl.CreateInstances(ctx, nodes); err != nil {
 		return nil, nil, err
 	}
-	ccm, err := e.startLeader(ctx, cl, c, "a")
+	ccm, err := e.startLeader(ctx, cl, c)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/stratus-ccm/stratus/bench/internal/harness"
@@ -40,11 +41,27 @@ func (e *Env) Run(ctx context.Context, scenarios []string, cs []harness.Contesta
 		round++
 		return rotate(cs, round-1)
 	}
+	steadyDone := false
 	for _, sc := range scenarios {
-		if sc == Steady {
+		switch sc {
+		case Steady, Steady5k:
+			// Both node counts idle in one phase, side by side.
+			if steadyDone {
+				continue
+			}
+			steadyDone = true
 			for rep := 1; rep <= e.S.SteadyReps; rep++ {
-				_, _ = fmt.Fprintf(e.Log, "== %s rep %d/%d\n", sc, rep, e.S.SteadyReps)
-				for _, r := range e.steady(ctx, next(), rep, steadyParallel) {
+				_, _ = fmt.Fprintf(e.Log, "== steady rep %d/%d\n", rep, e.S.SteadyReps)
+				for _, r := range e.steady(ctx, steadyGroups(scenarios, next(), e.S), rep, steadyParallel) {
+					report(e, r)
+					record(r)
+				}
+			}
+			continue
+		case LimitDrop:
+			for rep := 1; rep <= e.S.LimitDropReps; rep++ {
+				_, _ = fmt.Fprintf(e.Log, "== %s rep %d/%d\n", sc, rep, e.S.LimitDropReps)
+				for _, r := range e.limitDrop(ctx, next(), rep, steadyParallel) {
 					report(e, r)
 					record(r)
 				}
@@ -64,6 +81,27 @@ func (e *Env) Run(ctx context.Context, scenarios []string, cs []harness.Contesta
 	}
 }
 
+// steadyGroups returns the steady scenarios among scenarios with their
+// node counts and contestants, cs in the order given.
+func steadyGroups(scenarios []string, cs []harness.Contestant, s results.Settings) []steadyGroup {
+	var out []steadyGroup
+	if slices.Contains(scenarios, Steady) {
+		out = append(out, steadyGroup{scenario: Steady, nodes: s.Nodes, cs: cs})
+	}
+	if slices.Contains(scenarios, Steady5k) {
+		g := steadyGroup{scenario: Steady5k, nodes: s.IdleNodes}
+		for _, c := range cs {
+			if slices.Contains(idleLargeContestants, c.Name) {
+				g.cs = append(g.cs, c)
+			}
+		}
+		if len(g.cs) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // rotate returns xs started at its k-th element (modulo its length),
 // wrapping around: rotate([a b c], 1) is [b c a].
 func rotate[T any](xs []T, k int) []T {
@@ -77,16 +115,17 @@ func rotate[T any](xs []T, k int) []T {
 
 func report(e *Env, r results.Run) {
 	if r.Error != "" {
-		_, _ = fmt.Fprintf(e.Log, "   FAILED after %v: %s\n", r.Duration.Round(time.Second), r.Error)
+		_, _ = fmt.Fprintf(e.Log, "   %s FAILED after %v: %s\n", r.Contestant, r.Duration.Round(time.Second), r.Error)
 		return
 	}
-	_, _ = fmt.Fprintf(e.Log, "   done in %v: %s\n", r.Duration.Round(time.Second), brief(r.Figures))
+	_, _ = fmt.Fprintf(e.Log, "   %s done in %v: %s\n", r.Contestant, r.Duration.Round(time.Second), brief(r.Figures))
 }
 
 func brief(f map[string]float64) string {
 	out := ""
 	for _, k := range []string{results.FigConverge, results.FigJoin, results.FigFailover, results.FigTakeover, results.FigDuplicates,
-		results.FigCloudCalls, results.FigJoinUpdates, results.FigCloudPerHour, results.FigAPIRequests, results.FigCPU, results.FigIdlePeakRSS, results.FigPeakRSS} {
+		results.FigCloudCalls, results.FigJoinUpdates, results.FigBackUnder, results.FigLowThrottle, results.FigCloudThrottle,
+		results.FigCloudPerHour, results.FigCycle, results.FigWindow, results.FigAPIRequests, results.FigCPU, results.FigIdlePeakRSS, results.FigPeakRSS} {
 		if v, ok := f[k]; ok {
 			out += fmt.Sprintf("%s=%.4g ", k, v)
 		}

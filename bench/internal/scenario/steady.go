@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"time"
@@ -15,25 +16,39 @@ import (
 // the tail of the setup (queued retries, status patches) is not counted.
 const steadySettle = 30 * time.Second
 
+// steadyMinWindow is the shortest window: the pause both contestants take
+// after a node refresh pass, so that a contestant whose loops have not
+// sent a request yet gets a chance to.
+const steadyMinWindow = 5 * time.Minute
+
+// sampleEvery is how often the window reads the cloud's counters and the
+// contestant's CPU time and resident set.
+const sampleEvery = time.Second
+
 // steadyRun is one contestant's prepared steady-state cluster.
 type steadyRun struct {
-	c     harness.Contestant
-	dir   string
-	cl    *harness.Cluster
-	ccm   *harness.CCM
-	token string
-	m     *meter
-	err   error
-	figs  map[string]float64
-	ops   map[string]int64
+	scenario string
+	nodes    int
+	c        harness.Contestant
+	dir      string
+	cl       *harness.Cluster
+	ccm      *harness.CCM
+	token    string
+	m        *meter
+	err      error
+	figs     map[string]float64
+	ops      map[string]int64
+	started  time.Time
 }
 
 func (r *steadyRun) stop() {
 	if r.ccm != nil {
 		r.ccm.Stop(30 * time.Second)
+		r.ccm = nil
 	}
 	if r.cl != nil {
 		r.cl.Stop()
+		r.cl = nil
 	}
 }
 
@@ -44,12 +59,12 @@ func (e *Env) prepareSteady(ctx context.Context, r *steadyRun, pool int) error {
 	if r.cl, r.token, err = e.startCluster(ctx, r.dir, results.CloudRealistic, pool); err != nil {
 		return err
 	}
-	nodes := names(harness.NodeName, 1, e.S.Nodes)
+	nodes := names(harness.NodeName, 1, r.nodes)
 	ids, err := r.cl.CreateInstances(ctx, nodes)
 	if err != nil {
 		return err
 	}
-	if r.ccm, err = e.startLeader(ctx, r.cl, r.c, "a"); err != nil {
+	if r.ccm, err = e.startLeader(ctx, r.cl, r.c); err != nil {
 		return err
 	}
 	if _, err := e.initNodes(ctx, r.cl, nodes, r.ccm); err != nil {
@@ -74,75 +89,80 @@ func (e *Env) prepareSteady(ctx context.Context, r *steadyRun, pool int) error {
 	return nil
 }
 
-// steady prepares every contestant's cluster and measures all of them over
-// one common window when parallel is set (the figures are counts and CPU
-// seconds, which side-by-side runs barely disturb), or prepares and
-// measures one after the other otherwise.
-func (e *Env) steady(ctx context.Context, cs []harness.Contestant, rep int, parallel bool) []results.Run {
-	runs := make([]*steadyRun, len(cs))
-	for i, c := range cs {
-		runs[i] = &steadyRun{c: c, dir: filepath.Join(e.WorkDir, fmt.Sprintf("steady-%s-%d", c.Name, rep))}
-	}
-	out := make([]results.Run, len(cs))
-	started := make([]time.Time, len(cs))
-	measure := func(rs []*steadyRun) {
-		var wg sync.WaitGroup
-		for _, r := range rs {
-			if r.err != nil {
-				continue
-			}
-			if r.m, r.err = startMeter(ctx, r.cl, r.ccm, r.token); r.err != nil {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				e.window(ctx, r)
-			}()
+// steadyGroup is a steady scenario's contestants and node count.
+type steadyGroup struct {
+	scenario string
+	nodes    int
+	cs       []harness.Contestant
+}
+
+// steady prepares every contestant's cluster of every group and measures
+// them side by side when parallel is set, each until its window closes
+// (the figures are counts and CPU seconds, which side-by-side runs barely
+// disturb), or prepares and measures one after the other otherwise.
+func (e *Env) steady(ctx context.Context, groups []steadyGroup, rep int, parallel bool) []results.Run {
+	var runs []*steadyRun
+	for _, g := range groups {
+		for _, c := range g.cs {
+			runs = append(runs, &steadyRun{scenario: g.scenario, nodes: g.nodes, c: c,
+				dir: filepath.Join(e.WorkDir, fmt.Sprintf("%s-%s-%d", g.scenario, c.Name, rep))})
 		}
-		wg.Wait()
 	}
-	prepare := func(i int, r *steadyRun) {
-		started[i] = time.Now()
-		e.logf("steady: preparing %s (%d nodes, %d Services)", r.c.Name, e.S.Nodes, e.S.Services)
-		if _, err := e.runDir(filepath.Base(r.dir)); err != nil {
-			r.err = err
+	one := func(i int, r *steadyRun, before func()) {
+		defer r.stop()
+		r.started = time.Now()
+		e.logf("steady: preparing %s (%d nodes, %d Services)", r.c.Name, r.nodes, e.S.Services)
+		if _, r.err = e.runDir(filepath.Base(r.dir)); r.err != nil {
 			return
 		}
-		r.err = e.prepareSteady(ctx, r, i)
+		if r.err = e.prepareSteady(ctx, r, i); r.err != nil {
+			return
+		}
+		before()
+		if r.m, r.err = startMeter(ctx, r.cl, r.ccm, r.token); r.err != nil {
+			return
+		}
+		e.window(ctx, r)
 	}
 	if !parallel {
 		for i, r := range runs {
-			prepare(i, r)
-			if r.err == nil {
+			one(i, r, func() {
 				time.Sleep(steadySettle)
-				e.logf("steady: measuring %s for %v", r.c.Name, e.S.SteadyWindow)
-				measure([]*steadyRun{r})
-			}
-			r.stop()
+				e.logf("steady: measuring %s at %d nodes for up to %v", r.c.Name, r.nodes, e.S.SteadyWindow)
+			})
 		}
 	} else {
 		// Preparation is mostly waiting on cloud latency, so the clusters
-		// are prepared side by side too; the window starts once all are.
-		var wg sync.WaitGroup
+		// are prepared side by side too; the windows open once all are
+		// ready, and each closes (and its cluster stops) on its own.
+		var ready, wg sync.WaitGroup
+		ready.Add(len(runs))
 		for i, r := range runs {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				prepare(i, r)
+				done := false
+				defer func() {
+					if !done {
+						ready.Done()
+					}
+				}()
+				one(i, r, func() {
+					done = true
+					ready.Done()
+					ready.Wait()
+					time.Sleep(steadySettle)
+				})
 			}()
 		}
+		ready.Wait()
+		e.logf("steady: measuring every contestant side by side for up to %v", e.S.SteadyWindow)
 		wg.Wait()
-		time.Sleep(steadySettle)
-		e.logf("steady: measuring every contestant side by side for %v", e.S.SteadyWindow)
-		measure(runs)
-		for _, r := range runs {
-			r.stop()
-		}
 	}
+	out := make([]results.Run, len(runs))
 	for i, r := range runs {
-		out[i] = results.Run{Scenario: Steady, Cloud: results.CloudRealistic, Contestant: r.c.Name, Rep: rep,
-			Figures: r.figs, CloudOps: r.ops, Started: started[i], Duration: time.Since(started[i])}
+		out[i] = results.Run{Scenario: r.scenario, Cloud: results.CloudRealistic, Contestant: r.c.Name, Rep: rep,
+			Figures: r.figs, CloudOps: r.ops, Started: r.started, Duration: time.Since(r.started)}
 		if r.err != nil {
 			out[i].Error = r.err.Error()
 		}
@@ -150,61 +170,80 @@ func (e *Env) steady(ctx context.Context, cs []harness.Contestant, rep int, para
 	return out
 }
 
-// rssEvery is how often the window samples the resident set.
-const rssEvery = time.Second
-
-// window idles for the steady window and records the figures, with the
-// per-hour extrapolation.
+// window samples the cloud's counters, the CPU time and the resident set
+// every second until the window holds a whole refresh cycle of every
+// operation the contestant sends (and steadyMinWindow has passed), or for
+// SteadyWindow at most, and records the figures: per-hour cloud requests
+// and CPU over whole cycles (AnalyzeSteady), API requests over the window.
 func (e *Env) window(ctx context.Context, r *steadyRun) {
 	pid := r.ccm.Pid()
-	idlePeak, err := peakDuring(ctx, e.S.SteadyWindow, rssEvery, func() (float64, error) { return harness.RSSMiB(pid) })
-	if err != nil {
-		r.err = err
-		return
-	}
-	if err := alive(r.ccm)(); err != nil {
-		r.err = err
-		return
-	}
-	r.figs = map[string]float64{results.FigIdlePeakRSS: idlePeak}
-	if r.ops, r.err = r.m.finish(ctx, r.figs); r.err != nil {
-		return
-	}
-	perHour := float64(time.Hour) / float64(e.S.SteadyWindow)
-	r.figs[results.FigCloudPerHour] = r.figs[results.FigCloudCalls] * perHour
-	r.figs[results.FigAPIPerHour] = r.figs[results.FigAPIRequests] * perHour
-	r.figs[results.FigCPUPerHour] = r.figs[results.FigCPU] * perHour
-}
-
-// peakDuring samples read at the start, every interval and at the end of
-// d, and returns the highest value. VmHWM cannot serve here: it holds the
-// peak since the process started, setup included, while the idle window
-// wants its own. A spike shorter than every can fall between samples.
-func peakDuring(ctx context.Context, d, every time.Duration, read func() (float64, error)) (float64, error) {
-	peak, err := read()
-	if err != nil {
-		return 0, err
-	}
-	end := time.NewTimer(d)
-	defer end.Stop()
-	tick := time.NewTicker(every)
+	var samples []results.Sample
+	idlePeak := 0.0
+	t0 := time.Now()
+	tick := time.NewTicker(sampleEvery)
 	defer tick.Stop()
+	var rates results.SteadyRates
 	for {
+		s, err := r.m.sample(ctx, pid)
+		if err == nil {
+			var rss float64
+			rss, err = harness.RSSMiB(pid)
+			idlePeak = max(idlePeak, rss)
+		}
+		if err == nil {
+			err = alive(r.ccm)()
+		}
+		if err != nil {
+			r.err = err
+			return
+		}
+		samples = append(samples, s)
+		rates = results.AnalyzeSteady(samples)
+		if windowDone(time.Since(t0), min(steadyMinWindow, e.S.SteadyWindow), e.S.SteadyWindow, rates) {
+			break
+		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			r.err = ctx.Err()
+			return
 		case <-tick.C:
-		case <-end.C:
-			v, err := read()
-			if err != nil {
-				return 0, err
-			}
-			return max(peak, v), nil
 		}
-		v, err := read()
-		if err != nil {
-			return 0, err
-		}
-		peak = max(peak, v)
 	}
+	window := samples[len(samples)-1].At.Sub(samples[0].At)
+	r.figs = map[string]float64{results.FigIdlePeakRSS: idlePeak, results.FigWindow: window.Seconds()}
+	if _, r.err = r.m.finish(ctx, r.figs); r.err != nil {
+		return
+	}
+	r.figs[results.FigCloudPerHour] = rates.CallsPerHour
+	r.figs[results.FigCPUPerHour] = rates.CPUPerHour
+	r.figs[results.FigAPIPerHour] = r.figs[results.FigAPIRequests] * float64(time.Hour) / float64(window)
+	if p, ok := rates.Cycle(); ok {
+		r.figs[results.FigCycle] = p.Seconds()
+	}
+	r.ops = map[string]int64{}
+	for _, o := range rates.Ops {
+		r.ops[o.Op] = int64(math.Round(o.PerHour))
+	}
+	e.logf("steady: %s at %d nodes: window %v, %s", r.c.Name, r.nodes, window.Round(time.Second), describeCycles(rates))
+}
+
+// windowDone says whether a window open for elapsed can close: once it
+// holds a whole cycle of every operation and least has passed, or at most.
+func windowDone(elapsed, least, most time.Duration, r results.SteadyRates) bool {
+	return elapsed >= most || (elapsed >= least && r.Complete())
+}
+
+func describeCycles(r results.SteadyRates) string {
+	if len(r.Ops) == 0 {
+		return "no cloud requests"
+	}
+	out := ""
+	for _, o := range r.Ops {
+		if o.Whole {
+			out += fmt.Sprintf("%s %.0f/h over whole cycles of %v; ", o.Op, o.PerHour, o.Period.Round(time.Second))
+		} else {
+			out += fmt.Sprintf("%s %.0f/h extrapolated (no whole cycle); ", o.Op, o.PerHour)
+		}
+	}
+	return out
 }

@@ -1,71 +1,47 @@
 package scenario
 
 import (
-	"context"
-	"errors"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/stratus-ccm/stratus/bench/internal/harness"
+	"github.com/stratus-ccm/stratus/bench/internal/results"
 )
 
-func TestPeakDuringKeepsTheHighestSample(t *testing.T) {
-	// The start and end samples are always taken, so the spike in the
-	// second read is seen however many ticks fall in the window.
-	vals := []float64{10, 50, 20}
-	i := 0
-	read := func() (float64, error) {
-		v := vals[min(i, len(vals)-1)]
-		i++
-		return v, nil
-	}
-	got, err := peakDuring(context.Background(), 20*time.Millisecond, time.Millisecond, read)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != 50 {
-		t.Fatalf("peak = %v, want 50", got)
-	}
-	if i < 2 {
-		t.Fatalf("read %d times, want at least the start and the end", i)
-	}
-}
-
-func TestPeakDuringReportsReadErrors(t *testing.T) {
-	boom := errors.New("gone")
-	n := 0
-	_, err := peakDuring(context.Background(), time.Hour, time.Millisecond, func() (float64, error) {
-		n++
-		if n == 3 {
-			return 0, boom
+func TestWindowDone(t *testing.T) {
+	whole := results.SteadyRates{Ops: []results.OpCycles{{Op: "ListInstances", Whole: true}}}
+	partial := results.SteadyRates{Ops: []results.OpCycles{{Op: "ListInstances", Whole: true}, {Op: "GetInstance"}}}
+	for _, c := range []struct {
+		name    string
+		elapsed time.Duration
+		r       results.SteadyRates
+		want    bool
+	}{
+		{"whole cycles before the shortest window", 4 * time.Minute, whole, false},
+		{"whole cycles after it", 6 * time.Minute, whole, true},
+		{"an operation without a whole cycle", 10 * time.Minute, partial, false},
+		{"the longest window closes whatever it holds", 15 * time.Minute, partial, true},
+		{"no requests at all", 5 * time.Minute, results.SteadyRates{}, true},
+	} {
+		if got := windowDone(c.elapsed, 5*time.Minute, 15*time.Minute, c.r); got != c.want {
+			t.Errorf("%s: windowDone = %v, want %v", c.name, got, c.want)
 		}
-		return 1, nil
-	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("err = %v, want %v", err, boom)
 	}
 }
 
-func TestPeakDuringStopsWithTheContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := peakDuring(ctx, time.Hour, time.Hour, func() (float64, error) { return 1, nil }); !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
+func TestSteadyGroups(t *testing.T) {
+	cs := harness.Contestants()
+	s := results.Settings{Nodes: 1000, IdleNodes: 5000}
+	g := steadyGroups([]string{NodeInit, Steady, Steady5k}, cs, s)
+	if len(g) != 2 || g[0].scenario != Steady || g[0].nodes != 1000 || len(g[0].cs) != len(cs) {
+		t.Fatalf("groups %+v, want steady with every contestant first", g)
 	}
-}
-
-func TestPeakDuringOnAProcessStaysUnderItsHighWaterMark(t *testing.T) {
-	pid := os.Getpid()
-	got, err := peakDuring(context.Background(), 10*time.Millisecond, time.Millisecond, func() (float64, error) { return harness.RSSMiB(pid) })
-	if err != nil {
-		t.Fatal(err)
+	if g[1].scenario != Steady5k || g[1].nodes != 5000 || len(g[1].cs) != 2 ||
+		g[1].cs[0].Name != harness.Upstream || g[1].cs[1].Name != harness.Stratus {
+		t.Fatalf("steady5k group %+v, want upstream and stratus at 5000 nodes", g[1])
 	}
-	hwm, err := harness.PeakRSSMiB(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got <= 0 || got > hwm {
-		t.Fatalf("sampled peak %v MiB, want within (0, VmHWM %v]", got, hwm)
+	// Only steady5k, with contestants it does not take: nothing to run.
+	if g := steadyGroups([]string{Steady5k}, cs[1:3], s); len(g) != 0 {
+		t.Fatalf("groups %+v, want none", g)
 	}
 }

@@ -86,8 +86,8 @@ func run() error {
 	if !cfg.S.Quick {
 		res.Runs = keptRuns(cfg.ResultsPath, cfg.S.Scenarios, cfg.S.Contestants)
 	}
-	fmt.Printf("bench: %s scale, scenarios %v, contestants %v, %d reps (steady: %d × %v); results in %s\n",
-		cfg.S.Scale, cfg.S.Scenarios, cfg.S.Contestants, cfg.S.Reps, cfg.S.SteadyReps, cfg.S.SteadyWindow, cfg.ResultsPath)
+	fmt.Printf("bench: %s scale, scenarios %v, contestants %v, %d reps (steady: %d × up to %v; limit drop: %d); results in %s\n",
+		cfg.S.Scale, cfg.S.Scenarios, cfg.S.Contestants, cfg.S.Reps, cfg.S.SteadyReps, cfg.S.SteadyWindow, cfg.S.LimitDropReps, cfg.ResultsPath)
 	env := &scenario.Env{BinDir: *binDir, WorkDir: *work, S: cfg.S, PhaseTimeout: cfg.PhaseTimeout, Log: os.Stdout, KeepDirs: cfg.KeepDirs}
 	failed := 0
 	env.Run(ctx, cfg.S.Scenarios, cs, cfg.SteadyParallel, func(r results.Run) {

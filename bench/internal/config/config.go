@@ -87,7 +87,7 @@ func Load(getenv func(string) string, root string) (Config, error) {
 	for _, p := range []struct {
 		name string
 		dst  *int
-	}{{"BENCH_REPS", &s.Reps}, {"BENCH_STEADY_REPS", &s.SteadyReps}, {"BENCH_LIMITDROP_REPS", &s.LimitDropReps}, {"BENCH_NODES", &s.Nodes}, {"BENCH_SERVICES", &s.Services}} {
+	}{{"BENCH_REPS", &s.Reps}, {"BENCH_STEADY_REPS", &s.SteadyReps}, {"BENCH_LIMITDROP_REPS", &s.LimitDropReps}, {"BENCH_NODES", &s.Nodes}, {"BENCH_SERVICES", &s.Services}, {"BENCH_IDLE_NODES", &s.IdleNodes}} {
 		if v := getenv(p.name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {

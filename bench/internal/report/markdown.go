@@ -85,10 +85,10 @@ func writeSetup(b *strings.Builder, r results.Results) {
 		fmt.Fprintf(b, ", Linux %s", m.Kernel)
 	}
 	fmt.Fprintf(b, ".  \n**Versions**: %s, Kubernetes %s (kube-apiserver, etcd, k8s.io/cloud-provider for the peer), Stratus %s.  \n", v.Go, v.Kubernetes, v.StratusCommit)
-	fmt.Fprintf(b, "**Settings**: scale %s; %d repetitions (median, min–max shown), steady state %d × %v; every contestant with "+
+	fmt.Fprintf(b, "**Settings**: scale %s; %d repetitions (median, min–max shown), steady state %d × up to %v, limit drop %d; every contestant with "+
 		"`--kube-api-qps=%d --kube-api-burst=%d --leader-elect=true`; localcloud as a separate `stratus localcloud serve` process, "+
 		"realistic = `--latency=%v --rate-limit=%g --rate-burst=%d`",
-		s.Scale, s.Reps, s.SteadyReps, s.SteadyWindow, s.KubeAPIQPS, s.KubeAPIBurst, s.Latency, s.RateLimit, s.RateBurst)
+		s.Scale, s.Reps, s.SteadyReps, s.SteadyWindow, s.LimitDropReps, s.KubeAPIQPS, s.KubeAPIBurst, s.Latency, s.RateLimit, s.RateBurst)
 	if s.ProviderQPS > 0 {
 		fmt.Fprintf(b, " with every contestant's provider pacing its requests client-side (`rateLimitQPS: %g`, `rateLimitBurst: %d` in the shared provider config, as a cloud SDK does)",
 			s.ProviderQPS, s.ProviderBurst)

@@ -19,6 +19,11 @@ const rateEvery = 250 * time.Millisecond
 // must stay under the lowered limit (results.BackUnder).
 const underWindow = 3 * time.Second
 
+// limitDropTimeout bounds the wait for every Service to be published: a
+// controller that backs a throttled Service off for minutes must not eat
+// the benchmark's time budget; the run then counts as failed.
+const limitDropTimeout = 4 * time.Minute
+
 // limitDrop runs the limit-drop scenario for every contestant, side by
 // side when parallel is set (each on its own cluster and cloud: the limits
 // do not interact), one after the other otherwise.
@@ -102,7 +107,7 @@ func (e *Env) limitDropOne(ctx context.Context, c harness.Contestant, dir string
 	if err != nil {
 		return nil, nil, err
 	}
-	last, err := tr.Wait(ctx, svcs, e.PhaseTimeout, alive(ccm))
+	last, err := tr.Wait(ctx, svcs, min(e.PhaseTimeout, limitDropTimeout), alive(ccm))
 	if err != nil {
 		return nil, nil, fmt.Errorf("services published: %w", err)
 	}

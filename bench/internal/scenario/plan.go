@@ -115,10 +115,10 @@ func rotate[T any](xs []T, k int) []T {
 
 func report(e *Env, r results.Run) {
 	if r.Error != "" {
-		_, _ = fmt.Fprintf(e.Log, "   %s FAILED after %v: %s\n", r.Contestant, r.Duration.Round(time.Second), r.Error)
+		_, _ = fmt.Fprintf(e.Log, "   %s %s FAILED after %v: %s\n", r.Scenario, r.Contestant, r.Duration.Round(time.Second), r.Error)
 		return
 	}
-	_, _ = fmt.Fprintf(e.Log, "   %s done in %v: %s\n", r.Contestant, r.Duration.Round(time.Second), brief(r.Figures))
+	_, _ = fmt.Fprintf(e.Log, "   %s %s done in %v: %s\n", r.Scenario, r.Contestant, r.Duration.Round(time.Second), brief(r.Figures))
 }
 
 func brief(f map[string]float64) string {

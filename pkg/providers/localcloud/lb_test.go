@@ -99,6 +99,11 @@ func TestLoadBalancerThroughInterface(t *testing.T) {
 	if !errors.As(err, &retry) || retry.RetryAfter() <= 0 {
 		t.Fatalf("provisioning: want RetryError, got %v", err)
 	}
+	// The cloud said when it will be active (300 ms from the create): the
+	// controller is asked to look again then, not after a fixed period.
+	if d := retry.RetryAfter(); d > 400*time.Millisecond {
+		t.Errorf("provisioning for 300ms: asked to retry after %v", d)
+	}
 	var st *v1.LoadBalancerStatus
 	// Called as the controller calls it: again until the cloud has provisioned it.
 	err = wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 10*time.Second, false, func(ctx context.Context) (bool, error) {

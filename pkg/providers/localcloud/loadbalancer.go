@@ -19,9 +19,27 @@ import (
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 )
 
-// provisioningRetry is how soon the controller should look again at a load
-// balancer the cloud is still provisioning or deleting.
-const provisioningRetry = 2 * time.Second
+// How soon the controller should look again at a load balancer the cloud
+// is still provisioning or deleting: when the cloud says when it will be
+// done (ReadyAt), just after that; a fixed retry equal to the provisioning
+// time would often look a moment too early and then wait a whole period
+// more. provisioningRetry is used when the cloud gives no time,
+// lateRetry when the promised time has passed (the cloud is running late),
+// and maxReadyWait bounds the wait against a clock far off the cloud's.
+const (
+	provisioningRetry = 2 * time.Second
+	readyMargin       = 50 * time.Millisecond
+	lateRetry         = 250 * time.Millisecond
+	maxReadyWait      = time.Minute
+)
+
+// retryDelay is when to look again at lb, which is in transition.
+func retryDelay(lb *api.LoadBalancer, now time.Time) time.Duration {
+	if lb.ReadyAt.IsZero() {
+		return provisioningRetry
+	}
+	return min(max(lb.ReadyAt.Sub(now)+readyMargin, lateRetry), maxReadyWait)
+}
 
 type loadBalancers struct {
 	client         *lcclient.Client
@@ -135,13 +153,13 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	case api.LBActive:
 		return status(lb, mode), nil
 	case api.LBDeleting:
-		return nil, cloudproviderapi.NewRetryError(fmt.Sprintf("localcloud: load balancer %s is still being deleted", lb.Name), provisioningRetry)
+		return nil, cloudproviderapi.NewRetryError(fmt.Sprintf("localcloud: load balancer %s is still being deleted", lb.Name), retryDelay(lb, time.Now()))
 	case api.LBError:
 		// The cloud retries on its own; the controller's backoff and event
 		// tell the user why the Service has no address yet.
 		return nil, fmt.Errorf("localcloud: load balancer %s (%s) is in error: %s", lb.Name, lb.ID, lb.StatusMessage)
 	default:
-		return nil, cloudproviderapi.NewRetryError(fmt.Sprintf("localcloud: load balancer %s is provisioning", lb.Name), provisioningRetry)
+		return nil, cloudproviderapi.NewRetryError(fmt.Sprintf("localcloud: load balancer %s is provisioning", lb.Name), retryDelay(lb, time.Now()))
 	}
 }
 

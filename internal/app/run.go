@@ -102,7 +102,15 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		defer stopEvents()
 		lock = l
 	}
-	mgr, err := newManager(o, restCfg, lock)
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	lead, err := newLeadership(lock != nil, scheme, deps.Metrics, log)
+	if err != nil {
+		return err
+	}
+	mgr, err := newManager(o, restCfg, lock, lead)
 	if err != nil {
 		return err
 	}
@@ -124,8 +132,8 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 			return err
 		}
 	}
-	if err := mgr.Add(&syncTracker{cache: mgr.GetCache(), synced: synced}); err != nil {
-		return fmt.Errorf("add readiness tracker: %w", err)
+	if err := mgr.Add(&cacheWarmer{cache: mgr.GetCache(), kinds: kindsFor(enabled), synced: synced, l: lead}); err != nil {
+		return fmt.Errorf("add cache warmer: %w", err)
 	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics}
 	ids, err := newIdentities(mgr, restCfg, o.UseServiceAccountCredentials)
@@ -133,7 +141,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		return err
 	}
 	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters, restCfg: restCfg,
-		informers: informerFactory, ids: ids, migration: migration,
+		informers: informerFactory, ids: ids, migration: migration, lead: lead, synced: synced,
 		startInterval: o.ControllerStartInterval, wait: waitContext}); err != nil {
 		return fmt.Errorf("add controllers: %w", err)
 	}
@@ -215,13 +223,30 @@ func newProvider(ctx context.Context, o *Options, reg *cloud.Registry, in cloud.
 	return p, nil
 }
 
-func newManager(o *Options, restCfg *rest.Config, lock *observedLock) (manager.Manager, error) {
+func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("scheme: %w", err)
 	}
+	return scheme, nil
+}
+
+// newManager builds the controller manager; with lead set, its cache
+// reports every informer start to it and the manager uses its scheme.
+func newManager(o *Options, restCfg *rest.Config, lock *observedLock, lead *leadership) (manager.Manager, error) {
+	var newCache cache.NewCacheFunc
+	var scheme *runtime.Scheme
+	if lead != nil {
+		newCache, scheme = lead.newCache, lead.scheme
+	} else {
+		var err error
+		if scheme, err = newScheme(); err != nil {
+			return nil, err
+		}
+	}
 	resync := o.MinResyncPeriod
 	mgr, err := manager.New(restCfg, manager.Options{
+		NewCache:               newCache,
 		Scheme:                 scheme,
 		Logger:                 managerLogger(klog.Background()),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -271,22 +296,6 @@ func addServer(mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, ch
 	return nil
 }
 
-// syncTracker marks the informer caches synced for /readyz. It runs on
-// every replica: readiness does not wait for the lease.
-type syncTracker struct {
-	cache  cache.Cache
-	synced *atomic.Bool
-}
-
-func (t *syncTracker) Start(ctx context.Context) error {
-	if t.cache.WaitForCacheSync(ctx) {
-		t.synced.Store(true)
-	}
-	return nil
-}
-
-func (t *syncTracker) NeedLeaderElection() bool { return false }
-
 // controllerStartJitter is upstream's ControllerStartJitter.
 const controllerStartJitter = 1.0
 
@@ -322,12 +331,21 @@ type controllersRunnable struct {
 	// starts, wait a jittered [d, 2d) through wait, as upstream does.
 	startInterval time.Duration
 	wait          func(ctx context.Context, d time.Duration) error
+	// lead, when set, is told when the lease is won, when the controllers
+	// have started and when the first cloud call goes out.
+	lead   *leadership
+	synced *atomic.Bool
 }
 
 func (r *controllersRunnable) NeedLeaderElection() bool { return true }
 
 func (r *controllersRunnable) Start(ctx context.Context) error {
 	log := klog.FromContext(ctx)
+	var since time.Time
+	if r.lead != nil {
+		since = r.lead.becameLeader(ctx, r.synced != nil && r.synced.Load())
+		r.cc.Cloud.NotifyNextCall(func(ctx context.Context, op string) { r.lead.firstCloudCall(ctx, op) })
+	}
 	if r.ids != nil {
 		defer r.ids.shutdown()
 		r.cc.NewClients = func(name string) (Clients, error) {
@@ -347,6 +365,9 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 	defer r.informers.Shutdown()
 	if err := r.start(ctx, mainSet); err != nil {
 		return err
+	}
+	if r.lead != nil {
+		r.lead.controllersStarted(ctx, since)
 	}
 	if r.migration != nil {
 		// As upstream: the migration lease is tried only once the main one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,8 @@ type Cloud struct {
 	metrics  *metrics
 	observer *observe.Recorder
 	recovery recovery
+	// nextCall, when set, is run once, by the next call to start.
+	nextCall atomic.Pointer[func(ctx context.Context, op string)]
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -95,6 +98,14 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return 0, false
 }
 
+// NotifyNextCall runs fn once, when the next provider call starts (after
+// its pacing wait), with that call's context and operation name. The
+// daemon uses it to report the first cloud call after winning the lease.
+// A later NotifyNextCall replaces an fn that has not run yet.
+func (c *Cloud) NotifyNextCall(fn func(ctx context.Context, op string)) {
+	c.nextCall.Store(&fn)
+}
+
 // call runs one provider operation through the pacing and the metrics.
 // Errors keep their chain (%w), so errors.Is(err, cloudprovider.InstanceNotFound)
 // and RetryAfter still work on what the controllers receive.
@@ -104,6 +115,11 @@ func call[T any](ctx context.Context, c *Cloud, op string, fn func(context.Conte
 	if err != nil {
 		c.metrics.requests.WithLabelValues(op, ResultCanceled).Inc()
 		return zero, fmt.Errorf("cloud %s: waiting for client-side rate limit: %w", op, err)
+	}
+	if c.nextCall.Load() != nil {
+		if fn := c.nextCall.Swap(nil); fn != nil {
+			(*fn)(ctx, op)
+		}
 	}
 	v, err := fn(ctx)
 	c.pacing.done(pc, started, err)

@@ -259,3 +259,20 @@ func TestRecoveredAfterOutage(t *testing.T) {
 	}
 	step(cloudprovider.InstanceNotFound, 2) // an answer is an answer
 }
+
+// NotifyNextCall reports exactly the next call, with its operation.
+func TestNotifyNextCall(t *testing.T) {
+	c, _ := instrument(t, &stubProvider{}, Options{})
+	in, _ := c.InstancesV2()
+	ctx := context.Background()
+	if _, err := in.InstanceExists(ctx, &v1.Node{}); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	c.NotifyNextCall(func(_ context.Context, op string) { ops = append(ops, op) })
+	_, _ = in.InstanceMetadata(ctx, &v1.Node{})
+	_, _ = in.InstanceExists(ctx, &v1.Node{})
+	if len(ops) != 1 || ops[0] != "InstanceMetadata" {
+		t.Fatalf("notified of %v, want [InstanceMetadata]", ops)
+	}
+}

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,14 +12,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -38,19 +43,136 @@ type observedLock struct {
 	lastOK    time.Time
 	lastWrite time.Time
 	holding   bool
+
+	// A standby's view of the Lease, to attempt the takeover the moment
+	// the holder's lease expires rather than on the elector's next retry,
+	// which comes up to RetryPeriod × (1 + JitterFactor) later.
+	seenRaw      []byte
+	seenAt       time.Time
+	seenHolder   string
+	seenDuration time.Duration
+	// maxGap is the longest the elector waits between two attempts; zero
+	// turns the early attempt off. sleep waits, or fails when ctx ends.
+	// leaseDuration is what this replica writes when it takes the Lease.
+	maxGap        time.Duration
+	sleep         func(ctx context.Context, d time.Duration) error
+	leaseDuration time.Duration
 }
+
+// expiryMargin puts the attempt just past the expiry.
+const expiryMargin = 25 * time.Millisecond
 
 func newObservedLock(inner resourcelock.Interface, c clock.PassiveClock) *observedLock {
 	return &observedLock{Interface: inner, clock: c}
 }
 
-// Get counts a missing Lease as a working client: the elector creates it next.
+// Get counts a missing Lease as a working client: the elector creates it
+// next.
+//
+// On a standby, when the holder's lease (as this replica last saw it
+// renewed) expires before the elector's next attempt could come, Get waits
+// for the expiry and, if the Lease is still the one seen then, takes it as
+// client-go's elector would on its next attempt: same rule (no renewal seen
+// for the lease duration, on this replica's clock), same record, same
+// optimistic concurrency (an update conditional on the version just read).
+// It returns the Lease as written, so the elector finds itself the holder
+// and renews at once. Without this the takeover comes at the elector's
+// first attempt after the expiry, up to RetryPeriod × (1 + JitterFactor)
+// late, and the elector cannot be asked to attempt earlier: it decides
+// from a time it takes before reading.
 func (l *observedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	if d := l.untilExpiry(); d > 0 {
+		if err := l.sleep(ctx, d); err != nil {
+			return nil, nil, fmt.Errorf("waiting %s for the lease %s to expire: %w", d, l.Describe(), err)
+		}
+		if rec, raw, ok := l.takeExpired(ctx); ok {
+			return rec, raw, nil
+		}
+	}
+	return l.get(ctx)
+}
+
+func (l *observedLock) get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := l.Interface.Get(ctx)
 	if err == nil || apierrors.IsNotFound(err) {
 		l.observe(false, false)
 	}
+	if err == nil && rec != nil {
+		l.see(rec, raw)
+	}
 	return rec, raw, err
+}
+
+// takeExpired reads the Lease and, when nobody renewed it since it was
+// seen, writes this replica as holder. ok is false when it was renewed,
+// taken by someone else, or either request failed: the elector's own
+// attempt then reads it again and decides.
+func (l *observedLock) takeExpired(ctx context.Context) (_ *resourcelock.LeaderElectionRecord, _ []byte, ok bool) {
+	rec, raw, err := l.get(ctx)
+	if err != nil || rec == nil || !l.expired(raw) {
+		return nil, nil, false
+	}
+	now := metav1.NewTime(l.clock.Now())
+	taken := resourcelock.LeaderElectionRecord{
+		HolderIdentity:       l.Identity(),
+		LeaseDurationSeconds: int(l.leaseDuration / time.Second),
+		AcquireTime:          now,
+		RenewTime:            now,
+		LeaderTransitions:    rec.LeaderTransitions + 1,
+	}
+	if err := l.Update(ctx, taken); err != nil {
+		klog.FromContext(ctx).V(2).Info("Taking the expired lease failed; the elector tries again", "lock", l.Describe(), "err", err)
+		return nil, nil, false
+	}
+	klog.FromContext(ctx).Info("Took the lease at its expiry", "lock", l.Describe(), "previousHolder", rec.HolderIdentity,
+		"lastRenewalSeen", l.seenTime())
+	out, err := json.Marshal(taken)
+	if err != nil {
+		return nil, nil, false
+	}
+	return &taken, out, true
+}
+
+func (l *observedLock) seenTime() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seenAt
+}
+
+// expired tells whether raw is the version seen a lease duration ago.
+func (l *observedLock) expired(raw []byte) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Equal(raw, l.seenRaw) && l.seenHolder != "" && l.seenHolder != l.Identity() &&
+		!l.clock.Now().Before(l.seenAt.Add(l.seenDuration))
+}
+
+// see records the Lease as read, and when this version was first seen.
+func (l *observedLock) see(rec *resourcelock.LeaderElectionRecord, raw []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if bytes.Equal(raw, l.seenRaw) {
+		return
+	}
+	l.seenRaw, l.seenAt = raw, l.clock.Now()
+	l.seenHolder, l.seenDuration = rec.HolderIdentity, time.Duration(rec.LeaseDurationSeconds)*time.Second
+}
+
+// untilExpiry is how long to wait before reading the Lease: until just
+// past its expiry when that falls before the elector's next attempt, and
+// not at all otherwise (a leader, a free or unseen Lease, or one renewed
+// recently enough that a later attempt will look again in time).
+func (l *observedLock) untilExpiry() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.maxGap <= 0 || l.holding || l.seenAt.IsZero() || l.seenHolder == "" || l.seenHolder == l.Identity() {
+		return 0
+	}
+	d := l.seenAt.Add(l.seenDuration + expiryMargin).Sub(l.clock.Now())
+	if d <= 0 || d > l.maxGap {
+		return 0
+	}
+	return d
 }
 
 func (l *observedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
@@ -140,5 +262,9 @@ func newLeaseLock(o *Options, restCfg *rest.Config) (lock *observedLock, stop fu
 		broadcaster.Shutdown()
 		return nil, nil, fmt.Errorf("--leader-elect-resource-lock=%s: %w", o.ResourceLock, err)
 	}
-	return newObservedLock(inner, clock.RealClock{}), broadcaster.Shutdown, nil
+	l := newObservedLock(inner, clock.RealClock{})
+	l.maxGap = time.Duration(float64(o.RetryPeriod) * (1 + leaderelection.JitterFactor))
+	l.sleep = waitContext
+	l.leaseDuration = o.LeaseDuration
+	return l, broadcaster.Shutdown, nil
 }

@@ -128,6 +128,10 @@ const (
 	FigDuplicates    = "duplicate_lbs" // failover: load balancers beyond one per Service
 )
 
+// FigFirstAction (failover): from the standby leading until its first load
+// balancer is created.
+const FigFirstAction = "first_action_s"
+
 // Summary is the median of a figure over repetitions, with its range.
 type Summary struct {
 	Median, Min, Max float64

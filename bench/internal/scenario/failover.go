@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/stratus-ccm/stratus/bench/internal/harness"
 	"github.com/stratus-ccm/stratus/bench/internal/results"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -12,8 +14,11 @@ import (
 
 // failover: two replicas; Services are created one every 100 ms and the
 // leader is SIGKILLed after a third of them. Measured: time from the kill
-// until the standby leads and until every Service has an ingress, and
-// load balancers beyond one per Service (must be 0).
+// until the standby leads (the Lease's acquireTime, written by the new
+// leader's elector), from then until its first action (the first load
+// balancer it creates, by the cloud's record), from the kill until every
+// Service has an ingress, and load balancers beyond one per Service (must
+// be 0). All clocks are this machine's.
 func (e *Env) failover(ctx context.Context, c harness.Contestant, cloud, dir string) (map[string]float64, map[string]int64, error) {
 	cl, token, err := e.startCluster(ctx, dir, cloud, 0)
 	if err != nil {
@@ -67,7 +72,11 @@ func (e *Env) failover(ctx context.Context, c harness.Contestant, cloud, dir str
 	}); err != nil {
 		return nil, nil, err
 	}
-	figs[results.FigTakeover] = time.Since(tKill).Seconds()
+	acquired, err := leaseAcquired(ctx, cl)
+	if err != nil {
+		return nil, nil, err
+	}
+	figs[results.FigTakeover] = acquired.Sub(tKill).Seconds()
 	last, err := tr.Wait(ctx, svcs, e.PhaseTimeout, alive(standby))
 	if err != nil {
 		return nil, nil, fmt.Errorf("services published after failover: %w", err)
@@ -78,6 +87,9 @@ func (e *Env) failover(ctx context.Context, c harness.Contestant, cloud, dir str
 		return nil, nil, err
 	}
 	figs[results.FigDuplicates] = float64(duplicates(lbs))
+	if first, ok := firstCreatedAfter(lbs, acquired); ok {
+		figs[results.FigFirstAction] = first.Sub(acquired).Seconds()
+	}
 	ops, err := m.finish(ctx, figs)
 	return figs, ops, err
 }
@@ -98,4 +110,29 @@ func duplicates(lbs []api.LoadBalancer) int {
 		}
 	}
 	return extra
+}
+
+// leaseAcquired reads when the current holder acquired the Lease.
+func leaseAcquired(ctx context.Context, cl *harness.Cluster) (time.Time, error) {
+	l, err := cl.Kube.CoordinationV1().Leases(harness.LeaseNamespace).Get(ctx, harness.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("failover: read the lease: %w", err)
+	}
+	if l.Spec.AcquireTime == nil {
+		return time.Time{}, fmt.Errorf("failover: the lease %s/%s has no acquireTime", harness.LeaseNamespace, harness.LeaseName)
+	}
+	return l.Spec.AcquireTime.Time, nil
+}
+
+// firstCreatedAfter is the creation time of the first load balancer made
+// after t: the new leader's first action in this scenario, where Services
+// created while nobody led are waiting for one.
+func firstCreatedAfter(lbs []api.LoadBalancer, t time.Time) (time.Time, bool) {
+	var first time.Time
+	for _, lb := range lbs {
+		if lb.CreatedAt.After(t) && (first.IsZero() || lb.CreatedAt.Before(first)) {
+			first = lb.CreatedAt
+		}
+	}
+	return first, !first.IsZero()
 }

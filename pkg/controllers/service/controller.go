@@ -34,12 +34,12 @@ const (
 	// DefaultWorkers: Services are independent, so syncs run in parallel;
 	// the cloud's rate limit, not the worker count, should bound a burst.
 	DefaultWorkers = 10
-	// DefaultNodeSyncDelay is the coalescing window of node changes: a
-	// change after a quiet period updates the load balancers at once, and
-	// the changes that follow within the window join one pass at its end.
-	// Nodes tend to join and leave in batches (autoscaler, rolling
-	// upgrades), and one update per load balancer per window is what a
-	// cloud's rate limit can afford.
+	// DefaultNodeSyncDelay is the quiet period of node changes: a change
+	// after it updates the load balancers at once; changes closer together
+	// are a burst (autoscaler, rolling upgrade), whose pass waits until the
+	// changes have stopped for a quarter of it and no node is still being
+	// initialized, at most five times it (see nodePacer). One update per
+	// load balancer per burst is what a cloud's rate limit can afford.
 	DefaultNodeSyncDelay = time.Second
 	// DefaultMinRetryDelay and DefaultMaxRetryDelay bound the per-Service
 	// exponential backoff after errors (upstream's values).
@@ -164,7 +164,7 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg: cfg, client: client.WithFieldOwner(d.Client, ControllerName), apiReader: d.APIReader,
 		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: d.Recorder, metrics: m, now: time.Now,
-		nodePacer: &nodePacer{delay: cfg.NodeSyncDelay},
+		nodePacer: newNodePacer(cfg.NodeSyncDelay),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
 	}
 	if d.Recovery != nil {
@@ -254,6 +254,10 @@ func logConstructor(base logr.Logger) func(*key) logr.Logger {
 func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, error) {
 	switch k {
 	case nodesKey:
+		if d := c.nodePacer.wait(c.now()); d > 0 {
+			// A burst is still under way; its last change decides.
+			return reconcile.Result{RequeueAfter: d}, nil
+		}
 		c.nodePass(ctx, *c.queue.Load())
 		return reconcile.Result{}, nil
 	case orphansKey:

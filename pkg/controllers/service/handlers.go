@@ -37,25 +37,33 @@ func (c *Controller) serviceHandler() handler.TypedEventHandler[*v1.Service, key
 	}
 }
 
-// nodeHandler keeps the node tracker current and schedules a node pass for
-// the changes that can alter a load balancer's node set (see
-// nodePacer.schedule for when the pass runs).
+// nodeHandler keeps the node tracker current and tells the pacer about
+// joining nodes and about the changes that can alter a load balancer's
+// node set (see nodePacer for when the pass runs). A node that registers
+// uninitialized is not such a change yet: its initialization (providerID,
+// taint removed) follows, and that change schedules the pass.
 func (c *Controller) nodeHandler() handler.TypedEventHandler[*v1.Node, key] {
-	schedule := func(q queue) { c.nodePacer.schedule(q, c.now()) }
 	return handler.TypedFuncs[*v1.Node, key]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*v1.Node], q queue) {
 			c.nodes.upsert(e.Object)
-			schedule(q)
+			now, joining := c.now(), nodeUninitialized(e.Object)
+			c.nodePacer.joined(q, e.Object.Name, joining, now)
+			if !joining {
+				c.nodePacer.changed(q, now)
+			}
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*v1.Node], q queue) {
 			c.nodes.upsert(e.ObjectNew)
+			now := c.now()
+			c.nodePacer.joined(q, e.ObjectNew.Name, nodeUninitialized(e.ObjectNew), now)
 			if nodeChangeTriggersSync(e.ObjectOld, e.ObjectNew) {
-				schedule(q)
+				c.nodePacer.changed(q, now)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*v1.Node], q queue) {
 			c.nodes.remove(e.Object.Name)
-			schedule(q)
+			c.nodePacer.forget(e.Object.Name)
+			c.nodePacer.changed(q, c.now())
 		},
 	}
 }

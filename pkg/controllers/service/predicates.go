@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 )
 
@@ -117,9 +118,20 @@ func nodeEligible(n *v1.Node) bool {
 // of the exclusion label or of the providerID starts a pass over the load
 // balancers. Adding the autoscaler taint deliberately does not, so that
 // connections drain while the node is emptied; the node leaves the set at
-// the next pass, at the latest when it is deleted.
+// the next pass, at the latest when it is deleted. The end of a node's
+// initialization does too, for a legacy provider that sets no providerID:
+// a node's registration does not start a pass (see nodeHandler).
 func nodeChangeTriggersSync(old, cur *v1.Node) bool {
-	return nodeIncluded(old) != nodeIncluded(cur) || old.Spec.ProviderID != cur.Spec.ProviderID
+	return nodeIncluded(old) != nodeIncluded(cur) || old.Spec.ProviderID != cur.Spec.ProviderID ||
+		nodeUninitialized(old) != nodeUninitialized(cur)
+}
+
+// nodeUninitialized reports whether a node still waits for the cloud node
+// controller: it carries the cloud provider's uninitialized taint.
+func nodeUninitialized(n *v1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool {
+		return t.Key == cloudproviderapi.TaintExternalCloudProvider
+	})
 }
 
 // statusEqual compares load balancer statuses including ipMode and ports.

@@ -51,6 +51,13 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	case st == nil || st.uid != svc.UID || !lbConfigEqual(st.applied, svc):
 		return c.ensure(ctx, key, svc, nodes)
 	case !sameNodes(st.nodes, nodes):
+		if c.nodePacer.holding(c.now()) {
+			// A burst of node changes is under way: its pass queues this
+			// Service again once the node set has settled, so the load
+			// balancer is updated once, not once per node.
+			klog.FromContext(ctx).V(4).Info("Node set changing; the update waits for the burst's node pass")
+			return nil
+		}
 		gone, err := c.updateHosts(ctx, key, svc, st, nodes)
 		if gone {
 			// A load balancer removed behind the controller's back is

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
@@ -248,6 +250,8 @@ func TestLateFailuresCaughtBeforeLeadership(t *testing.T) {
 			"--node-cidr-mask-size-ipv6=40"},
 		"--node-cidr-mask-size=24":                     {"--allocate-node-cidrs", "--cluster-cidr=10.0.0.0/16,fd00::/48", "--node-cidr-mask-size=24"},
 		"--controllers=-service,service-lb-controller": {"--controllers=-service,service-lb-controller"},
+		// The allocator would refuse it on the leader: no pod CIDR is left.
+		"--service-cluster-ip-range=10.0.0.0/8": {"--allocate-node-cidrs", "--cluster-cidr=10.0.0.0/16", "--service-cluster-ip-range=10.0.0.0/8"},
 	}
 	var all []string
 	for want, args := range cases {
@@ -257,7 +261,9 @@ func TestLateFailuresCaughtBeforeLeadership(t *testing.T) {
 				t.Fatalf("%v: got %v, want an error naming %s", args, err, want)
 			}
 		})
-		if want != "--node-cidr-mask-size=24" && want != "--node-cidr-mask-size-ipv6=40" {
+		// These share flags with --node-cidr-mask-size-ipv4=8, whose error
+		// comes first.
+		if want != "--node-cidr-mask-size=24" && want != "--node-cidr-mask-size-ipv6=40" && want != "--service-cluster-ip-range=10.0.0.0/8" {
 			all = append(all, args...)
 		}
 	}
@@ -283,6 +289,31 @@ func TestClusterCIDRWithoutAllocationWarns(t *testing.T) {
 	}
 	if w := o.Warnings(); len(w) != 0 {
 		t.Fatalf("warnings with --allocate-node-cidrs: %q", w)
+	}
+}
+
+// A service range inside the cluster CIDR is accepted, as upstream's node
+// IPAM accepts it (the subnets it covers are never allocated), with a
+// warning; one that leaves nothing, or lies outside, is refused or quiet.
+func TestServiceRangeOverlappingClusterCIDR(t *testing.T) {
+	base := []string{"--cloud-provider=x", "--allocate-node-cidrs", "--cluster-cidr=10.0.0.0/16,fd00::/48"}
+	o, err := parse(t, append(base, "--service-cluster-ip-range=10.0.8.0/22")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := o.Warnings(); len(w) != 1 || !strings.Contains(w[0], "--service-cluster-ip-range=10.0.8.0/22 overlaps --cluster-cidr=10.0.0.0/16,fd00::/48") {
+		t.Fatalf("warnings: %q", w)
+	}
+	o, err = parse(t, append(base, "--service-cluster-ip-range=10.96.0.0/12,fd01::/108")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := o.Warnings(); len(w) != 0 {
+		t.Fatalf("warnings for disjoint ranges: %q", w)
+	}
+	_, err = parse(t, append(base, "--service-cluster-ip-range=10.96.0.0/12,fd00::/40")...)
+	if !errors.Is(err, nodeipam.ErrOverlap) || !strings.Contains(err.Error(), "--service-cluster-ip-range=10.96.0.0/12,fd00::/40") {
+		t.Fatalf("an IPv6 service range covering the IPv6 cluster CIDR: %v", err)
 	}
 }
 

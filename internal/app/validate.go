@@ -145,7 +145,14 @@ func (o *Options) validateNetworking() []error {
 	if o.AllocateNodeCIDRs {
 		// The allocator's own checks, so that a mask that cannot fit the
 		// cluster CIDR fails here rather than on the leader after the lease.
-		if _, err := nodeIPAMConfig(o); err != nil {
+		cfg, err := nodeIPAMConfig(o)
+		if err == nil {
+			err = cfg.Check()
+			if err != nil {
+				err = fmt.Errorf("--service-cluster-ip-range=%s --cluster-cidr=%s: %w", o.ServiceClusterIPRange, o.ClusterCIDR, err)
+			}
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -161,6 +168,30 @@ func (o *Options) Warnings() []string {
 	var out []string
 	if o.ClusterCIDR != "" && !o.AllocateNodeCIDRs {
 		out = append(out, fmt.Sprintf("--cluster-cidr=%s is ignored: it is used only with --allocate-node-cidrs=true", o.ClusterCIDR))
+	}
+	if o.AllocateNodeCIDRs {
+		out = append(out, serviceRangeOverlaps(o)...)
+	}
+	return out
+}
+
+// serviceRangeOverlaps warns, as upstream's node IPAM logs, about a service
+// range inside the cluster CIDR: accepted (the node subnets it touches are
+// never handed out), but rarely meant. Validate refuses the case where
+// nothing is left.
+func serviceRangeOverlaps(o *Options) []string {
+	clusters, err1 := ParseCIDRList("cluster-cidr", o.ClusterCIDR)
+	services, err2 := ParseCIDRList("service-cluster-ip-range", o.ServiceClusterIPRange)
+	if o.ClusterCIDR == "" || o.ServiceClusterIPRange == "" || err1 != nil || err2 != nil {
+		return nil
+	}
+	var out []string
+	for _, c := range clusters {
+		for _, s := range services {
+			if c.Overlaps(s) {
+				out = append(out, fmt.Sprintf("--service-cluster-ip-range=%s overlaps --cluster-cidr=%s: the node subnets within %s are never allocated as pod CIDRs", o.ServiceClusterIPRange, o.ClusterCIDR, s))
+			}
+		}
 	}
 	return out
 }

@@ -43,6 +43,20 @@ const (
 	eventAction                 = "AllocatePodCIDR"
 )
 
+// Check reports what New would refuse in cfg's ranges (a service range
+// that leaves a cluster CIDR no subnet to hand out) without building a
+// controller, so that the flags are refused before leader election
+// rather than by the leader once it holds the lease.
+func (cfg Config) Check() error {
+	if len(cfg.MaskSizes) != len(cfg.ClusterCIDRs) {
+		return fmt.Errorf("nodeipam: %d mask sizes for %d cluster CIDRs", len(cfg.MaskSizes), len(cfg.ClusterCIDRs))
+	}
+	if _, err := newAllocator(cfg.ClusterCIDRs, cfg.MaskSizes, cfg.ServiceCIDRs, nil); err != nil {
+		return fmt.Errorf("nodeipam: %w", err)
+	}
+	return nil
+}
+
 // ErrOverlap is wrapped by New when the service range leaves nothing of a
 // cluster CIDR to allocate.
 var ErrOverlap = errors.New("no pod CIDR left to allocate")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -65,7 +66,13 @@ overrides the saved value, and the other knob flags only seed a new cloud.`,
 			return srv.Close()
 		},
 	}
-	f := cmd.Flags()
+	o.addFlags(cmd.Flags(), d, p)
+	return cmd
+}
+
+// addFlags registers serve's flags, with d's knobs and p's pools as the
+// defaults.
+func (o *serveOptions) addFlags(f *pflag.FlagSet, d api.Knobs, p store.Pools) {
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8787", "API listen address")
 	f.StringVar(&o.stateDir, "state-dir", "", "directory for the database (and the generated token); required")
 	f.DurationVar(&o.latency, "latency", time.Duration(d.Latency), "added latency per API call")
@@ -80,7 +87,6 @@ overrides the saved value, and the other knob flags only seed a new cloud.`,
 	f.StringVar(&o.internalPool, "internal-pool", p.Internal.String(), "CIDR for instance internal addresses")
 	f.StringVar(&o.externalPool, "external-pool", p.External.String(), "CIDR for instance external addresses")
 	f.StringVar(&o.vips, "vip-pool", p.VIP.String(), "CIDR for load balancer VIPs")
-	return cmd
 }
 
 // config validates the flags, naming the flag and its value on error.

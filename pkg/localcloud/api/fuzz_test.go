@@ -63,7 +63,7 @@ func checkValidation[T any](t *testing.T, data []byte, validate func(*T) error) 
 }
 
 // FuzzRequestBodies feeds arbitrary JSON bodies to the validation of every
-// request the localcloud API accepts.
+// request the localcloud API accepts, the admin knob patch included.
 func FuzzRequestBodies(f *testing.F) {
 	for _, seed := range []string{
 		`{"name":"n1","zone":"z1","region":"r1","type":"small","tags":{"a":"b"}}`,
@@ -73,6 +73,11 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"name":"r","destinationCIDR":"10.0.1.0/24","instanceId":"i-0123456789abcdef"}`,
 		`{"name":"r","destinationCIDR":"10.0.1.1/24","instanceId":"x"}`,
 		`{"listeners":[{"port":0}],"sourceRanges":["::/0"],"udpIdleTimeoutMs":1}`,
+		`{"rateLimit":1e-300}`,
+		`{"lbProvisioningTime":"2562047h","latency":"-1s"}`,
+		`{"rateLimit":5,"rateBurst":0}`,
+		`{"errorRate":0.5,"quotas":{"instances":-1,"loadBalancers":3}}`,
+		`{"latency":150}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -82,6 +87,9 @@ func FuzzRequestBodies(f *testing.F) {
 		checkValidation(t, data, (*api.CreateLoadBalancerRequest).Validate)
 		checkValidation(t, data, (*api.LoadBalancerSpec).Validate)
 		checkValidation(t, data, (*api.CreateRouteRequest).Validate)
+		// PUT/PATCH /v1/admin/config: the server applies the patch to its
+		// knobs and refuses it unless the result is within bounds.
+		checkValidation(t, data, func(p *api.KnobsPatch) error { return api.DefaultKnobs().Apply(*p).Validate() })
 	})
 }
 

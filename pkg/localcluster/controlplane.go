@@ -41,6 +41,7 @@ type ControlPlane struct {
 	StartTimeout time.Duration
 
 	ca    *authority
+	files pkiFiles
 	host  string
 	etcd  *child
 	api   *child
@@ -61,7 +62,7 @@ func (p *ControlPlane) Start(ctx context.Context) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control plane: %w", err)
 	}
-	p.ca = ca
+	p.ca, p.files = ca, files
 	if err := p.startEtcd(ctx); err != nil {
 		return nil, err
 	}
@@ -270,6 +271,56 @@ func (c *child) stop() {
 		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 		<-c.done
 	}
+}
+
+// Component names one of the control plane's processes.
+type Component string
+
+// The control plane's processes.
+const (
+	Etcd      Component = "etcd"
+	APIServer Component = "kube-apiserver"
+)
+
+func (p *ControlPlane) child(c Component) (*child, error) {
+	switch c {
+	case Etcd:
+		return p.etcd, nil
+	case APIServer:
+		return p.api, nil
+	}
+	return nil, fmt.Errorf("control plane: no component %q", c)
+}
+
+// Kill ends one process of a started control plane with SIGKILL, as a
+// crash or an OOM kill would, and waits for it to exit.
+func (p *ControlPlane) Kill(c Component) error {
+	ch, err := p.child(c)
+	if err != nil || ch == nil {
+		return errors.Join(err, fmt.Errorf("control plane: %s not started", c))
+	}
+	_ = syscall.Kill(-ch.cmd.Process.Pid, syscall.SIGKILL)
+	<-ch.done
+	return nil
+}
+
+// Restart starts a killed (or exited) process again on the same port,
+// with the same data directory and certificates, and waits until it is
+// ready: what a supervisor does after a crash.
+func (p *ControlPlane) Restart(ctx context.Context, c Component) error {
+	ch, err := p.child(c)
+	if err != nil || ch == nil {
+		return errors.Join(err, fmt.Errorf("control plane: %s not started", c))
+	}
+	select {
+	case <-ch.done:
+	default:
+		return fmt.Errorf("control plane: %s is still running", c)
+	}
+	if c == Etcd {
+		return p.startEtcd(ctx)
+	}
+	return p.startAPIServer(ctx, p.files)
 }
 
 // Pids returns the process ids of kube-apiserver and etcd while they run.

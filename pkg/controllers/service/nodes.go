@@ -35,15 +35,30 @@ func sameNodes(a, b nodeSet) bool {
 
 // nodeTracker follows the node informer and serves the eligible node set
 // without listing (and copying) every node on every sync.
+//
+// What it hands out is shared, never copied: every snapshot of one version
+// carries the same ids map, so the records of hundreds of load balancers
+// applied at that version hold one map between them, not one each. A
+// heartbeat (a new object, same identity) rebuilds only the slice of
+// object pointers, in the order kept since the version began: no sort, no
+// map. At idle a heartbeat costs a map store; the slice is rebuilt on the
+// next snapshot only.
 type nodeTracker struct {
 	mu      sync.Mutex
 	all     map[string]*v1.Node
 	version uint64
-	current *nodeSet // nil when it must be rebuilt
+	// ids and names describe version: the eligible nodes' providerIDs and
+	// their sorted names. Both are replaced, never modified, when the
+	// version changes, because snapshots share them.
+	ids   map[string]string
+	names []string
+	// identityStale: ids and names must be rebuilt for a new version.
+	identityStale bool
+	current       *nodeSet // nil when the objects must be gathered again
 }
 
 func newNodeTracker() *nodeTracker {
-	return &nodeTracker{all: map[string]*v1.Node{}}
+	return &nodeTracker{all: map[string]*v1.Node{}, identityStale: true}
 }
 
 // identity is what a load balancer cares about in one node.
@@ -67,9 +82,10 @@ func (t *nodeTracker) upsert(n *v1.Node) {
 	t.all[n.Name] = n
 	if old == nil || identityOf(old) != identityOf(n) {
 		t.version++
+		t.identityStale = true
 	}
-	// Rebuild even when the identity is unchanged: providers receive the
-	// latest objects (their addresses, for instance).
+	// Gather again even when the identity is unchanged: providers receive
+	// the latest objects (their addresses, for instance).
 	t.current = nil
 }
 
@@ -82,6 +98,7 @@ func (t *nodeTracker) remove(name string) {
 	}
 	delete(t.all, name)
 	t.version++
+	t.identityStale = true
 	t.current = nil
 }
 
@@ -92,16 +109,25 @@ func (t *nodeTracker) snapshot() nodeSet {
 	if t.current != nil {
 		return *t.current
 	}
-	s := &nodeSet{version: t.version, ids: map[string]string{}}
-	for _, n := range t.all {
-		if nodeEligible(n) {
-			s.nodes = append(s.nodes, n)
-			s.ids[n.Name] = n.Spec.ProviderID
+	if t.identityStale {
+		t.ids, t.names = map[string]string{}, nil
+		for _, n := range t.all {
+			if nodeEligible(n) {
+				t.ids[n.Name] = n.Spec.ProviderID
+				t.names = append(t.names, n.Name)
+			}
 		}
+		sort.Strings(t.names)
+		t.identityStale = false
 	}
-	sort.Slice(s.nodes, func(i, j int) bool { return s.nodes[i].Name < s.nodes[j].Name })
-	t.current = s
-	return *s
+	// The eligible names are those of the version: a node whose object
+	// changed without changing its identity is still eligible.
+	nodes := make([]*v1.Node, len(t.names))
+	for i, name := range t.names {
+		nodes[i] = t.all[name]
+	}
+	t.current = &nodeSet{version: t.version, nodes: nodes, ids: t.ids}
+	return *t.current
 }
 
 // nodeNames lists up to limit names for logs and events.

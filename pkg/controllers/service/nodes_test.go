@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -40,6 +41,35 @@ func TestNodeTrackerVersion(t *testing.T) {
 	tr.remove("c")
 	if s5 := tr.snapshot(); !sameNodes(s5, s3) {
 		t.Errorf("after removal nodes = %v", names(s5.nodes))
+	}
+}
+
+// Snapshots of one version share their identity map, so the records of
+// many load balancers applied at that version hold one map between them;
+// a heartbeat between two snapshots must not give the second its own.
+func TestNodeTrackerSharesIdentityAcrossHeartbeats(t *testing.T) {
+	tr := newNodeTracker()
+	for _, n := range []string{"c", "a", "b"} {
+		tr.upsert(node(n))
+	}
+	s1 := tr.snapshot()
+	hb := node("b")
+	hb.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	tr.upsert(hb)
+	s2 := tr.snapshot()
+	if reflect.ValueOf(s1.ids).Pointer() != reflect.ValueOf(s2.ids).Pointer() {
+		t.Error("a heartbeat gave the next snapshot its own identity map")
+	}
+	if !slices.Equal(names(s2.nodes), []string{"a", "b", "c"}) || s2.nodes[1] != hb {
+		t.Errorf("after a heartbeat nodes = %v, want a, b (the latest object), c", names(s2.nodes))
+	}
+	tr.upsert(node("d"))
+	s3 := tr.snapshot()
+	if reflect.ValueOf(s3.ids).Pointer() == reflect.ValueOf(s2.ids).Pointer() {
+		t.Fatal("a new version reused the old identity map")
+	}
+	if len(s2.ids) != 3 || len(s3.ids) != 4 {
+		t.Errorf("identity maps hold %d and %d nodes, want 3 (unchanged since handed out) and 4", len(s2.ids), len(s3.ids))
 	}
 }
 

@@ -110,6 +110,9 @@ type pass struct{}
 // source queues the first period at start, and each period schedules the
 // next with RequeueAfter. Like every controller, it runs on the leader only.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1.Node{}, attentionField, needsAttention); err != nil {
+		return fmt.Errorf("node lifecycle controller: index nodes: %w", err)
+	}
 	err := builder.TypedControllerManagedBy[pass](mgr).
 		Named(ControllerName).
 		WatchesRawSource(source.TypedFunc[pass](func(_ context.Context, q workqueue.TypedRateLimitingInterface[pass]) error {
@@ -153,8 +156,10 @@ type Summary struct {
 func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 	start := time.Now()
 	defer func() { c.metrics.duration.Observe(time.Since(start).Seconds()) }()
+	// Only the Nodes that need attention, from the index; uncopied, since
+	// they are only read (a patch works on its own copy).
 	var list v1.NodeList
-	if err := c.client.List(ctx, &list); err != nil {
+	if err := c.client.List(ctx, &list, client.MatchingFields{attentionField: attentionValue}, client.UnsafeDisableDeepCopy); err != nil {
 		return Summary{}, fmt.Errorf("list nodes from cache: %w", err)
 	}
 	var sum Summary

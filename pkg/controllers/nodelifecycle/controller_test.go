@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,7 +112,7 @@ func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*v1.Node) *harn
 	for _, n := range nodes {
 		objs = append(objs, n)
 	}
-	cl := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&v1.Node{}).Build()
+	cl := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&v1.Node{}).WithIndex(&v1.Node{}, attentionField, needsAttention).Build()
 	rec := events.NewFakeRecorder(1000)
 	deps := Deps{Client: cl, Instances: fc, Recorder: rec}
 	if list {
@@ -278,7 +279,7 @@ func TestLeavesNodeTheProviderCannotTellAboutQuietly(t *testing.T) {
 	legacy := cloud.InstancesV2FromV1("legacy", noIDInstances{}, nil)
 	n := node("no-id", v1.ConditionFalse)
 	n.Spec.ProviderID = ""
-	cl := fake.NewClientBuilder().WithObjects(n).Build()
+	cl := fake.NewClientBuilder().WithObjects(n).WithIndex(&v1.Node{}, attentionField, needsAttention).Build()
 	rec := events.NewFakeRecorder(10)
 	c, err := New(Deps{Client: cl, Instances: legacy, Recorder: rec}, Config{Period: 1})
 	if err != nil {
@@ -323,5 +324,28 @@ func TestReconcileSchedulesNextPeriodEvenAfterFailure(t *testing.T) {
 	}
 	if _, ok := h.get(t, "a"); !ok {
 		t.Fatal("node a deleted on a cloud error")
+	}
+}
+
+// A period looks only at the Nodes the index marks: NotReady ones (Ready
+// False or Unknown, or no Ready condition yet) and Ready ones that still
+// carry the shutdown taint. A Ready, untainted Node is not indexed.
+func TestIndexMarksOnlyNodesThatNeedAttention(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		node *v1.Node
+		want bool
+	}{
+		{"ready", node("a", v1.ConditionTrue), false},
+		{"ready with another taint", node("a", v1.ConditionTrue, v1.Taint{Key: "other", Effect: v1.TaintEffectNoSchedule}), false},
+		{"not ready", node("a", v1.ConditionFalse), true},
+		{"unknown", node("a", v1.ConditionUnknown), true},
+		{"no ready condition", node("a", ""), true},
+		{"ready with the shutdown taint", node("a", v1.ConditionTrue, ShutdownTaint), true},
+	} {
+		got := needsAttention(tc.node)
+		if tc.want != slices.Equal(got, []string{attentionValue}) || (!tc.want && len(got) != 0) {
+			t.Errorf("%s: index values %q, want attention %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -22,4 +23,24 @@ func (x *index) lookup(n *v1.Node) (exists, shutdown bool, err error) {
 		return false, false, err
 	}
 	return true, inst.Shutdown, nil
+}
+
+// attentionField names the cache index of the Nodes a monitor period must
+// look at: NotReady ones, and Ready ones still carrying the shutdown taint.
+// A period lists only those. Listing every Node instead would deep-copy the
+// whole cache every period (5 s by default): at 1,000 nodes, most of the
+// daemon's CPU and allocations at idle, spent on Ready nodes that need
+// nothing.
+const attentionField = "stratus.node-lifecycle.attention"
+
+// attentionValue is the index value of a Node that needs attention.
+const attentionValue = "true"
+
+// needsAttention is the index function of attentionField.
+func needsAttention(obj client.Object) []string {
+	n, ok := obj.(*v1.Node)
+	if !ok || (isReady(n) && !hasShutdownTaint(n)) {
+		return nil
+	}
+	return []string{attentionValue}
 }

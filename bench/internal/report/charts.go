@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -53,7 +55,40 @@ func WriteCharts(dir string, in Input) ([]string, error) {
 			}
 		}
 	}
-	return files, nil
+	return files, prune(dir, files)
+}
+
+// prune removes the charts of dir that this report no longer draws (a
+// figure dropped from a scenario's charts), so that the directory holds
+// no image the doc does not show. Only files named as ChartFile names
+// them are touched.
+func prune(dir string, keep []string) error {
+	for _, sc := range Scenarios {
+		old, err := filepath.Glob(filepath.Join(dir, sc.Name+"-*.png"))
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		for _, f := range old {
+			if slices.Contains(keep, filepath.Base(f)) || !isChartOf(filepath.Base(f), sc.Name) {
+				continue
+			}
+			if err := os.Remove(f); err != nil {
+				return fmt.Errorf("report: remove a stale chart: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// isChartOf says whether file is named as ChartFile names a chart of
+// scenario: "steady-" must not match steady5k's charts.
+func isChartOf(file, scenario string) bool {
+	for _, cloud := range []string{results.CloudRealistic, results.CloudIdeal} {
+		if strings.HasPrefix(file, scenario+"-"+cloud+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 // valueLabel is a bar's median as printed over it, with the table's

@@ -92,6 +92,13 @@ func TestCell(t *testing.T) {
 
 func TestWriteCharts(t *testing.T) {
 	dir := t.TempDir()
+	// A chart an earlier report drew and this one does not, and a file
+	// that is not a chart of ours.
+	for _, f := range []string{"steady-realistic-peak_rss_mib.png", "notes.png"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	files, err := WriteCharts(dir, sampleInput())
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +109,12 @@ func TestWriteCharts(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, files[0]))
 	if err != nil || len(b) < 8 || string(b[1:4]) != "PNG" {
 		t.Fatalf("%s is not a PNG (err %v)", files[0], err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "steady-realistic-peak_rss_mib.png")); !os.IsNotExist(err) {
+		t.Errorf("the stale chart is still there (err %v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes.png")); err != nil {
+		t.Errorf("a file that is not a chart was touched: %v", err)
 	}
 }
 

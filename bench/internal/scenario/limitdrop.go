@@ -138,8 +138,9 @@ func (e *Env) limitDropOne(ctx context.Context, c harness.Contestant, dir string
 }
 
 // dropAndRaise lowers the cloud's limit LimitDropAfter after t0 and raises
-// it again LimitLowFor later, and returns when each took effect. A reading
-// of the counters is taken right before each change.
+// it again LimitLowFor later, and returns when each took effect. Readings
+// of the counters are taken right before and right after each change, so
+// that the low phase's counts start and end with it.
 func (e *Env) dropAndRaise(ctx context.Context, cl *harness.Cluster, t0 time.Time, rs *rateSampler) (drop, raise time.Time, err error) {
 	set := func(at time.Time, limit float64) (time.Time, error) {
 		if err := sleepUntil(ctx, at); err != nil {
@@ -151,7 +152,8 @@ func (e *Env) dropAndRaise(ctx context.Context, cl *harness.Cluster, t0 time.Tim
 		if _, err := cl.Cloud.UpdateConfig(ctx, api.KnobsPatch{RateLimit: &limit}); err != nil {
 			return time.Time{}, fmt.Errorf("set the cloud's rate limit to %g: %w", limit, err)
 		}
-		return time.Now(), nil
+		now := time.Now()
+		return now, rs.take(ctx)
 	}
 	if drop, err = set(t0.Add(e.S.LimitDropAfter), e.S.LowRateLimit); err != nil {
 		return drop, raise, err

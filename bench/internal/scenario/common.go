@@ -213,6 +213,53 @@ func (e *Env) startCluster(ctx context.Context, dir, cloud string, pool int) (*h
 	return cl, token, nil
 }
 
+// ready is a cluster with instances, a leading contestant and initialized
+// nodes.
+type ready struct {
+	cl    *harness.Cluster
+	token string
+	ccm   *harness.CCM
+	// ids are the instances' ids by name.
+	ids map[string]string
+}
+
+// stop stops the contestant, then the cluster.
+func (r *ready) stop() {
+	if r.ccm != nil {
+		r.ccm.Stop(30 * time.Second)
+		r.ccm = nil
+	}
+	if r.cl != nil {
+		r.cl.Stop()
+		r.cl = nil
+	}
+}
+
+// readyCluster starts a cluster, creates the instances, starts c as the
+// leader and registers the nodes named in initialized, waiting until they
+// are initialized. On error, what was started is stopped.
+func (e *Env) readyCluster(ctx context.Context, dir, cloud string, pool int, c harness.Contestant, instances, initialized []string) (r *ready, err error) {
+	r = &ready{}
+	defer func() {
+		if err != nil {
+			r.stop()
+		}
+	}()
+	if r.cl, r.token, err = e.startCluster(ctx, dir, cloud, pool); err != nil {
+		return nil, err
+	}
+	if r.ids, err = r.cl.CreateInstances(ctx, instances); err != nil {
+		return nil, err
+	}
+	if r.ccm, err = e.startLeader(ctx, r.cl, c); err != nil {
+		return nil, err
+	}
+	if _, err = e.initNodes(ctx, r.cl, initialized, r.ccm); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // startLeader starts replica "a" and waits until it holds the lease.
 func (e *Env) startLeader(ctx context.Context, cl *harness.Cluster, c harness.Contestant) (*harness.CCM, error) {
 	ccm, err := cl.StartCCM(c, "a", e.ccmOptions())

@@ -33,25 +33,14 @@ const joinTimeout = 3 * time.Minute
 // has an ingress, time until every load balancer's backends include the
 // joined nodes, and UpdateLoadBalancer calls after the join.
 func (e *Env) lb(ctx context.Context, c harness.Contestant, cloud, dir string) (map[string]float64, map[string]int64, error) {
-	cl, token, err := e.startCluster(ctx, dir, cloud, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer cl.Stop()
 	first := names(harness.NodeName, 1, e.S.LBNodes)
 	joined := names(harness.NodeName, 1+e.S.LBNodes, e.S.JoinNodes)
-	ids, err := cl.CreateInstances(ctx, append(append([]string{}, first...), joined...))
+	r, err := e.readyCluster(ctx, dir, cloud, 0, c, append(append([]string{}, first...), joined...), first)
 	if err != nil {
 		return nil, nil, err
 	}
-	ccm, err := e.startLeader(ctx, cl, c)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer ccm.Stop(30 * time.Second)
-	if _, err := e.initNodes(ctx, cl, first, ccm); err != nil {
-		return nil, nil, err
-	}
+	defer r.stop()
+	cl, token, ccm, ids := r.cl, r.token, r.ccm, r.ids
 	svcs := names(harness.ServiceName, 1, e.S.Services)
 	tr := cl.TrackServices()
 	defer tr.Stop()

@@ -69,23 +69,13 @@ func (e *Env) limitDrop(ctx context.Context, cs []harness.Contestant, rep int, p
 // contestant's request rate went under the new limit for good
 // (results.BackUnder), and the time until every Service has an ingress.
 func (e *Env) limitDropOne(ctx context.Context, c harness.Contestant, dir string, pool int) (map[string]float64, map[string]int64, error) {
-	cl, token, err := e.startCluster(ctx, dir, results.CloudRealistic, pool)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer cl.Stop()
 	nodes := names(harness.NodeName, 1, e.S.LBNodes)
-	if _, err := cl.CreateInstances(ctx, nodes); err != nil {
-		return nil, nil, err
-	}
-	ccm, err := e.startLeader(ctx, cl, c)
+	r, err := e.readyCluster(ctx, dir, results.CloudRealistic, pool, c, nodes, nodes)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer ccm.Stop(30 * time.Second)
-	if _, err := e.initNodes(ctx, cl, nodes, ccm); err != nil {
-		return nil, nil, err
-	}
+	defer r.stop()
+	cl, token, ccm := r.cl, r.token, r.ccm
 	svcs := names(harness.ServiceName, 1, e.S.Services)
 	tr := cl.TrackServices()
 	defer tr.Stop()

@@ -27,13 +27,11 @@ const sampleEvery = time.Second
 
 // steadyRun is one contestant's prepared steady-state cluster.
 type steadyRun struct {
+	*ready
 	scenario string
 	nodes    int
 	c        harness.Contestant
 	dir      string
-	cl       *harness.Cluster
-	ccm      *harness.CCM
-	token    string
 	m        *meter
 	err      error
 	figs     map[string]float64
@@ -42,34 +40,20 @@ type steadyRun struct {
 }
 
 func (r *steadyRun) stop() {
-	if r.ccm != nil {
-		r.ccm.Stop(30 * time.Second)
-		r.ccm = nil
-	}
-	if r.cl != nil {
-		r.cl.Stop()
-		r.cl = nil
+	if r.ready != nil {
+		r.ready.stop()
 	}
 }
 
 // prepareSteady brings a cluster to the idle state: N initialized nodes
 // and S published Services whose load balancers hold every node.
 func (e *Env) prepareSteady(ctx context.Context, r *steadyRun, pool int) error {
-	var err error
-	if r.cl, r.token, err = e.startCluster(ctx, r.dir, results.CloudRealistic, pool); err != nil {
-		return err
-	}
 	nodes := names(harness.NodeName, 1, r.nodes)
-	ids, err := r.cl.CreateInstances(ctx, nodes)
-	if err != nil {
+	var err error
+	if r.ready, err = e.readyCluster(ctx, r.dir, results.CloudRealistic, pool, r.c, nodes, nodes); err != nil {
 		return err
 	}
-	if r.ccm, err = e.startLeader(ctx, r.cl, r.c); err != nil {
-		return err
-	}
-	if _, err := e.initNodes(ctx, r.cl, nodes, r.ccm); err != nil {
-		return err
-	}
+	ids := r.ids
 	svcs := names(harness.ServiceName, 1, e.S.Services)
 	tr := r.cl.TrackServices()
 	defer tr.Stop()

@@ -119,6 +119,12 @@ func TestLeaderElectionFailover(t *testing.T) {
 	if *lease.Spec.HolderIdentity == holder {
 		t.Fatalf("lease still held by the killed leader %s", holder)
 	}
+	// It took the lease as it expired, not at a later retry of its elector.
+	if b, err := os.ReadFile(standby.LogFile); err != nil {
+		t.Fatal(err)
+	} else if !strings.Contains(string(b), "Took the lease at its expiry") {
+		t.Errorf("the standby's log does not say it took the lease at its expiry: %s", standby.LogFile)
+	}
 
 	// SIGTERM is a graceful shutdown: exit 0 and the lease is released.
 	if err := standby.Signal(syscall.SIGTERM); err != nil {

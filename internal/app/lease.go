@@ -51,12 +51,15 @@ type observedLock struct {
 	seenAt       time.Time
 	seenHolder   string
 	seenDuration time.Duration
-	// maxGap is the longest the elector waits between two attempts; zero
+	// maxGap bounds how long the elector can go between two reads; zero
 	// turns the early attempt off. sleep waits, or fails when ctx ends.
 	// leaseDuration is what this replica writes when it takes the Lease.
 	maxGap        time.Duration
 	sleep         func(ctx context.Context, d time.Duration) error
 	leaseDuration time.Duration
+	// watch, when set, keeps the view current between reads until ctx
+	// ends (lease_watch.go).
+	watch func(ctx context.Context)
 }
 
 // expiryMargin puts the attempt just past the expiry.
@@ -263,8 +266,25 @@ func newLeaseLock(o *Options, restCfg *rest.Config) (lock *observedLock, stop fu
 		return nil, nil, fmt.Errorf("--leader-elect-resource-lock=%s: %w", o.ResourceLock, err)
 	}
 	l := newObservedLock(inner, clock.RealClock{})
-	l.maxGap = time.Duration(float64(o.RetryPeriod) * (1 + leaderelection.JitterFactor))
+	// Attempts start up to RetryPeriod × (1 + JitterFactor) after the
+	// previous one ended; the rest covers the read itself, so that some
+	// read always falls within the gap before the expiry.
+	l.maxGap = time.Duration(float64(o.RetryPeriod)*(1+leaderelection.JitterFactor)) + o.RetryPeriod
+	if l.maxGap >= o.LeaseDuration {
+		// Never wait a whole lease: the elector would see the expiry itself.
+		l.maxGap = o.LeaseDuration / 2
+	}
 	l.sleep = waitContext
 	l.leaseDuration = o.LeaseDuration
+	// The watch streams for minutes: not under the request timeout above.
+	wcfg := rest.CopyConfig(cfg)
+	wcfg.Timeout = 0
+	wcs, err := kubernetes.NewForConfig(wcfg)
+	if err != nil {
+		broadcaster.Shutdown()
+		return nil, nil, fmt.Errorf("leader election watch client: %w", err)
+	}
+	leases := wcs.CoordinationV1().Leases(o.LeaderElectNamespace)
+	l.watch = func(ctx context.Context) { l.watchLease(ctx, leases, o.LeaderElectName, o.RetryPeriod) }
 	return l, broadcaster.Shutdown, nil
 }

@@ -101,6 +101,10 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		}
 		defer stopEvents()
 		lock = l
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() { defer close(watched); lock.watch(watchCtx) }()
+		defer func() { stopWatch(); <-watched }()
 	}
 	scheme, err := newScheme()
 	if err != nil {

@@ -14,6 +14,13 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 )
 
+// inFlightProvisioning keeps the load balancers of a burst of creations
+// provisioning long enough for the test to strike while they are in
+// flight, even on a loaded machine; the knob goes back to its base value
+// right after the fault, which the load balancers already provisioning
+// keep.
+const inFlightProvisioning = 4 * time.Second
+
 // inFlight waits until at least n of ns' Services have a load balancer in
 // the cloud while at least one of names has none published yet: the
 // moment to strike.
@@ -47,7 +54,7 @@ func (w *world) inFlight(t *testing.T, ns string, names []string, n int) {
 // its Deployment would. No load balancer may be duplicated or leaked.
 func killDuringCreations(t *testing.T, w *world, leader *replica) *replica {
 	ns := w.namespace("sigkill")
-	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(2 * time.Second)})
+	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(inFlightProvisioning)})
 	names := w.createServices(ns, "burst", 20)
 	w.inFlight(t, ns, names, 5)
 	leader.kill(true)
@@ -98,7 +105,7 @@ func failover(t *testing.T, w *world, leader *replica) *replica {
 	waitFor(w.ctx, t, "the standby to be ready", time.Minute, standby.ready)
 	holder := w.leaseHolder(t)
 	ns := w.namespace("failover")
-	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(2 * time.Second)})
+	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(inFlightProvisioning)})
 	names := w.createServices(ns, "failover", 10)
 	w.inFlight(t, ns, names, 3)
 	leader.kill(false)

@@ -47,7 +47,10 @@ type LoadBalancer struct {
 	// Backends are the providerIDs of the nodes the load balancer sends
 	// traffic to, when the provider reports them; nil means unknown, and
 	// the service controller then checks only that the load balancer
-	// exists.
+	// exists. Callers only read it, so a provider may share one slice
+	// between load balancers with the same backends (localcloud's does:
+	// with thousands of nodes, a copy per load balancer is the bulk of a
+	// listing).
 	Backends []string
 }
 

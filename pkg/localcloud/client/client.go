@@ -146,7 +146,13 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, out an
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if st, ok := out.(streamed); ok && resp.StatusCode < 300 {
+		if err := st.decodeStream(json.NewDecoder(io.LimitReader(resp.Body, maxStreamedAnswer))); err != nil {
+			return fmt.Errorf("decode answer: %w", err)
+		}
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
 		return fmt.Errorf("read answer: %w", err)
 	}
@@ -160,6 +166,19 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, out an
 		return fmt.Errorf("decode answer: %w", err)
 	}
 	return nil
+}
+
+// Bounds on the size of an answer: one read whole, and one decoded as it
+// arrives (a page of load balancers with thousands of backends each).
+const (
+	maxAnswer         = 64 << 20
+	maxStreamedAnswer = 1 << 30
+)
+
+// streamed is an answer decoded item by item as it arrives instead of read
+// whole first, so that a large listing never sits in memory at once.
+type streamed interface {
+	decodeStream(dec *json.Decoder) error
 }
 
 func decodeError(resp *http.Response, data []byte) error {

@@ -146,35 +146,30 @@ func (c *Cloud) ListInstances(ctx context.Context) (_ []cloud.Instance, err erro
 
 // ListLoadBalancers implements cloud.LoadBalancerLister: the load
 // balancers tagged with the cluster, except those already being deleted.
+// Each is decoded as it arrives and its backends interned (see
+// backendSets), so the listing is never held whole: at 5,000 nodes and 300
+// load balancers, the whole answer and its copy with providerIDs took
+// over 150 MB for a moment every orphan pass.
 func (c *Cloud) ListLoadBalancers(ctx context.Context, clusterName string) (_ []cloud.LoadBalancer, err error) {
 	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, c.clusterName)
-	all, err := c.client.ListAllLoadBalancers(ctx, lcclient.ListOptions{Cluster: cluster, MaxResults: listPageSize})
-	if err != nil {
-		return nil, err // the client's error says all this layer knows
-	}
-	out := make([]cloud.LoadBalancer, 0, len(all))
-	for _, lb := range all {
+	var out []cloud.LoadBalancer
+	sets := newBackendSets()
+	err = c.client.EachLoadBalancer(ctx, lcclient.ListOptions{Cluster: cluster, MaxResults: listPageSize}, func(lb *api.LoadBalancer) error {
 		if lb.Status == api.LBDeleting {
-			continue
+			return nil
 		}
 		out = append(out, cloud.LoadBalancer{
 			Name:             lb.Name,
 			ServiceNamespace: lb.Tags[api.TagServiceNamespace],
 			ServiceName:      lb.Tags[api.TagServiceName],
 			ServiceUID:       types.UID(lb.Tags[api.TagServiceUID]),
-			Backends:         providerIDs(lb.Backends),
+			Backends:         sets.providerIDs(lb.Backends),
 		})
+		return nil
+	})
+	if err != nil {
+		return nil, err // the client's error says all this layer knows
 	}
 	return out, nil
-}
-
-// providerIDs maps instance ids to providerIDs; never nil, since the cloud
-// always reports a load balancer's backends.
-func providerIDs(ids []string) []string {
-	out := make([]string, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, ProviderID(id))
-	}
-	return out
 }

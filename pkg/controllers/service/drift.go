@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -26,13 +25,14 @@ func (c *Controller) repairDrift(ctx context.Context, before map[types.Namespace
 	}
 	logger := klog.FromContext(ctx)
 	drifted := 0
+	sets := appliedSets{}
 	for k, st := range before {
 		lb, exists := byUID[st.uid]
 		why := ""
 		switch {
 		case !exists:
 			why = "load balancer no longer exists in the cloud"
-		case lb.Backends != nil && !sameBackends(st.nodes, lb.Backends):
+		case lb.Backends != nil && !sets.of(st.nodes).equals(lb.Backends):
 			why = "load balancer's backends were changed in the cloud"
 		default:
 			continue
@@ -50,17 +50,54 @@ func (c *Controller) repairDrift(ctx context.Context, before map[types.Namespace
 	return drifted
 }
 
-// sameBackends compares the providerIDs applied (nodes without one carry
-// no traffic) with those the cloud reports, as sets.
-func sameBackends(applied nodeSet, cloudIDs []string) bool {
-	want := make([]string, 0, len(applied.ids))
+// appliedSets builds each applied node set's providerID set once per
+// pass: the records of one version share their set, so a pass over 300
+// load balancers of 5,000 nodes compares in linear time instead of sorting
+// two lists of 5,000 per load balancer.
+type appliedSets map[uint64]*providerIDSet
+
+func (a appliedSets) of(applied nodeSet) *providerIDSet {
+	if s, ok := a[applied.version]; ok {
+		return s
+	}
+	s := newProviderIDSet(applied)
+	a[applied.version] = s
+	return s
+}
+
+// providerIDSet is the set of providerIDs of an applied node set (nodes
+// without one carry no traffic), compared with what the cloud reports.
+type providerIDSet struct {
+	slot map[string]int
+	// seen[slot] == round marks the IDs met in the current comparison.
+	seen  []uint32
+	round uint32
+}
+
+func newProviderIDSet(applied nodeSet) *providerIDSet {
+	s := &providerIDSet{slot: make(map[string]int, len(applied.ids))}
 	for _, id := range applied.ids {
-		if id != "" {
-			want = append(want, id)
+		if _, dup := s.slot[id]; id != "" && !dup {
+			s.slot[id] = len(s.slot)
 		}
 	}
-	got := slices.Clone(cloudIDs)
-	slices.Sort(want)
-	slices.Sort(got)
-	return slices.Equal(slices.Compact(want), slices.Compact(got))
+	s.seen = make([]uint32, len(s.slot))
+	return s
+}
+
+// equals compares, as sets, with the providerIDs the cloud reports.
+func (s *providerIDSet) equals(cloudIDs []string) bool {
+	s.round++
+	distinct := 0
+	for _, id := range cloudIDs {
+		i, ok := s.slot[id]
+		if !ok {
+			return false
+		}
+		if s.seen[i] != s.round {
+			s.seen[i] = s.round
+			distinct++
+		}
+	}
+	return distinct == len(s.slot)
 }

@@ -41,3 +41,35 @@ func TestOrphanPassRepairsDrift(t *testing.T) {
 		t.Errorf("EnsureLoadBalancer calls after the pass = %d, want 2 (the drifted ones only)", got)
 	}
 }
+
+// Backends compare as sets with the applied providerIDs: order and
+// repeats do not matter, nodes without a providerID carry no traffic, and
+// a missing, extra or empty ID is a difference. One set serves every
+// comparison of a pass, so each starts afresh.
+func TestAppliedSetComparesAsSets(t *testing.T) {
+	applied := nodeSet{version: 7, ids: map[string]string{"n1": "fake://n1", "n2": "fake://n2", "n3": ""}}
+	sets := appliedSets{}
+	for _, tc := range []struct {
+		cloud []string
+		same  bool
+	}{
+		{[]string{"fake://n2", "fake://n1"}, true},
+		{[]string{"fake://n1", "fake://n2", "fake://n1"}, true},
+		{[]string{"fake://n1"}, false},
+		{[]string{"fake://n1", "fake://n1"}, false},
+		{[]string{"fake://n1", "fake://n2", "fake://n9"}, false},
+		{[]string{"fake://n1", "fake://n2", ""}, false},
+		{[]string{}, false},
+		{[]string{"fake://n1", "fake://n2"}, true},
+	} {
+		if got := sets.of(applied).equals(tc.cloud); got != tc.same {
+			t.Errorf("cloud %q against applied %v: same = %v, want %v", tc.cloud, applied.ids, got, tc.same)
+		}
+	}
+	if sets.of(applied) != sets.of(nodeSet{version: 7, ids: applied.ids}) || len(sets) != 1 {
+		t.Error("the records of one version did not share their set")
+	}
+	if !sets.of(nodeSet{version: 8}).equals(nil) {
+		t.Error("an empty applied set differs from no backends")
+	}
+}

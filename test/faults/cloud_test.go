@@ -64,8 +64,10 @@ func drift(t *testing.T, w *world, leader *replica) *replica {
 	if _, err := w.cloud.UpdateLoadBalancer(w.ctx, changed.ID, spec); err != nil {
 		t.Fatal(err)
 	}
+	before := w.createdLBs(t)
 	changedAt := time.Now()
 	w.settle(t, "drift", changedAt)
+	w.createdOnce(t, before, 1) // the deleted one, again
 	after, err := w.lbsOf(w.ctx, ns)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -55,12 +56,14 @@ func (w *world) inFlight(t *testing.T, ns string, names []string, n int) {
 func killDuringCreations(t *testing.T, w *world, leader *replica) *replica {
 	ns := w.namespace("sigkill")
 	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(inFlightProvisioning)})
+	before := w.createdLBs(t)
 	names := w.createServices(ns, "burst", 20)
 	w.inFlight(t, ns, names, 5)
 	leader.kill(true)
 	killed := time.Now()
 	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(baseProvisioning)})
 	w.settle(t, "sigkill-during-creations", killed)
+	w.createdOnce(t, before, len(names))
 	return leader
 }
 
@@ -83,8 +86,10 @@ func restartControlPlane(t *testing.T, w *world, leader *replica, c localcluster
 		t.Fatalf("restart %s: %v", c, err)
 	}
 	back := time.Now()
+	before := w.createdLBs(t)
 	w.createServices(ns, "after", 3)
 	w.settle(t, string(c)+"-restart", back)
+	w.createdOnce(t, before, 3)
 	return leader
 }
 
@@ -106,12 +111,14 @@ func failover(t *testing.T, w *world, leader *replica) *replica {
 	holder := w.leaseHolder(t)
 	ns := w.namespace("failover")
 	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(inFlightProvisioning)})
+	before := w.createdLBs(t)
 	names := w.createServices(ns, "failover", 10)
 	w.inFlight(t, ns, names, 3)
 	leader.kill(false)
 	killed := time.Now()
 	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(baseProvisioning)})
 	w.settle(t, "leader-sigkill-standby", killed)
+	w.createdOnce(t, before, len(names))
 	if h := w.leaseHolder(t); h == holder || h == "" {
 		t.Errorf("lease holder after the failover: %q (before: %q)", h, holder)
 	}
@@ -119,6 +126,26 @@ func failover(t *testing.T, w *world, leader *replica) *replica {
 		t.Errorf("the standby was started %d times: it did not take over as it was", n)
 	}
 	return standby
+}
+
+// createdLBs is how many load balancers the cloud has created so far.
+func (w *world) createdLBs(t *testing.T) int64 {
+	t.Helper()
+	n, err := w.answered(w.ctx, http.StatusCreated, "CreateLoadBalancer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// createdOnce checks that the cloud created exactly n load balancers since
+// before: a duplicate created across the fault and deleted again since
+// would pass the invariants, not this.
+func (w *world) createdOnce(t *testing.T, before int64, n int) {
+	t.Helper()
+	if got := w.createdLBs(t) - before; got != int64(n) {
+		t.Errorf("the cloud created %d load balancers for %d Services", got, n)
+	}
 }
 
 func (w *world) leaseHolder(t *testing.T) string {

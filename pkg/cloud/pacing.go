@@ -87,26 +87,44 @@ func isThrottle(p any, err error) bool {
 	return false
 }
 
-// Tuning of the adaptive pacing, as TCP's congestion control: back off
-// multiplicatively on throttling, at most once per decreaseInterval (the
-// answers to calls already under way come after a decrease and must not
-// cause another); probe back up additively each increaseInterval in which
-// calls had to wait for the pacer, by a step scaled to the rate where the
-// cloud last throttled (a 25th of it, at least minIncrease), so the probes
-// above a low limit are as gentle as above a high one. Past that rate the
-// cloud's limit has risen, and the step doubles each interval until the
-// next throttled answer, so a raised limit is found in a few seconds.
+// Tuning of the adaptive pacing, as TCP's congestion control with a
+// measured bottleneck (as BBR): on a throttled answer, go to just under the
+// rate the cloud accepted over the last second (acceptedFactor of it, and
+// at least that share below the limit in force), or, before a second of
+// answers is known, halve the rate sent; at most once per decreaseInterval
+// (a fifth of it until the accepted rate is known), and never for the
+// answer of a call sent before the last decrease. Probe back up additively
+// each increaseInterval in which calls had to wait for the pacer, by a step
+// scaled to the rate where the cloud last throttled (a 50th of it, at least
+// minIncrease), so probes above a low limit are as gentle as above a high
+// one; a limit found again where it was found last doubles the pause
+// before the next probe (up to maxQuiet), so a stable limit draws few
+// 429s. Probing past raisedLimit times that rate without a throttled
+// answer means the limit has risen: the step doubles each interval until
+// the next throttled answer, so a raised limit is found in a few seconds.
 const (
 	backoffFactor    = 0.5
-	decreaseInterval = time.Second
+	decreaseInterval = time.Second / 2
 	increaseInterval = time.Second
-	increaseDivisor  = 25
-	minIncrease      = 0.5
+	increaseDivisor  = 50
+	// raisedLimit: probing this far above the rate where the cloud last
+	// throttled without a throttled answer means its limit has risen.
+	raisedLimit = 1.5
+	minIncrease = 0.5
 	// minPacedRate keeps a class moving on a cloud that allows 1 call/s.
 	minPacedRate = 0.5
 	// maxPause bounds how long a throttled answer's Retry-After pauses a
 	// class, against an absurd delay.
 	maxPause = 30 * time.Second
+	// sameLimit is how close two throttling rates are to be one limit;
+	// maxQuiet bounds the pause in probing above a limit found again.
+	sameLimit = 0.2
+	maxQuiet  = 30 * time.Second
+	// acceptedFactor: after a throttled answer, the rate goes to this
+	// share of the rate the cloud accepted, measured over at least
+	// minAcceptedSpan.
+	acceptedFactor  = 0.9
+	minAcceptedSpan = time.Second / 2
 )
 
 // pacer is one operation class's adaptive client-side limit. It starts
@@ -129,13 +147,15 @@ type pacer struct {
 	// throttledAt is the rate sent when the cloud last throttled; step is
 	// the current additive increase.
 	throttledAt, step float64
+	// quiet is how long after a decrease probing up waits.
+	quiet time.Duration
 	// waited: some call waited since the last increase, so the limit, not
 	// the demand, bounded the rate; only then is probing up meaningful.
 	waited bool
-	// Calls started per second (this one and the previous), the rate to
-	// back off from when the limit is above what was sent.
-	second    time.Time
-	cur, prev int
+	// sentWin counts the calls started lately, the rate to back off from
+	// when the limit is above what was sent; okWin counts the answers that
+	// were not throttled, the rate the cloud accepted.
+	sentWin, okWin rateWindow
 }
 
 func newPacer(ceiling float64, burst int) *pacer {
@@ -162,23 +182,9 @@ func (p *pacer) reserve(now time.Time) time.Duration {
 	if at.After(now) {
 		p.waited = true
 	}
-	p.count(at)
+	p.sentWin.add(now)
 	return at.Sub(now)
 }
-
-func (p *pacer) count(at time.Time) {
-	switch s := at.Truncate(time.Second); {
-	case s.Equal(p.second):
-		p.cur++
-	case s.Equal(p.second.Add(time.Second)):
-		p.second, p.prev, p.cur = s, p.cur, 1
-	case s.After(p.second):
-		p.second, p.prev, p.cur = s, 0, 1
-	}
-}
-
-// sent is the rate of calls sent lately, in calls per second.
-func (p *pacer) sent() float64 { return float64(max(p.cur, p.prev)) }
 
 // observe adapts the limit to one answer: started is when the call went,
 // now when its answer came.
@@ -186,8 +192,9 @@ func (p *pacer) observe(started, now time.Time, throttled bool, retryAfter time.
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !throttled {
-		if p.rate > 0 && p.waited && now.Sub(p.lastIncrease) >= increaseInterval {
-			if p.rate >= p.throttledAt {
+		p.okWin.add(now)
+		if p.rate > 0 && p.waited && now.Sub(p.lastIncrease) >= increaseInterval && now.Sub(p.lastDecrease) >= p.quiet {
+			if p.rate >= raisedLimit*p.throttledAt {
 				p.step *= 2
 			}
 			p.setRate(now, p.rate+p.step)
@@ -200,17 +207,61 @@ func (p *pacer) observe(started, now time.Time, throttled bool, retryAfter time.
 			p.pausedUntil = until
 		}
 	}
-	if started.Before(p.lastDecrease) || now.Sub(p.lastDecrease) < decreaseInterval {
+	if started.Before(p.lastDecrease) || now.Sub(p.lastDecrease) < p.decreaseInterval(now) {
 		return
 	}
-	base := p.sent()
+	next, limit := p.backoff(now)
+	// A cloud that throttles again where it did last time has not changed
+	// its limit: probing above it only draws 429s, so the next probe waits
+	// twice as long, up to maxQuiet. A limit found elsewhere is new: probing
+	// resumes after one interval.
+	if p.throttledAt > 0 && math.Abs(limit-p.throttledAt) <= sameLimit*p.throttledAt {
+		p.quiet = min(maxQuiet, max(increaseInterval, 2*p.quiet))
+	} else {
+		p.quiet = increaseInterval
+	}
+	p.step = max(minIncrease, limit/increaseDivisor)
+	p.throttledAt = limit
+	p.setRate(now, max(minPacedRate, next))
+	p.lastDecrease, p.lastIncrease, p.waited = now, now, false
+}
+
+// decreaseInterval is the least time between two decreases: shorter until
+// the rate the cloud accepts is known, so that the first throttled answers,
+// which come within milliseconds of the first calls and say little about
+// the limit, are followed by quick halvings rather than half a second of
+// calls far above it.
+func (p *pacer) decreaseInterval(now time.Time) time.Duration {
+	if _, span := p.okWin.rate(now); span < minAcceptedSpan {
+		return decreaseInterval / 5
+	}
+	return decreaseInterval
+}
+
+// backoff returns the rate to go down to after a throttled answer, and the
+// best estimate of the cloud's limit. The rate the cloud accepted over the
+// last second is its limit, measured: the pacer goes just under it, so a
+// cloud that throttles at L is then sent about L, not L/2 as a blind
+// multiplicative decrease would (half the throughput until the additive
+// probes climb back). Without a second of answers (the first throttled
+// answers come within milliseconds of the first calls), it halves the rate
+// sent.
+func (p *pacer) backoff(now time.Time) (next, limit float64) {
+	base, _ := p.sentWin.rate(now)
 	if p.rate > 0 && p.rate < base {
 		base = p.rate
 	}
-	p.throttledAt = base
-	p.step = max(minIncrease, base/increaseDivisor)
-	p.setRate(now, max(minPacedRate, backoffFactor*base))
-	p.lastDecrease, p.lastIncrease, p.waited = now, now, false
+	next, limit = backoffFactor*base, base
+	if ok, span := p.okWin.rate(now); span >= minAcceptedSpan && ok > 0 {
+		limit, next = ok, acceptedFactor*ok
+	}
+	// A throttled answer under a limit already set means that limit is too
+	// high, whatever the estimate (a cloud's bucket lets more than its rate
+	// through for a while): always go down by a share.
+	if p.rate > 0 {
+		next = min(next, acceptedFactor*p.rate)
+	}
+	return next, limit
 }
 
 func (p *pacer) setRate(now time.Time, r float64) {

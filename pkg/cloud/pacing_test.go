@@ -120,6 +120,44 @@ func TestPacingConvergesUnderTheLimit(t *testing.T) {
 	}
 }
 
+// Against a cloud that throttles at 50 calls/s with a bucket of 10 (as
+// localcloud's realistic setting), 1,000 calls take no more than 1.1 × the
+// 20 s the limit allows, with few throttled answers: the pacer goes to just
+// under the rate the cloud accepted rather than halving and climbing back
+// (which took 35 s). Most of the throttled answers are the first calls',
+// sent before any limit is known. Lower and higher limits are reached
+// within 1.4 × their floor.
+func TestPacingReachesTheCloudsFloor(t *testing.T) {
+	for _, tc := range []struct {
+		limit    float64
+		maxRatio float64
+	}{{50, 1.1}, {10, 1.4}, {200, 1.4}} {
+		t.Run(fmt.Sprint(tc.limit), func(t *testing.T) {
+			s := newSimulation(newPacer(0, 0), tc.limit, 10)
+			s.cloud.lim.SetBurst(10)
+			want := int(20 * tc.limit) // 20 s at the limit
+			accepted, throttled, secs := 0, 0, 0
+			for ; accepted < want && secs < 60; secs++ {
+				s.runUntil(time.Duration(secs+1) * time.Second)
+				accepted += s.sent[secs] - s.throttled[secs]
+				throttled += s.throttled[secs]
+			}
+			if ratio := float64(secs) / 20; ratio > tc.maxRatio {
+				t.Errorf("%d calls accepted after %d s: %.2f × the 20 s floor, want at most %.1f", want, secs, ratio, tc.maxRatio)
+			}
+			if tc.limit != 50 {
+				return
+			}
+			if _, after := s.over(1, secs); float64(after) > 0.01*float64(accepted) {
+				t.Errorf("%d throttled answers after the first second (%d calls), want at most 1%%", after, accepted)
+			}
+			if float64(throttled) > 0.02*float64(accepted) {
+				t.Errorf("%d throttled answers in all (%d calls), want at most 2%%", throttled, accepted)
+			}
+		})
+	}
+}
+
 func TestPacingBacksOffWhenTheLimitDropsAndRecovers(t *testing.T) {
 	s := newSimulation(newPacer(0, 0), 50, 10)
 	s.runUntil(30 * time.Second)

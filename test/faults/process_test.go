@@ -54,17 +54,26 @@ func (w *world) inFlight(t *testing.T, ns string, names []string, n int) {
 // created (their load balancers provisioning), then started again, as
 // its Deployment would. No load balancer may be duplicated or leaked.
 func killDuringCreations(t *testing.T, w *world, leader *replica) *replica {
-	ns := w.namespace("sigkill")
+	w.strikeDuringCreations(t, leader, "sigkill-during-creations", "sigkill", 20, 5, true)
+	return leader
+}
+
+// strikeDuringCreations creates n Services in a new namespace ns and
+// SIGKILLs leader once at least atLeast of their load balancers are in the
+// cloud, to be restarted by its supervisor or not; then it waits for the
+// invariants and checks that each Service got exactly one load balancer.
+func (w *world) strikeDuringCreations(t *testing.T, leader *replica, scenario, ns string, n, atLeast int, restart bool) {
+	t.Helper()
+	ns = w.namespace(ns)
 	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(inFlightProvisioning)})
 	before := w.createdLBs(t)
-	names := w.createServices(ns, "burst", 20)
-	w.inFlight(t, ns, names, 5)
-	leader.kill(true)
+	names := w.createServices(ns, ns, n)
+	w.inFlight(t, ns, names, atLeast)
+	leader.kill(restart)
 	killed := time.Now()
 	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(baseProvisioning)})
-	w.settle(t, "sigkill-during-creations", killed)
-	w.createdOnce(t, before, len(names))
-	return leader
+	w.settle(t, scenario, killed)
+	w.createdOnce(t, before, n)
 }
 
 // restartControlPlane kills one control plane process while Stratus runs,
@@ -109,16 +118,7 @@ func failover(t *testing.T, w *world, leader *replica) *replica {
 	standby := w.startReplica("b")
 	waitFor(w.ctx, t, "the standby to be ready", time.Minute, standby.ready)
 	holder := w.leaseHolder(t)
-	ns := w.namespace("failover")
-	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(inFlightProvisioning)})
-	before := w.createdLBs(t)
-	names := w.createServices(ns, "failover", 10)
-	w.inFlight(t, ns, names, 3)
-	leader.kill(false)
-	killed := time.Now()
-	w.setKnobs(api.KnobsPatch{LBProvisioningTime: duration(baseProvisioning)})
-	w.settle(t, "leader-sigkill-standby", killed)
-	w.createdOnce(t, before, len(names))
+	w.strikeDuringCreations(t, leader, "leader-sigkill-standby", "failover", 10, 3, false)
 	if h := w.leaseHolder(t); h == holder || h == "" {
 		t.Errorf("lease holder after the failover: %q (before: %q)", h, holder)
 	}

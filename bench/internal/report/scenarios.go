@@ -72,7 +72,7 @@ var Scenarios = []Scenario{
 		Name: "limitdrop", Title: "5. The cloud lowers its limit",
 		Explain: func(s results.Settings) string {
 			return fmt.Sprintf("%d LoadBalancer Services are created at once on %d initialized nodes in the realistic cloud "+
-				"(every provider pacing itself to %g requests/s client-side, as in the other realistic runs). %v later, while the contestants "+
+				"(every provider pacing itself to %g requests/s client-side, as in the other realistic runs). %v after the last one exists, while the contestants "+
 				"create load balancers, localcloud's limit drops from %g to %g requests/s (`PUT /v1/admin/config`, as `stratus localcloud config set` does), "+
 				"and %v after the drop it returns to %g. The runner reads the cloud's counters every 250 ms (admin calls, neither counted nor throttled). "+
 				"\"back under\": time from the drop until the contestant's request rate (every request it sends, those answered 429 included) "+

@@ -61,7 +61,8 @@ func (e *Env) limitDrop(ctx context.Context, cs []harness.Contestant, rep int, p
 }
 
 // limitDropOne: S LoadBalancer Services are created at once on
-// initialized nodes in the realistic cloud; LimitDropAfter later, while the
+// initialized nodes in the realistic cloud; LimitDropAfter after the last
+// is created, while the
 // contestant is busy creating load balancers, the cloud's limit drops from
 // RateLimit to LowRateLimit requests/s, and LimitLowFor later it rises
 // again. Measured from the cloud's counters, read every 250 ms: 429
@@ -93,7 +94,11 @@ func (e *Env) limitDropOne(ctx context.Context, c harness.Contestant, dir string
 	if err := cl.CreateServices(ctx, svcs); err != nil {
 		return nil, nil, err
 	}
-	drop, raise, err := e.dropAndRaise(ctx, cl, t0, rs)
+	// The drop is timed from when the last Service exists: creating 300
+	// takes under a second on a quiet machine, but many seconds on a busy
+	// one, where a drop timed from the first could come after a fast
+	// contestant is done.
+	drop, raise, err := e.dropAndRaise(ctx, cl, time.Now(), rs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,11 +132,11 @@ func (e *Env) limitDropOne(ctx context.Context, c harness.Contestant, dir string
 	return figs, ops, nil
 }
 
-// dropAndRaise lowers the cloud's limit LimitDropAfter after t0 and raises
+// dropAndRaise lowers the cloud's limit LimitDropAfter after created and raises
 // it again LimitLowFor later, and returns when each took effect. Readings
 // of the counters are taken right before and right after each change, so
 // that the low phase's counts start and end with it.
-func (e *Env) dropAndRaise(ctx context.Context, cl *harness.Cluster, t0 time.Time, rs *rateSampler) (drop, raise time.Time, err error) {
+func (e *Env) dropAndRaise(ctx context.Context, cl *harness.Cluster, created time.Time, rs *rateSampler) (drop, raise time.Time, err error) {
 	set := func(at time.Time, limit float64) (time.Time, error) {
 		if err := sleepUntil(ctx, at); err != nil {
 			return time.Time{}, err
@@ -145,7 +150,7 @@ func (e *Env) dropAndRaise(ctx context.Context, cl *harness.Cluster, t0 time.Tim
 		now := time.Now()
 		return now, rs.take(ctx)
 	}
-	if drop, err = set(t0.Add(e.S.LimitDropAfter), e.S.LowRateLimit); err != nil {
+	if drop, err = set(created.Add(e.S.LimitDropAfter), e.S.LowRateLimit); err != nil {
 		return drop, raise, err
 	}
 	raise, err = set(drop.Add(e.S.LimitLowFor), e.S.RateLimit)

@@ -62,9 +62,9 @@ func (e *Env) limitDrop(ctx context.Context, cs []harness.Contestant, rep int, p
 
 // limitDropOne: S LoadBalancer Services are created at once on
 // initialized nodes in the realistic cloud; LimitDropAfter after the last
-// is created, while the
-// contestant is busy creating load balancers, the cloud's limit drops from
-// RateLimit to LowRateLimit requests/s, and LimitLowFor later it rises
+// is created, while the contestant is busy creating load balancers, the
+// cloud's limit drops from RateLimit to LowRateLimit requests/s, and
+// LimitLowFor later it rises
 // again. Measured from the cloud's counters, read every 250 ms: 429
 // answers in all and while the limit was low, how long after the drop the
 // contestant's request rate went under the new limit for good

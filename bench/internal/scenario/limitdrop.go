@@ -64,11 +64,11 @@ func (e *Env) limitDrop(ctx context.Context, cs []harness.Contestant, rep int, p
 // initialized nodes in the realistic cloud; LimitDropAfter after the last
 // is created, while the contestant is busy creating load balancers, the
 // cloud's limit drops from RateLimit to LowRateLimit requests/s, and
-// LimitLowFor later it rises
-// again. Measured from the cloud's counters, read every 250 ms: 429
-// answers in all and while the limit was low, how long after the drop the
-// contestant's request rate went under the new limit for good
-// (results.BackUnder), and the time until every Service has an ingress.
+// LimitLowFor later it rises again. Measured from the cloud's counters,
+// read every 250 ms: 429 answers in all and while the limit was low, how
+// long after the drop the contestant's request rate went under the new
+// limit for good (results.BackUnder), and the time until every Service has
+// an ingress.
 func (e *Env) limitDropOne(ctx context.Context, c harness.Contestant, dir string, pool int) (map[string]float64, map[string]int64, error) {
 	nodes := names(harness.NodeName, 1, e.S.LBNodes)
 	r, err := e.readyCluster(ctx, dir, results.CloudRealistic, pool, c, nodes, nodes)

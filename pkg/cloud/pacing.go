@@ -147,8 +147,10 @@ type pacer struct {
 	// throttledAt is the rate sent when the cloud last throttled; step is
 	// the current additive increase.
 	throttledAt, step float64
-	// quiet is how long after a decrease probing up waits.
-	quiet time.Duration
+	// quiet is how long after a decrease probing up waits; past raiseAt
+	// times throttledAt the step doubles.
+	quiet   time.Duration
+	raiseAt float64
 	// waited: some call waited since the last increase, so the limit, not
 	// the demand, bounded the rate; only then is probing up meaningful.
 	waited bool
@@ -194,7 +196,7 @@ func (p *pacer) observe(started, now time.Time, throttled bool, retryAfter time.
 	if !throttled {
 		p.okWin.add(now)
 		if p.rate > 0 && p.waited && now.Sub(p.lastIncrease) >= increaseInterval && now.Sub(p.lastDecrease) >= p.quiet {
-			if p.rate >= raisedLimit*p.throttledAt {
+			if p.rate >= p.raiseAt*p.throttledAt {
 				p.step *= 2
 			}
 			p.setRate(now, p.rate+p.step)
@@ -211,14 +213,23 @@ func (p *pacer) observe(started, now time.Time, throttled bool, retryAfter time.
 		return
 	}
 	next, limit := p.backoff(now)
-	// A cloud that throttles again where it did last time has not changed
-	// its limit: probing above it only draws 429s, so the next probe waits
-	// twice as long, up to maxQuiet. A limit found elsewhere is new: probing
-	// resumes after one interval.
-	if p.throttledAt > 0 && math.Abs(limit-p.throttledAt) <= sameLimit*p.throttledAt {
-		p.quiet = min(maxQuiet, max(increaseInterval, 2*p.quiet))
-	} else {
-		p.quiet = increaseInterval
+	// The rates measured are the cloud's limit only when the pacer held
+	// calls back (they waited for it): otherwise they are the demand of the
+	// moment, and the throttled answer may be another client's doing on a
+	// shared account. Then the limit found is no more than a hint: probing
+	// resumes after one interval and speeds up past it, as it does above a
+	// limit the cloud has raised.
+	bound := p.lim != nil && p.waited
+	switch {
+	case !bound:
+		p.quiet, p.raiseAt = increaseInterval, 1
+	case p.throttledAt > 0 && math.Abs(limit-p.throttledAt) <= sameLimit*p.throttledAt:
+		// A cloud that throttles again where it did last time has not
+		// changed its limit: probing above it only draws 429s, so the
+		// next probe waits twice as long, up to maxQuiet.
+		p.quiet, p.raiseAt = min(maxQuiet, max(increaseInterval, 2*p.quiet)), raisedLimit
+	default:
+		p.quiet, p.raiseAt = increaseInterval, raisedLimit
 	}
 	p.step = max(minIncrease, limit/increaseDivisor)
 	p.throttledAt = limit

@@ -317,3 +317,29 @@ func waitForWaiter(t *testing.T, clk *clocktesting.FakeClock) {
 		t.Fatal("no call waiting for the pacer")
 	}
 }
+
+// A throttled answer while the pacer held nothing back (a trickle of
+// calls; another client spent the shared limit) sets a limit at that
+// trickle's rate, but it is only a hint: once the demand rises, the pacer
+// climbs to the cloud's real limit within seconds, not at the gentle pace
+// of probes above a limit it measured.
+func TestPacingRecoversFromAThrottleWhileIdle(t *testing.T) {
+	s := newSimulation(newPacer(0, 0), 50, 0)
+	for i := range 50 { // 10 calls/s for 5 s
+		at := s.start.Add(time.Duration(i) * 100 * time.Millisecond)
+		s.p.reserve(at)
+		s.p.observe(at, at.Add(s.latency), false, 0)
+	}
+	at := s.start.Add(5 * time.Second)
+	s.p.observe(at, at, true, 0)
+	if r := s.p.current(); r == 0 || r > 10 {
+		t.Fatalf("limit %v after a throttled answer at 10 calls/s, want at most 10", r)
+	}
+	for range 10 {
+		heap.Push(&s.events, simEvent{at: at})
+	}
+	s.runUntil(30 * time.Second)
+	if sent, throttled := s.over(20, 30); float64(sent-throttled)/10 < 40 {
+		t.Errorf("%.1f calls/s accepted 15-25 s after the throttled answer, want at least 40 of the cloud's 50", float64(sent-throttled)/10)
+	}
+}

@@ -14,10 +14,13 @@ import (
 // what it needs (names, tags, a shared copy of the backends) never holds
 // the listing whole: with thousands of nodes, every load balancer carries
 // thousands of backends, and a page of them is tens of megabytes of JSON.
-// An error from fn ends the listing and is returned.
+// Each instance id is decoded once per listing and load balancers with the
+// same backends share one Backends slice (see idTable): fn must not modify
+// it. An error from fn ends the listing and is returned.
 func (c *Client) EachLoadBalancer(ctx context.Context, opts ListOptions, fn func(*api.LoadBalancer) error) error {
+	ids := newIDTable()
 	for {
-		page := &lbPage{each: fn}
+		page := &lbPage{each: fn, ids: ids}
 		if err := c.do(ctx, http.MethodGet, "/loadbalancers", opts.values(), nil, page); err != nil {
 			return fmt.Errorf("localcloud: list load balancers: %w", err)
 		}
@@ -32,7 +35,15 @@ func (c *Client) EachLoadBalancer(ctx context.Context, opts ListOptions, fn func
 // each as soon as it is decoded.
 type lbPage struct {
 	each func(*api.LoadBalancer) error
+	ids  *idTable
 	next string
+}
+
+// lbItem decodes one load balancer; its Backends field, shallower than
+// the embedded spec's, takes the "backends" key.
+type lbItem struct {
+	api.LoadBalancer
+	Backends backendIDs `json:"backends"`
 }
 
 func (p *lbPage) decodeStream(dec *json.Decoder) error {
@@ -75,10 +86,12 @@ func (p *lbPage) items(dec *json.Decoder) error {
 		return fmt.Errorf("items: got %v, want an array", tok)
 	}
 	for i := 0; dec.More(); i++ {
-		var lb api.LoadBalancer
-		if err := dec.Decode(&lb); err != nil {
+		item := lbItem{Backends: backendIDs{table: p.ids}}
+		if err := dec.Decode(&item); err != nil {
 			return fmt.Errorf("items[%d]: %w", i, err)
 		}
+		lb := item.LoadBalancer
+		lb.Backends = item.Backends.ids
 		if err := p.each(&lb); err != nil {
 			return err
 		}

@@ -64,7 +64,7 @@ func startCloudNodeController(_ context.Context, cc ControllerContext) (bool, st
 }
 
 // startCloudNodeLifecycleController starts the cloud-node-lifecycle-controller.
-func startCloudNodeLifecycleController(_ context.Context, cc ControllerContext) (bool, string, error) {
+func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext) (bool, string, error) {
 	// A provider with only the legacy Instances (and Zones) is served
 	// through an adapter, as upstream's controller serves it.
 	in, ok := cc.Cloud.InstancesV2OrAdapted()
@@ -85,7 +85,7 @@ func startCloudNodeLifecycleController(_ context.Context, cc ControllerContext) 
 	if err != nil {
 		return false, "", err
 	}
-	if err := c.SetupWithManager(cc.Manager); err != nil {
+	if err := c.SetupWithManager(ctx, cc.Manager); err != nil {
 		return false, "", err
 	}
 	return true, "", nil

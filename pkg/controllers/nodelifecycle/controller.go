@@ -109,8 +109,8 @@ type pass struct{}
 // SetupWithManager adds the controller to mgr (which may be running): a
 // source queues the first period at start, and each period schedules the
 // next with RequeueAfter. Like every controller, it runs on the leader only.
-func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1.Node{}, attentionField, needsAttention); err != nil {
+func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.Node{}, attentionField, needsAttention); err != nil {
 		return fmt.Errorf("node lifecycle controller: index nodes: %w", err)
 	}
 	err := builder.TypedControllerManagedBy[pass](mgr).

@@ -53,7 +53,7 @@ func TestIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetupWithManager(mgr); err != nil {
+	if err := c.SetupWithManager(t.Context(), mgr); err != nil {
 		t.Fatal(err)
 	}
 	cs := env.Clientset

@@ -65,10 +65,13 @@ const ClusterName = "bench"
 
 // StartCluster starts etcd, kube-apiserver, kwok and localcloud under dir.
 func StartCluster(ctx context.Context, binDir, dir string, knobs CloudKnobs) (c *Cluster, err error) {
-	c = &Cluster{BinDir: binDir, Dir: dir}
+	// The failure paths return a nil *Cluster: stop through this one, so
+	// what did start is stopped.
+	started := &Cluster{BinDir: binDir, Dir: dir}
+	c = started
 	defer func() {
 		if err != nil {
-			c.Stop()
+			started.Stop()
 		}
 	}()
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {

@@ -23,7 +23,9 @@ import (
 // TestManifestsApplyToAnAPIServer applies every rendered file to a real
 // kube-apiserver with strict server-side field validation. The
 // ServiceMonitor is validated by the Prometheus Operator's own CRD, which
-// the test installs first (deploy/testdata).
+// the test installs first (deploy/testdata). Then it reads the stored
+// workloads back, checks the pod against the restricted Pod Security
+// Standard, and asks what each ServiceAccount may do.
 func TestManifestsApplyToAnAPIServer(t *testing.T) {
 	env := testbed.Start(t)
 	ctx := testbed.Context(t, 2*time.Minute)
@@ -44,17 +46,13 @@ func TestManifestsApplyToAnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := d.Spec.Template.Spec.Containers[0]
-	if sc := c.SecurityContext; sc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || !slices.Contains(sc.Capabilities.Drop, "ALL") {
-		t.Errorf("Deployment container securityContext = %+v, want read-only root, no privilege escalation, ALL dropped", sc)
-	}
 	for _, arg := range []string{"--leader-elect=true", "--use-service-account-credentials=true"} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("Deployment args %v lack %s", c.Args, arg)
 		}
 	}
-	if _, err := env.Clientset.AppsV1().DaemonSets(deploy.Namespace).Get(ctx, "stratus", metav1.GetOptions{}); err != nil {
-		t.Errorf("DaemonSet: %v", err)
-	}
+	checkWorkloads(ctx, t, env.Clientset)
+	checkRestrictedPodSecurity(ctx, t, env.Clientset)
 	checkServiceAccountCan(ctx, t, env.Config)
 	checkApplyIsStrict(ctx, t, env.Config)
 }

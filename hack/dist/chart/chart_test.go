@@ -1,6 +1,7 @@
 package chart_test
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,10 +97,37 @@ func TestValuesAreValidated(t *testing.T) {
 	}
 }
 
-// TestDeployIsRenderedFromTheChart keeps deploy/ equal to the chart.
+// TestDeployIsRenderedFromTheChart keeps deploy/ equal to the chart: each
+// variant's file as the chart renders it, and no manifest beside them (one
+// a removed variant left behind would still be applied by users).
 func TestDeployIsRenderedFromTheChart(t *testing.T) {
 	tmp := t.TempDir()
 	if err := chart.WriteManifests(chartDir, tmp); err != nil {
+		t.Fatal(err)
+	}
+	variants := map[string]bool{}
+	for _, v := range chart.Variants() {
+		variants[v.File] = true
+	}
+	err := filepath.WalkDir(deployDir, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == "testdata":
+			return filepath.SkipDir
+		case d.IsDir():
+			return nil
+		}
+		rel, err := filepath.Rel(deployDir, path)
+		if err != nil {
+			return err
+		}
+		if ext := filepath.Ext(rel); (ext == ".yaml" || ext == ".yml" || ext == ".json") && !variants[filepath.ToSlash(rel)] {
+			t.Errorf("deploy/%s is not rendered from the chart (chart.Variants); remove it or add its variant", rel)
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range chart.Variants() {

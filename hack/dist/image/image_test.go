@@ -88,6 +88,7 @@ func TestStratusImage(t *testing.T) {
 	checkConfig(t, img, plat)
 	files := extract(t, img)
 	checkFiles(t, files)
+	checkStatic(t, files["usr/local/bin/stratus"].data)
 	runVersion(t, files["usr/local/bin/stratus"].data)
 	checkOutputs(t, idx, img)
 }
@@ -199,6 +200,24 @@ func checkFiles(t *testing.T, files map[string]entry) {
 		if !e.hdr.ModTime.Equal(created) {
 			t.Errorf("%s: mtime %v, want the commit's time", n, e.hdr.ModTime)
 		}
+	}
+}
+
+// checkStatic: the binary needs no dynamic loader and no shared library,
+// which an image without a libc could not give it.
+func checkStatic(t *testing.T, bin []byte) {
+	t.Helper()
+	f, err := elf.NewFile(bytes.NewReader(bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("the binary is dynamically linked (program header %v)", p.Type)
+		}
+	}
+	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
+		t.Errorf("the binary imports libraries %v (%v)", libs, err)
 	}
 }
 

@@ -126,9 +126,6 @@ func (ids *identities) config(ctx context.Context, name string) (*rest.Config, s
 	// credentials, and dropping them would make observe mode write.
 	cfg := rest.AnonymousClientConfig(ids.base)
 	cfg.WrapTransport = ids.base.WrapTransport
-	// AnonymousClientConfig drops transport wrappers; keep the base's
-	// (observe mode's dry run) under the token.
-	cfg.WrapTransport = ids.base.WrapTransport
 	user := "system:serviceaccount:" + ServiceAccountNamespace + ":" + sa
 	cfg.UserAgent = UserAgent + "/" + name
 	cfg.Wrap(transport.ResettableTokenSourceWrapTransport(src))

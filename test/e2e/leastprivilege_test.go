@@ -17,12 +17,15 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/deploy"
@@ -434,4 +437,47 @@ func checkEveryRuleUsed(t *testing.T, rules []localcluster.Rule, events []auditE
 		}
 	}
 	t.Logf("%d rules, %d marked rare, %d audit events", len(rules), rare, len(events))
+}
+
+// checkSandboxUnderChartRBAC: the sandbox's controller manager runs with
+// --use-service-account-credentials and a kubeconfig that speaks as the
+// chart's ServiceAccount, which may not patch Nodes. The sandbox's Nodes
+// were initialized all the same, so the controllers' writes went through
+// their own ServiceAccounts.
+func checkSandboxUnderChartRBAC(ctx context.Context, t *testing.T, state string) {
+	t.Helper()
+	flags := strings.Fields(sandboxEnv(t, state)["STRATUS_CCM_FLAGS"])
+	if !slices.Contains(flags, "--use-service-account-credentials") {
+		t.Errorf("the sandbox's controller manager flags %v lack --use-service-account-credentials", flags)
+	}
+	var kubeconfig string
+	for _, f := range flags {
+		if v, ok := strings.CutPrefix(f, "--kubeconfig="); ok {
+			kubeconfig = v
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("the controller manager's kubeconfig %q: %v", kubeconfig, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	who, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := who.Status.UserInfo.Username; u != stratusUsers[0] {
+		t.Errorf("the sandbox's controller manager speaks as %q, want %q", u, stratusUsers[0])
+	}
+	review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if review.Status.Allowed {
+		t.Errorf("the controller manager's own identity may patch Nodes: not the chart's least privilege")
+	}
 }

@@ -166,6 +166,7 @@ func TestSandboxAsAUser(t *testing.T) {
 	if len(zones) != 3 {
 		t.Errorf("nodes span zones %v, want 3", zones)
 	}
+	checkSandboxUnderChartRBAC(ctx, t, r.state)
 	svc, err := cs.CoreV1().Services("default").Get(ctx, sandbox.DemoService, metav1.GetOptions{})
 	if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
 		t.Fatalf("demo service: %v %+v", err, svc.Status)

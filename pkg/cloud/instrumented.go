@@ -79,7 +79,9 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 	}
 	c := &Cloud{provider: p, metrics: m, observer: o.Observe}
 	c.pacing = newPacing(p, max(o.QPS, 0), o.Burst, clk, m)
-	if tr, ok := p.(ThrottleReporter); ok {
+	if rp, ok := p.(RequestPacer); ok {
+		rp.PaceRequestsWith(c.pacing.gate)
+	} else if tr, ok := p.(ThrottleReporter); ok {
 		tr.ReportThrottlesTo(c.pacing.throttledElsewhere)
 	}
 	return c, nil
@@ -111,7 +113,7 @@ func (c *Cloud) NotifyNextCall(fn func(ctx context.Context, op string)) {
 // and RetryAfter still work on what the controllers receive.
 func call[T any](ctx context.Context, c *Cloud, op string, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
-	pc, started, err := c.pacing.wait(ctx, op)
+	ctx, pc, started, err := c.pacing.wait(ctx, op)
 	if err != nil {
 		c.metrics.requests.WithLabelValues(op, ResultCanceled).Inc()
 		return zero, fmt.Errorf("cloud %s: waiting for client-side rate limit: %w", op, err)

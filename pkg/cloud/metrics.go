@@ -37,12 +37,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"operation"}),
 		limiterWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    MetricLimiterWait,
-			Help:    "Time calls waited for the client-side cloud rate limiter.",
+			Help:    "Time calls waited for the client-side cloud pacing; for a provider paced per request (cloud.RequestPacer), each request.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
 		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: MetricPacingRate,
-			Help: "Current client-side limit on cloud calls per second, by operation class; 0 is no limit.",
+			Help: "Current client-side limit on cloud calls per second (requests, for a provider paced per request), by operation class; 0 is no limit.",
 		}, []string{"class"}),
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricThrottledTotal,

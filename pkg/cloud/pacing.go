@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -36,6 +37,24 @@ type ThrottleClassifier interface {
 type ThrottleReporter interface {
 	ReportThrottlesTo(f func(retryAfter time.Duration))
 }
+
+// RequestPacer is an optional extension for a provider whose calls send
+// several requests to the cloud (a creation and its polls) or whose client
+// retries throttled requests itself, as many cloud SDKs do. The wrapper
+// then paces the provider's requests, which is what the cloud counts,
+// rather than its calls: it hands the provider gate, and the provider's
+// client calls it before each request it sends (the first, every retry,
+// every poll) with the context of the call the request serves, and calls
+// the done it returns with the answer. Calls themselves then do not wait.
+// A provider that implements it needs no ThrottleReporter.
+type RequestPacer interface {
+	PaceRequestsWith(gate RequestGate)
+}
+
+// RequestGate blocks until a request may go, or ctx ends. The returned
+// done hears whether the cloud throttled the request and the Retry-After
+// it gave (0 if none). It is safe for concurrent use.
+type RequestGate func(ctx context.Context) (done func(throttled bool, retryAfter time.Duration), err error)
 
 // OperationClassifier is an optional extension for a provider whose cloud
 // limits operations separately (for instance reads and writes): calls of

@@ -19,6 +19,9 @@ type pacing struct {
 	// reported: the provider reports every throttled answer itself
 	// (ThrottleReporter), so done must not count them again.
 	reported bool
+	// perRequest: the provider's requests are paced through gate
+	// (RequestPacer), not its calls.
+	perRequest bool
 
 	mu      sync.Mutex
 	classes map[string]*pacer
@@ -30,9 +33,13 @@ func newPacing(p any, ceiling float64, burst int, clk clock.Clock, m *metrics) *
 		classify = oc.OperationClass
 	}
 	_, reported := p.(ThrottleReporter)
-	return &pacing{provider: p, classify: classify, reported: reported, ceiling: ceiling, burst: burst, clock: clk, metrics: m,
-		classes: map[string]*pacer{}}
+	_, perRequest := p.(RequestPacer)
+	return &pacing{provider: p, classify: classify, reported: reported, perRequest: perRequest,
+		ceiling: ceiling, burst: burst, clock: clk, metrics: m, classes: map[string]*pacer{}}
 }
+
+// classKey carries the class of the call a provider's request serves.
+type classKey struct{}
 
 // classPacer is the pacer of one class.
 type classPacer struct {
@@ -53,23 +60,56 @@ func (s *pacing) class(op string) classPacer {
 	return classPacer{name: name, pacer: p}
 }
 
-// wait blocks until op's class lets a call go, and returns when it went.
-func (s *pacing) wait(ctx context.Context, op string) (classPacer, time.Time, error) {
+// wait blocks until op's class lets a call go, and returns when it went
+// and the context to make the call with. A provider paced per request
+// (RequestPacer) is not held here: its requests wait in gate, which finds
+// the call's class in the context.
+func (s *pacing) wait(ctx context.Context, op string) (context.Context, classPacer, time.Time, error) {
 	pc := s.class(op)
+	if s.perRequest {
+		return context.WithValue(ctx, classKey{}, pc), pc, s.clock.Now(), nil
+	}
+	at, err := s.reserve(ctx, pc)
+	return ctx, pc, at, err
+}
+
+// reserve blocks until pc lets one call or request go, and returns when.
+func (s *pacing) reserve(ctx context.Context, pc classPacer) (time.Time, error) {
 	now := s.clock.Now()
 	d := pc.reserve(now)
 	s.metrics.limiterWait.Observe(d.Seconds())
 	if d <= 0 {
-		return pc, now, nil
+		return now, nil
 	}
 	t := s.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return pc, now, ctx.Err()
+		return now, ctx.Err()
 	case <-t.C():
-		return pc, s.clock.Now(), nil
+		return s.clock.Now(), nil
 	}
+}
+
+// gate is the RequestGate handed to a RequestPacer. A request made outside
+// any call the wrapper knows of is paced in the class of an unnamed
+// operation.
+func (s *pacing) gate(ctx context.Context) (func(throttled bool, retryAfter time.Duration), error) {
+	pc, ok := ctx.Value(classKey{}).(classPacer)
+	if !ok {
+		pc = s.class("")
+	}
+	started, err := s.reserve(ctx, pc)
+	if err != nil {
+		return nil, err
+	}
+	return func(throttled bool, retryAfter time.Duration) {
+		if throttled {
+			s.metrics.throttled.WithLabelValues(pc.name).Inc()
+		}
+		pc.observe(started, s.clock.Now(), throttled, retryAfter)
+		s.metrics.rate.WithLabelValues(pc.name).Set(pc.current())
+	}, nil
 }
 
 // throttledElsewhere is what a ThrottleReporter calls: a throttled answer
@@ -90,8 +130,12 @@ func (s *pacing) throttledElsewhere(retryAfter time.Duration) {
 	}
 }
 
-// done feeds a call's answer back into its class's pacer.
+// done feeds a call's answer back into its class's pacer; a provider paced
+// per request has fed each request's already.
 func (s *pacing) done(pc classPacer, started time.Time, err error) {
+	if s.perRequest {
+		return
+	}
 	throttled := isThrottle(s.provider, err)
 	var retryAfter time.Duration
 	if throttled && !s.reported {

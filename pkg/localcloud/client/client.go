@@ -37,7 +37,22 @@ type Client struct {
 	limiter *rate.Limiter
 	// onThrottle, when set, hears of every 429 answer, retried or not.
 	onThrottle atomic.Pointer[func(retryAfter time.Duration)]
+	// gate, when set, lets each request go and hears its answer.
+	gate atomic.Pointer[RequestGate]
 }
+
+// RequestGate is a caller's pacing of the client's requests: it blocks
+// until a request may go (or ctx ends), and the returned done hears
+// whether the cloud throttled it and the Retry-After it gave.
+type RequestGate func(ctx context.Context) (done func(throttled bool, retryAfter time.Duration), err error)
+
+// SetRequestGate makes every HTTP request, the first of a call, each retry
+// of a 429 and each further request a call makes, wait for g first and
+// report its answer to it, with the context of the call. A caller pacing
+// the cloud's requests adaptively thus paces what the cloud counts, and
+// the client's own retries cannot burst past it. It may be called while
+// the client is in use.
+func (c *Client) SetRequestGate(g RequestGate) { c.gate.Store(&g) }
 
 // OnThrottle makes f hear of every 429 answer with its Retry-After,
 // including those the client retries itself, so that a caller pacing its
@@ -109,8 +124,19 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 				return fmt.Errorf("%s %s: waiting for the client rate limit: %w", method, path, err)
 			}
 		}
+		var done func(bool, time.Duration)
+		if g := c.gate.Load(); g != nil && *g != nil {
+			d, err := (*g)(ctx)
+			if err != nil {
+				return fmt.Errorf("%s %s: waiting for the caller's pacing: %w", method, path, err)
+			}
+			done = d
+		}
 		err := c.once(ctx, method, u.String(), body, out)
 		wait, limited := RetryAfter(err)
+		if done != nil {
+			done(limited, wait)
+		}
 		if f := c.onThrottle.Load(); limited && f != nil {
 			(*f)(wait)
 		}

@@ -102,6 +102,13 @@ func NewWithClient(c *lcclient.Client, clusterName string) *Cloud {
 // 429 answers itself, and the CCM's pacing must hear of each.
 func (c *Cloud) ReportThrottlesTo(f func(retryAfter time.Duration)) { c.client.OnThrottle(f) }
 
+// PaceRequestsWith implements cloud.RequestPacer: a load balancer's
+// creation is several requests, and the client retries 429 answers
+// itself, so the CCM paces the client's requests rather than the calls.
+func (c *Cloud) PaceRequestsWith(g cloud.RequestGate) {
+	c.client.SetRequestGate(lcclient.RequestGate(g))
+}
+
 // Initialize needs nothing: the provider has no informers or goroutines.
 func (c *Cloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
 

@@ -15,8 +15,9 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
-// Every 429 the cloud answers reaches the CCM's pacing, also those the
-// provider's client retried itself, and slows the calls down.
+// Every request the provider's client sends, retries of 429 answers
+// included, goes through the CCM's pacing (cloud.RequestPacer), and every
+// 429 reaches it and slows the requests down.
 func TestThrottledAnswersReachPacing(t *testing.T) {
 	e := newEnv(t, time.Millisecond)
 	for i := range 3 {
@@ -56,9 +57,12 @@ func TestThrottledAnswersReachPacing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var answered429 float64
+	var answered429, answered float64
 	for _, s := range st.Operations {
 		answered429 += float64(s.ByCode["429"])
+		for _, n := range s.ByCode {
+			answered += float64(n)
+		}
 	}
 	if answered429 == 0 {
 		t.Fatal("the cloud throttled nothing: the test exercises nothing")
@@ -71,7 +75,7 @@ func TestThrottledAnswersReachPacing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var throttled, rate float64
+	var throttled, rate, paced float64
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
 			switch mf.GetName() {
@@ -79,8 +83,13 @@ func TestThrottledAnswersReachPacing(t *testing.T) {
 				throttled += m.GetCounter().GetValue()
 			case cloud.MetricPacingRate:
 				rate = m.GetGauge().GetValue()
+			case cloud.MetricLimiterWait:
+				paced += float64(m.GetHistogram().GetSampleCount())
 			}
 		}
+	}
+	if paced != answered || answered <= 6 {
+		t.Errorf("%v requests went through the pacing, the cloud answered %v (6 calls and their retries)", paced, answered)
 	}
 	if throttled != answered429 {
 		t.Errorf("%s = %v, the cloud answered %v 429s", cloud.MetricThrottledTotal, throttled, answered429)

@@ -77,7 +77,11 @@ func run() error {
 		if *work, err = os.MkdirTemp("", "stratus-bench-"); err != nil {
 			return err
 		}
-		defer func() { _ = os.RemoveAll(*work) }()
+		if cfg.KeepDirs {
+			fmt.Printf("bench: runs' directories kept under %s\n", *work)
+		} else {
+			defer func() { _ = os.RemoveAll(*work) }()
+		}
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

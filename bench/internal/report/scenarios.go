@@ -76,13 +76,15 @@ var Scenarios = []Scenario{
 				"create load balancers, localcloud's limit drops from %g to %g requests/s (`PUT /v1/admin/config`, as `stratus localcloud config set` does), "+
 				"and %v after the drop it returns to %g. The runner reads the cloud's counters every 250 ms (admin calls, neither counted nor throttled). "+
 				"\"back under\": time from the drop until the contestant's request rate (every request it sends, those answered 429 included) "+
-				"stays at or under the new limit (with %.0f%% for the readings' jitter) over every 3-s window until the limit rises again; "+
+				"stays within what the cloud's lowered limit lets through, over every 3-s window until the limit rises again: "+
+				"no more requests than its token bucket passes in 3 s, the new rate (with %.0f%% for the readings' jitter) times 3 s plus its burst of %d "+
+				"(a client probing upward sends a little over the rate until the burst is spent and the first 429 says so); "+
 				"a contestant that never gets there shows the whole low phase, %v. \"429 while low\": 429 answers between the drop and the rise; "+
 				"\"sent while low\": requests per second it sent then; \"published\": time from creating the Services until every one has an ingress "+
 				"(the time to converge), \"after the rise\": from the rise until then. The contestants run side by side, each on its own cluster "+
 				"and cloud, unless BENCH_STEADY_PARALLEL=0. Repetitions: %d.",
 				s.Services, s.LBNodes, s.ProviderQPS, s.LimitDropAfter, s.RateLimit, s.LowRateLimit, s.LimitLowFor, s.RateLimit,
-				(results.UnderTolerance-1)*100, s.LimitLowFor, s.LimitDropReps)
+				(results.UnderTolerance-1)*100, s.RateBurst, s.LimitLowFor, s.LimitDropReps)
 		},
 		Columns: []Column{{results.FigBackUnder, "back under (s)", 1}, {results.FigLowThrottle, "429 while low", 0}, {results.FigCloudThrottle, "429 in all", 0},
 			{results.FigLowRate, "sent while low (requests/s)", 1}, {results.FigConverge, "published (s)", 1}, {results.FigAfterRaise, "after the rise (s)", 1},

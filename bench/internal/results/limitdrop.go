@@ -16,19 +16,22 @@ type RateSample struct {
 // milliseconds apart, so a window's ends are that imprecise.
 const UnderTolerance = 1.1
 
-// BackUnder returns how long after drop the contestant's request rate
-// went under limit for good: the earliest sample from which every window
-// of length w that ends by raise averages at most limit × UnderTolerance
-// requests per second, requests answered 429 included. ok is false when
-// there is no such sample: the rate was still over the limit in the last
-// window before raise.
+// BackUnder returns how long after drop the contestant went under the
+// cloud's lowered limit for good: the earliest sample from which every
+// window of length w that ends by raise holds no more requests than the
+// cloud's token bucket lets through in it, limit × UnderTolerance
+// requests per second plus the bucket's burst, requests answered 429
+// included. ok is false when there is no such sample: the contestant still
+// sent more than that in the last window before raise.
 //
-// A sustained rate rather than the first dip: a client that pauses for a
-// Retry-After dips under the limit at once and bursts over it again.
-// Windows of a few seconds rather than single samples: a client that
-// probes upward, as additive increase does, crosses the limit briefly
-// and halves, and stays under it on average.
-func BackUnder(s []RateSample, drop, raise time.Time, limit float64, w time.Duration) (time.Duration, bool) {
+// The cloud's own measure, not the rate alone: a client probing upward, as
+// additive increase does, sends a little over the rate until the bucket's
+// burst is spent and the first 429 says so; the cloud let that through,
+// and it counts as under. A sustained limit rather than the first dip: a
+// client that pauses for a Retry-After dips under at once and bursts over
+// again. Windows of a few seconds rather than single samples: a burst of
+// retries fills a single reading.
+func BackUnder(s []RateSample, drop, raise time.Time, limit float64, burst int, w time.Duration) (time.Duration, bool) {
 	first := -1
 	lastBad := -1
 	fits := -1 // the last start whose window ends by raise
@@ -47,8 +50,8 @@ func BackUnder(s []RateSample, drop, raise time.Time, limit float64, w time.Dura
 			break
 		}
 		fits = j
-		rate := float64(s[k].Requests-s[j].Requests) / s[k].At.Sub(s[j].At).Seconds()
-		if rate > limit*UnderTolerance {
+		sent := float64(s[k].Requests - s[j].Requests)
+		if sent > limit*UnderTolerance*s[k].At.Sub(s[j].At).Seconds()+float64(burst) {
 			lastBad = j
 		}
 	}

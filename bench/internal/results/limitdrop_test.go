@@ -36,7 +36,7 @@ func TestBackUnderSustained(t *testing.T) {
 			per[i] = 8
 		}
 	}
-	got, ok := BackUnder(rates(t0, per, 0), drop, raise, 10, 5*time.Second)
+	got, ok := BackUnder(rates(t0, per, 0), drop, raise, 10, 0, 5*time.Second)
 	if !ok || got < 2500*time.Millisecond || got > 3500*time.Millisecond {
 		t.Fatalf("back under after %v (ok %v), want about 3 s", got, ok)
 	}
@@ -55,9 +55,36 @@ func TestBackUnderIgnoresADipBetweenBursts(t *testing.T) {
 			per[i] = 9
 		}
 	}
-	got, ok := BackUnder(rates(t0, per, 0), drop, raise, 10, 5*time.Second)
+	got, ok := BackUnder(rates(t0, per, 0), drop, raise, 10, 0, 5*time.Second)
 	if !ok || got < 13*time.Second || got > 18*time.Second {
 		t.Fatalf("back under after %v (ok %v), want after the last burst (13–18 s)", got, ok)
+	}
+}
+
+// A probe a little over the rate for a few seconds stays within the
+// bucket's burst and counts as under; the same probe against a cloud
+// without a burst does not.
+func TestBackUnderCountsTheBucketsBurst(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	drop, raise := t0, t0.Add(30*time.Second)
+	per := make([]float64, 32)
+	for i := range per {
+		switch {
+		case i < 2:
+			per[i] = 50
+		case i >= 14 && i < 18: // 4 s at 12/s: 8 over a rate of 10
+			per[i] = 12
+		default:
+			per[i] = 9
+		}
+	}
+	got, ok := BackUnder(rates(t0, per, 0), drop, raise, 10, 10, 3*time.Second)
+	if !ok || got > 3*time.Second {
+		t.Fatalf("with a burst of 10: back under after %v (ok %v), want by 3 s, the probe within the burst", got, ok)
+	}
+	got, ok = BackUnder(rates(t0, per, 0), drop, raise, 10, 0, 3*time.Second)
+	if !ok || got < 15*time.Second {
+		t.Fatalf("without a burst: back under after %v (ok %v), want after the probe (15 s or later)", got, ok)
 	}
 }
 
@@ -67,7 +94,7 @@ func TestBackUnderNever(t *testing.T) {
 	for i := range per {
 		per[i] = 30
 	}
-	if got, ok := BackUnder(rates(t0, per, 0), t0.Add(5*time.Second), t0.Add(35*time.Second), 10, 5*time.Second); ok {
+	if got, ok := BackUnder(rates(t0, per, 0), t0.Add(5*time.Second), t0.Add(35*time.Second), 10, 10, 5*time.Second); ok {
 		t.Fatalf("back under after %v at 30/s against a limit of 10", got)
 	}
 }

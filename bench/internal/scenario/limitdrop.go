@@ -3,6 +3,9 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,8 +18,8 @@ import (
 // counters (admin calls: neither counted nor throttled).
 const rateEvery = 250 * time.Millisecond
 
-// underWindow is the length of the windows whose average request rate
-// must stay under the lowered limit (results.BackUnder).
+// underWindow is the length of the windows whose requests must stay within
+// what the cloud's lowered limit lets through (results.BackUnder).
 const underWindow = 3 * time.Second
 
 // limitDropTimeout bounds the wait for every Service to be published: a
@@ -119,12 +122,19 @@ func (e *Env) limitDropOne(ctx context.Context, c harness.Contestant, dir string
 		return nil, nil, err
 	}
 	samples := rs.samples()
+	if e.KeepDirs {
+		// The readings behind "back under", for a look at how a contestant
+		// paced itself through the drop.
+		if err := writeSamples(filepath.Join(dir, "limitdrop-samples.tsv"), samples, drop, raise); err != nil {
+			return nil, nil, err
+		}
+	}
 	low := raise.Sub(drop)
 	sent, throttled := results.Between(samples, drop, raise)
 	figs[results.FigLowThrottle] = float64(throttled)
 	figs[results.FigLowRate] = float64(sent) / low.Seconds()
 	// Never under the new limit is reported as the whole low phase.
-	back, ok := results.BackUnder(samples, drop, raise, e.S.LowRateLimit, underWindow)
+	back, ok := results.BackUnder(samples, drop, raise, e.S.LowRateLimit, e.S.RateBurst, underWindow)
 	if !ok {
 		back = low
 	}
@@ -216,4 +226,25 @@ func (r *rateSampler) samples() []results.RateSample {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]results.RateSample(nil), r.s...)
+}
+
+// writeSamples writes the rate readings as tab-separated seconds from the
+// drop, requests and 429 answers so far, and the requests per second since
+// the previous reading; the raise is marked.
+func writeSamples(path string, s []results.RateSample, drop, raise time.Time) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# drop at 0, raise at %.2f s\nt_s\trequests\tthrottled\trate\n", raise.Sub(drop).Seconds())
+	for i, x := range s {
+		r := 0.0
+		if i > 0 {
+			if d := x.At.Sub(s[i-1].At).Seconds(); d > 0 {
+				r = float64(x.Requests-s[i-1].Requests) / d
+			}
+		}
+		fmt.Fprintf(&b, "%.2f\t%d\t%d\t%.1f\n", x.At.Sub(drop).Seconds(), x.Requests, x.Throttled, r)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("limit-drop samples: %w", err)
+	}
+	return nil
 }

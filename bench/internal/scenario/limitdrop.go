@@ -243,7 +243,7 @@ func writeSamples(path string, s []results.RateSample, drop, raise time.Time) er
 		}
 		fmt.Fprintf(&b, "%.2f\t%d\t%d\t%.1f\n", x.At.Sub(drop).Seconds(), x.Requests, x.Throttled, r)
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		return fmt.Errorf("limit-drop samples: %w", err)
 	}
 	return nil

@@ -147,7 +147,7 @@ func TestLeastPrivilegeFromTheAuditLog(t *testing.T) {
 	if err := localcluster.InstallRBAC(ctx, env.Config, rbac); err != nil {
 		t.Fatal(err)
 	}
-	scraper := metricsScraper(ctx, t, env)
+	scraper := metricsScrapers(ctx, t, env)
 
 	knobs := api.DefaultKnobs()
 	knobs.LBProvisioningTime = api.Duration(200 * time.Millisecond)
@@ -203,9 +203,13 @@ func startUnderRBAC(ctx context.Context, t *testing.T, env *testbed.Env, lc *ser
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port), "--v=2")
 }
 
-// metricsScraper gives a ServiceAccount the chart's metrics-reader role
-// and returns its token.
-func metricsScraper(ctx context.Context, t *testing.T, env *testbed.Env) string {
+// scrapers are the tokens of two ServiceAccounts: one the chart's
+// metrics-reader role is bound to, and one with no role at all.
+type scrapers struct{ reader, unbound string }
+
+// metricsScrapers gives a ServiceAccount the chart's metrics-reader role
+// and returns its token and that of a ServiceAccount without it.
+func metricsScrapers(ctx context.Context, t *testing.T, env *testbed.Env) scrapers {
 	t.Helper()
 	monitoring, err := deploy.Manifest(deploy.Monitoring)
 	if err != nil {
@@ -215,18 +219,21 @@ func metricsScraper(ctx context.Context, t *testing.T, env *testbed.Env) string 
 	if _, err := env.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if _, err := env.Clientset.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	if err := localcluster.InstallRBAC(ctx, env.Config, monitoring); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := localcluster.ServiceAccountConfig(ctx, env.Config, ns, name, time.Hour)
-	if err != nil {
-		t.Fatal(err)
+	token := func(name string) string {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if _, err := env.Clientset.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := localcluster.ServiceAccountConfig(ctx, env.Config, ns, name, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.BearerToken
 	}
-	return cfg.BearerToken
+	return scrapers{reader: token(name), unbound: token("no-metrics-role")}
 }
 
 // run drives every controller through its work.
@@ -361,8 +368,20 @@ func (r *run) lifecycle() {
 	})
 }
 
-// scrape reads /metrics with the scraper's token, as Prometheus would.
-func (r *run) scrape(port int, token string) {
+// scrape reads /metrics as Prometheus would: with the reader's token it
+// gets the metrics, and with a token the chart's metrics-reader role is not
+// bound to it is refused, so that role is what let the reader in.
+func (r *run) scrape(port int, s scrapers) {
+	r.t.Helper()
+	if code, body := r.getMetrics(port, s.reader); code != http.StatusOK || !strings.Contains(body, "stratus_cloud_requests_total") {
+		r.t.Fatalf("/metrics with the reader's token: %d\n%.500s", code, body)
+	}
+	if code, body := r.getMetrics(port, s.unbound); code != http.StatusForbidden {
+		r.t.Fatalf("/metrics with a token bound to no role: %d, want %d\n%.500s", code, http.StatusForbidden, body)
+	}
+}
+
+func (r *run) getMetrics(port int, token string) (int, string) {
 	r.t.Helper()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the daemon serves a self-signed certificate
 	req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, "https://127.0.0.1:"+strconv.Itoa(port)+"/metrics", nil)
@@ -376,9 +395,7 @@ func (r *run) scrape(port int, token string) {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "stratus_cloud_requests_total") {
-		r.t.Fatalf("/metrics with the scraper's token: %d\n%.500s", resp.StatusCode, body)
-	}
+	return resp.StatusCode, string(body)
 }
 
 // checkNoneRefused: no Stratus identity was refused anything, each spoke,

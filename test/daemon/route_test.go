@@ -21,6 +21,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/internal/app"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/pkg/controllers/route"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
@@ -272,6 +273,15 @@ func TestRouteController(t *testing.T) {
 		b.waitTable(manual, "r1", "r2", "r3")
 		for _, n := range []string{"r1", "r2", "r3"} {
 			b.waitCondition(n, corev1.ConditionFalse, route.ConditionRouteCreated, "Cloud routes exist")
+		}
+		// Each controller writes under its own name as field manager: the
+		// pod CIDRs by node-ipam, the condition by the route controller.
+		r1, err := b.cs.CoreV1().Nodes().Get(b.ctx, "r1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !testbed.WrittenBy(r1, nodeipam.ControllerName, "") || !testbed.WrittenBy(r1, route.ControllerName, "status") {
+			t.Errorf("r1: field managers %v, want %s and %s/status", testbed.Managers(r1), nodeipam.ControllerName, route.ControllerName)
 		}
 
 		b.deleteNode("r2")

@@ -146,7 +146,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		client: deps.Client, instances: deps.Instances, recorder: deps.Recorder,
+		client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, recorder: deps.Recorder,
 		metrics: m, cfg: cfg, seen: map[string]time.Time{}, written: map[string][]string{},
 	}
 	if deps.Lister != nil {

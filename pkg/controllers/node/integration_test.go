@@ -73,6 +73,11 @@ func TestIntegration(t *testing.T) {
 					t.Errorf("%s: label %s=%q, want %q", name, k, n.Labels[k], v)
 				}
 			}
+			// Both writes (addresses, then providerID, labels and the
+			// taint) carry the controller's name as their field manager.
+			if !testbed.WrittenBy(n, node.ControllerName, "status") || !testbed.WrittenBy(n, node.ControllerName, "") {
+				t.Errorf("%s: field managers %v, want %s for the Node and its status", name, testbed.Managers(n), node.ControllerName)
+			}
 			waitEvent(ctx, t, cs, name, node.ReasonSynced)
 		}
 	})

@@ -139,7 +139,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nodeipam: %w", err)
 	}
-	return &Controller{client: deps.Client, recorder: deps.Recorder, cfg: cfg, alloc: a, m: m, waiting: map[string]struct{}{}}, nil
+	return &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), recorder: deps.Recorder, cfg: cfg, alloc: a, m: m, waiting: map[string]struct{}{}}, nil
 }
 
 // SetupWithManager adds the controller to mgr; it may be called after the

@@ -98,7 +98,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: deps.Client, instances: deps.Instances, lister: deps.Lister,
+	return &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
 		recorder: deps.Recorder, metrics: m, cfg: cfg}, nil
 }
 

@@ -213,11 +213,14 @@ func waitGone(ctx context.Context, t *testing.T, cs kubernetes.Interface, name s
 	}
 }
 
+// waitTaint waits for the shutdown taint to be present or gone; a taint
+// present must have been written under the controller's field manager.
 func waitTaint(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string, want bool) {
 	t.Helper()
+	var n *v1.Node
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		var err error
+		if n, err = cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return false, nil
 		}
 		has := slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.MatchTaint(&nodelifecycle.ShutdownTaint) })
@@ -225,5 +228,8 @@ func waitTaint(ctx context.Context, t *testing.T, cs kubernetes.Interface, name 
 	})
 	if err != nil {
 		t.Fatalf("node %s shutdown taint present=%v not reached: %v", name, want, err)
+	}
+	if want && !testbed.WrittenBy(n, nodelifecycle.ControllerName, "") {
+		t.Errorf("node %s: field managers %v, want %s, which wrote the taint", name, testbed.Managers(n), nodelifecycle.ControllerName)
 	}
 }

@@ -120,7 +120,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	return &Controller{
-		client: deps.Client, routes: deps.Routes, recorder: deps.Recorder, cfg: cfg, m: m,
+		client: client.WithFieldOwner(deps.Client, ControllerName), routes: deps.Routes, recorder: deps.Recorder, cfg: cfg, m: m,
 		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff),
 	}, nil
 }

@@ -185,6 +185,11 @@ func TestEndToEnd(t *testing.T) {
 		if !servicehelper.HasLBFinalizer(svc) {
 			t.Error("no finalizer")
 		}
+		// The finalizer and the status are written through the status
+		// subresource, under the controller's field manager.
+		if !testbed.WrittenBy(svc, service.ControllerName, "status") {
+			t.Errorf("field managers %v, want %s/status", testbed.Managers(svc), service.ControllerName)
+		}
 		ing := svc.Status.LoadBalancer.Ingress[0]
 		if ing.IPMode == nil || *ing.IPMode != v1.LoadBalancerIPModeVIP {
 			t.Errorf("ipMode = %v", ing.IPMode)

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	cloudprovider "k8s.io/cloud-provider"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -148,15 +150,27 @@ func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 
 func TestCreationsRunInParallelWithABound(t *testing.T) {
 	cloud := newFakeRoutes()
-	cloud.delay = 20 * time.Millisecond
+	cloud.gate = make(chan struct{})
 	var nodes []*corev1.Node
 	for i := range 40 {
 		nodes = append(nodes, node(fmt.Sprintf("n%d", i), "lc://x", fmt.Sprintf("10.244.%d.0/24", i)))
 	}
 	f := newFixture(t, cloud, Config{Concurrency: 4}, nodes...)
-	f.mustSync()
-	if m := cloud.maxSeen.Load(); m < 2 || m > 4 {
-		t.Fatalf("max concurrent CreateRoute = %d, want 2..4", m)
+	done := make(chan error, 1)
+	go func() { done <- f.c.sync(f.ctx, pass{}) }()
+	// The creations block in the cloud until the gate opens: the pass
+	// must have started exactly as many as the bound allows.
+	if err := wait.PollUntilContextTimeout(f.ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return cloud.inFlight.Load() >= 4, nil
+	}); err != nil {
+		t.Fatalf("creations in flight: %d, want 4: %v", cloud.inFlight.Load(), err)
+	}
+	close(cloud.gate)
+	if err := <-done; err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if m := cloud.maxSeen.Load(); m != 4 {
+		t.Fatalf("max concurrent CreateRoute = %d, want 4", m)
 	}
 	if _, n, _ := cloud.counts(); n != 40 {
 		t.Fatalf("creates = %d, want 40", n)

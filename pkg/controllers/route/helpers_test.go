@@ -43,7 +43,9 @@ type fakeRoutes struct {
 	hints    map[string]string // destination CIDR → name hint
 	inFlight atomic.Int32
 	maxSeen  atomic.Int32
-	delay    time.Duration
+	// gate, when set, holds every CreateRoute until it is closed, so a
+	// test can count the calls in flight.
+	gate chan struct{}
 }
 
 func newFakeRoutes(routes ...*cloudprovider.Route) *fakeRoutes {
@@ -81,8 +83,8 @@ func (f *fakeRoutes) CreateRoute(_ context.Context, _ string, hint string, r *cl
 			break
 		}
 	}
-	if f.delay > 0 {
-		time.Sleep(f.delay)
+	if f.gate != nil {
+		<-f.gate
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

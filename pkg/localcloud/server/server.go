@@ -210,15 +210,6 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// Run starts the server and blocks until ctx ends, then shuts it down.
-func (s *Server) Run(ctx context.Context) error {
-	if err := s.Start(ctx); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	return s.Close()
-}
-
 // Close stops serving, closes every data plane listener, stops the timers
 // and closes the database. In-flight requests get a few seconds to finish.
 func (s *Server) Close() error {

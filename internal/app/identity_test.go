@@ -58,7 +58,7 @@ func TestControllerIdentities(t *testing.T) {
 	if _, err := env.Clientset.CoreV1().ServiceAccounts(ServiceAccountNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := newManager(NewOptions(), env.Config, nil, nil)
+	mgr, err := newManager(NewOptions(), env.Config, nil, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,14 @@ type Deps struct {
 	// Extra are controllers a provider's own binary adds to the built-in
 	// ones; --controllers enables and disables them by name like the rest.
 	Extra []ExtraController
+	// SkipControllerNameValidation lets one process run the daemon more
+	// than once, as whole-daemon tests do (restarts, replicas side by
+	// side). controller-runtime refuses a second controller of the same
+	// name in a process, because its own reconcile and workqueue metrics
+	// are process-wide and labelled by name. A binary runs the daemon
+	// once and keeps the check: it catches an extra controller that
+	// reuses a built-in controller's name.
+	SkipControllerNameValidation bool
 }
 
 // Run starts the controller manager and blocks until ctx ends (nil error
@@ -114,7 +122,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := newManager(o, restCfg, lock, lead)
+	mgr, err := newManager(o, restCfg, lock, lead, deps.SkipControllerNameValidation)
 	if err != nil {
 		return err
 	}
@@ -237,7 +245,8 @@ func newScheme() (*runtime.Scheme, error) {
 
 // newManager builds the controller manager; with lead set, its cache
 // reports every informer start to it and the manager uses its scheme.
-func newManager(o *Options, restCfg *rest.Config, lock *observedLock, lead *leadership) (manager.Manager, error) {
+// skipNames is Deps.SkipControllerNameValidation.
+func newManager(o *Options, restCfg *rest.Config, lock *observedLock, lead *leadership, skipNames bool) (manager.Manager, error) {
 	var newCache cache.NewCacheFunc
 	var scheme *runtime.Scheme
 	if lead != nil {
@@ -271,7 +280,7 @@ func newManager(o *Options, restCfg *rest.Config, lock *observedLock, lead *lead
 		// managedFields are never read by a CCM; dropping them roughly
 		// halves the memory a cached Node takes.
 		Cache:      cache.Options{SyncPeriod: &resync, DefaultTransform: cache.TransformStripManagedFields()},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller: config.Controller{SkipNameValidation: ptr.To(skipNames)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)

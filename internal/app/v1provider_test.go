@@ -181,7 +181,7 @@ func runV1Daemon(t *testing.T, ctx context.Context, env *testbed.Env, provider *
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- app.Run(runCtx, o, app.Deps{Providers: reg, Metrics: metrics})
+		done <- app.Run(runCtx, o, app.Deps{Providers: reg, Metrics: metrics, SkipControllerNameValidation: true})
 	}()
 	t.Cleanup(func() {
 		stop()

@@ -96,7 +96,9 @@ func startReplica(ctx context.Context, t *testing.T, o *app.Options, reg *cloud.
 	t.Helper()
 	runCtx, cancel := context.WithCancel(ctx)
 	r := &replica{metrics: prometheus.NewRegistry(), cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- app.Run(runCtx, o, app.Deps{Providers: reg, Metrics: r.metrics}) }()
+	go func() {
+		r.done <- app.Run(runCtx, o, app.Deps{Providers: reg, Metrics: r.metrics, SkipControllerNameValidation: true})
+	}()
 	t.Cleanup(func() { r.stop(t) })
 	return r
 }

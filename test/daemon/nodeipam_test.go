@@ -90,7 +90,7 @@ func startCCM(t *testing.T, env *testbed.Env, cloudConfig string, args ...string
 	ctx, cancel := context.WithCancel(t.Context())
 	c := &ccm{cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		c.done <- app.Run(ctx, o, app.Deps{Providers: providers(t), Metrics: prometheus.NewRegistry()})
+		c.done <- app.Run(ctx, o, app.Deps{Providers: providers(t), Metrics: prometheus.NewRegistry(), SkipControllerNameValidation: true})
 	}()
 	t.Cleanup(func() { c.stop(t) })
 	return c
@@ -248,7 +248,7 @@ func TestNodeIPAMController(t *testing.T) {
 
 	t.Run("a service range covering the cluster CIDR is a start error naming the flags", func(t *testing.T) {
 		o := daemonOptions(t, env, cloudConfig, "--cluster-cidr=10.97.0.0/16", "--service-cluster-ip-range=10.0.0.0/8")
-		err := app.Run(ctx, o, app.Deps{Providers: providers(t), Metrics: prometheus.NewRegistry()})
+		err := app.Run(ctx, o, app.Deps{Providers: providers(t), Metrics: prometheus.NewRegistry(), SkipControllerNameValidation: true})
 		if err == nil || !errors.Is(err, nodeipam.ErrOverlap) ||
 			!strings.Contains(err.Error(), "--cluster-cidr=10.97.0.0/16") || !strings.Contains(err.Error(), "--service-cluster-ip-range=10.0.0.0/8") {
 			t.Fatalf("Run error = %v, want ErrOverlap naming both flags", err)

@@ -81,7 +81,9 @@ func (b *routeBed) startCCM() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, o, app.Deps{Providers: reg, Metrics: b.metrics}) }()
+	go func() {
+		done <- app.Run(ctx, o, app.Deps{Providers: reg, Metrics: b.metrics, SkipControllerNameValidation: true})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -52,7 +52,9 @@ func TestDaemonRunsServiceController(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	metrics := prometheus.NewRegistry()
-	go func() { done <- app.Run(runCtx, o, app.Deps{Providers: reg, Metrics: metrics}) }()
+	go func() {
+		done <- app.Run(runCtx, o, app.Deps{Providers: reg, Metrics: metrics, SkipControllerNameValidation: true})
+	}()
 	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {

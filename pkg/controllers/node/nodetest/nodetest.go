@@ -116,7 +116,10 @@ func NewManager(t testing.TB, cfg *rest.Config) manager.Manager {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		// A test process builds the controller once per test under the
+		// same name; controller-runtime's check of unique names guards
+		// its own process-wide metrics, which no test reads.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -159,7 +159,10 @@ func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.Lo
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		// A test process builds the controller once per test under the
+		// same name; controller-runtime's check of unique names guards
+		// its own process-wide metrics, which no test reads.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		t.Fatal(err)

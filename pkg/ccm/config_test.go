@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	cloudprovider "k8s.io/cloud-provider"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
@@ -65,6 +66,8 @@ func TestConfigMistakesAreClearErrors(t *testing.T) {
 			if err := logsapi.ResetForTest(nil); err != nil {
 				t.Fatal(err)
 			}
+			// Never the process-wide registry a zero Config would use.
+			c.cfg.Metrics = prometheus.NewRegistry()
 			cmd := ccm.NewCommand(c.cfg)
 			cmd.SetArgs(append([]string{"--cloud-provider=a", "--kubeconfig=/nonexistent"}, c.args...))
 			cmd.SetOut(io.Discard)

@@ -16,13 +16,15 @@ func newSandboxCommand() *cobra.Command {
 instances spread over zones, a node for each running instance (registered as an
 external-cloud kubelet registers it; kwok sends its heartbeats), a node-port
 responder standing in for kube-proxy and pods, and the Stratus controller
-manager with every controller on; then a demo Service "hello" of type
-LoadBalancer. Writes STATE_DIR/env once the cluster is up and STATE_DIR/ready
-once nodes are initialized and the demo answers. Children that exit are
+manager with every controller on; then the demo Services "hello" and
+"hello-local" (externalTrafficPolicy Local) of type LoadBalancer. Writes
+STATE_DIR/env once the cluster is up and STATE_DIR/ready once nodes are
+initialized and the demo answers. Children that exit are
 restarted; one that keeps failing stops the sandbox with its last log lines.
 Ctrl-C or SIGTERM stops everything; the same --state-dir resumes the cluster.
 
-Nodes follow instances, as kubelets follow their machines:
+Nodes follow instances, as kubelets follow their machines (the env file puts
+this stratus first on the PATH):
   source STATE_DIR/env
   stratus localcloud instances create node-0042   # a new node, initialized by Stratus
   stratus localcloud instances stop node-0002     # NotReady after the grace period, then tainted shutdown
@@ -35,7 +37,7 @@ Faults, kept in localcloud's state across restarts:
 Metrics and health of the controller manager (the env file holds a token,
 renewed at every start):
   ` + sandbox.MetricsCurl + `
-  curl -sk -H "Authorization: Bearer $STRATUS_METRICS_TOKEN" https://127.0.0.1:10258/readyz
+  curl -sk -H "Authorization: Bearer $STRATUS_METRICS_TOKEN" "$STRATUS_CCM_URL/readyz"
 
 Your own controller manager: stratus sandbox --no-ccm, then
   stratus controller-manager $STRATUS_CCM_FLAGS`,
@@ -58,8 +60,8 @@ Your own controller manager: stratus sandbox --no-ccm, then
 	f.StringVar(&o.BinDir, "bin-dir", o.BinDir, "Directory holding kube-apiserver, etcd and kwok (default: the stratus binary's directory)")
 	f.IntVar(&o.Nodes, "nodes", o.Nodes, "Number of nodes (instances) to run")
 	f.IntVar(&o.Zones, "zones", o.Zones, "Number of zones the instances are spread over")
-	f.BoolVar(&o.NoDemo, "no-demo", o.NoDemo, "Do not create the demo Service hello")
-	f.BoolVar(&o.NoCCM, "no-ccm", o.NoCCM, "Do not run the controller manager: run your own with `stratus controller-manager $STRATUS_CCM_FLAGS` (from the env file)")
+	f.BoolVar(&o.NoDemo, "no-demo", o.NoDemo, "Do not create the demo Services hello and hello-local")
+	f.BoolVar(&o.NoCCM, "no-ccm", o.NoCCM, "Do not run the controller manager: run your own with stratus controller-manager $STRATUS_CCM_FLAGS (from the env file)")
 	f.DurationVar(&o.Latency, "latency", o.Latency, "localcloud: added latency per API call")
 	f.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "localcloud: API requests per second before 429s (0 = unlimited)")
 	f.IntVar(&o.RateBurst, "rate-burst", o.RateBurst, "localcloud: burst of the rate limit")

@@ -87,9 +87,10 @@ func (s *sandbox) renewMetricsToken(ctx context.Context) error {
 	return s.writeEnv()
 }
 
-// metricsURL is the controller manager's /metrics on its secure port.
-func (s *sandbox) metricsURL() string {
-	return "https://127.0.0.1:" + strconv.Itoa(s.o.CCMPort) + "/metrics"
+// ccmURL is the controller manager's secure port: /metrics, /healthz,
+// /readyz.
+func (s *sandbox) ccmURL() string {
+	return "https://127.0.0.1:" + strconv.Itoa(s.o.CCMPort)
 }
 
 // MetricsCurl is the command line that reads the controller manager's

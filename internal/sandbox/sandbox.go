@@ -192,7 +192,13 @@ Press Ctrl-C to stop; run again with the same --state-dir to resume.
 func (s *sandbox) writeEnv() error {
 	s.envMu.Lock()
 	defer s.envMu.Unlock()
-	content := "export KUBECONFIG=" + strconv.Quote(filepath.Join(s.state, "kubeconfig")) + "\n" +
+	content := ""
+	if s.self != "" {
+		// `stratus localcloud ...` and `stratus controller-manager` as the
+		// docs write them: this stratus binary first on the PATH.
+		content += "export PATH=" + strings.TrimSuffix(strconv.Quote(filepath.Dir(s.self)+":"), `"`) + `$PATH"` + "\n"
+	}
+	content += "export KUBECONFIG=" + strconv.Quote(filepath.Join(s.state, "kubeconfig")) + "\n" +
 		"export LOCALCLOUD_URL=" + strconv.Quote(s.localcloudURL()) + "\n" +
 		"export LOCALCLOUD_TOKEN=" + strconv.Quote(s.lcToken) + "\n" +
 		// The localcloud commands default to the sandbox's cluster, region
@@ -203,8 +209,9 @@ func (s *sandbox) writeEnv() error {
 		"export LOCALCLOUD_ZONE=" + strconv.Quote(zoneName(0, s.o.Zones)) + "\n"
 	if s.metricsToken != "" {
 		content += "export STRATUS_METRICS_TOKEN=" + strconv.Quote(s.metricsToken) + "\n" +
-			"export STRATUS_METRICS_URL=" + strconv.Quote(s.metricsURL()) + "\n" +
-			"# the controller manager's metrics (and /healthz, /readyz):\n" +
+			"export STRATUS_METRICS_URL=" + strconv.Quote(s.ccmURL()+"/metrics") + "\n" +
+			"export STRATUS_CCM_URL=" + strconv.Quote(s.ccmURL()) + "\n" +
+			"# the controller manager's metrics (and $STRATUS_CCM_URL/healthz, /readyz):\n" +
 			"# " + MetricsCurl + "\n"
 	}
 	if len(s.ccmFlags) > 0 {

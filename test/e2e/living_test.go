@@ -51,14 +51,13 @@ func sandboxEnv(t *testing.T, state string) map[string]string {
 	return env
 }
 
-// userCLI runs `stratus localcloud ARGS` as a user who sourced the env file.
+// userCLI runs `stratus localcloud ARGS` as a user who sourced the env
+// file: in a shell, with the stratus the env file puts on the PATH.
 func userCLI(t *testing.T, r sandboxRun, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(r.bin, append([]string{"localcloud"}, args...)...)
-	cmd.Env = os.Environ()
-	for k, v := range sandboxEnv(t, r.state) {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	script := `. "$1" && shift && test "$(command -v stratus)" = "$STRATUS_BIN" && exec stratus localcloud "$@"`
+	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh", filepath.Join(r.state, "env")}, args...)...)
+	cmd.Env = append(os.Environ(), "STRATUS_BIN="+r.bin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("stratus localcloud %v: %v\n%s", args, err, out)

@@ -144,7 +144,10 @@ func (s *sandbox) startControlPlane(ctx context.Context) error {
 	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return fmt.Errorf("sandbox: client: %w", err)
 	}
-	return localcluster.WriteKubeconfig(cfg, filepath.Join(s.state, "kubeconfig"))
+	if err := localcluster.WriteKubeconfig(cfg, filepath.Join(s.state, "kubeconfig")); err != nil {
+		return err
+	}
+	return s.superviseControlPlane(ctx)
 }
 
 // startLocalcloud runs `stratus localcloud serve` as a child process.
@@ -162,7 +165,7 @@ func (s *sandbox) startLocalcloud(ctx context.Context) error {
 			args = append(args, "--"+flag+"="+v)
 		}
 	}
-	if _, err := s.supervise("localcloud", func() (*child, error) {
+	if _, err := s.supervise(ctx, "localcloud", func() (*child, error) {
 		return startChild("localcloud", s.logs, s.self, args...)
 	}); err != nil {
 		return err

@@ -70,7 +70,7 @@ func (s *sandbox) startNodes(ctx context.Context) error {
 	// grace period shortened below that would see live nodes go silent.
 	leaseSeconds := min(40, max(4, int(s.o.NodeMonitorGracePeriod.Seconds())))
 	args := append(localcluster.KwokArgs(kc, s.writeKwokStages()), "--node-lease-duration-seconds="+strconv.Itoa(leaseSeconds))
-	if _, err := s.supervise("kwok", func() (*child, error) {
+	if _, err := s.superviseAPIClient(ctx, "kwok", func() (*child, error) {
 		return startChild("kwok", s.logs, filepath.Join(s.o.BinDir, "kwok"), args...)
 	}); err != nil {
 		return err

@@ -102,7 +102,7 @@ func (s *sandbox) writeKwokStages() string {
 // startCCM runs the controller manager with every controller on, under
 // supervision; with --no-ccm it only writes its flags into the env file,
 // for the user to run their own build.
-func (s *sandbox) startCCM(_ context.Context) error {
+func (s *sandbox) startCCM(ctx context.Context) error {
 	cfgPath := filepath.Join(s.state, "run", "cloud.yaml")
 	cfg := "url: " + s.localcloudURL() + "\n" +
 		"tokenFile: " + filepath.Join(s.state, "localcloud", "token") + "\n" +
@@ -138,7 +138,7 @@ func (s *sandbox) startCCM(_ context.Context) error {
 	if s.o.NoCCM {
 		return nil
 	}
-	_, err := s.supervise("stratus-controller-manager", func() (*child, error) {
+	_, err := s.superviseAPIClient(ctx, "stratus-controller-manager", func() (*child, error) {
 		return startChild("stratus-controller-manager", s.logs, s.self, args...)
 	})
 	return err

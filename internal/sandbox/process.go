@@ -73,6 +73,12 @@ func (c *child) exitError() error {
 // exited returns a channel closed when the child ends.
 func (c *child) exited() <-chan struct{} { return c.done }
 
+func (c *child) startedAt() time.Time { return c.started }
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+func (c *child) logFile() string { return c.log }
+
 // waitFor polls cond every interval until it returns true, an error, or ctx ends.
 func waitFor(ctx context.Context, interval time.Duration, what string, cond func(context.Context) (bool, error)) error {
 	t := time.NewTicker(interval)

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,18 +30,34 @@ const (
 	tailLines        = 20
 )
 
+// proc is a running process a supervisor watches: a child the sandbox
+// started itself, or etcd and kube-apiserver (see controlPlaneProc).
+type proc interface {
+	exited() <-chan struct{}
+	// exitError says how it ended, never nil once it has.
+	exitError() error
+	startedAt() time.Time
+	pid() int
+	logFile() string
+	stop(grace time.Duration)
+}
+
 // supervised is a child process the sandbox keeps running.
 type supervised struct {
 	name  string
-	start func() (*child, error)
+	start func() (proc, error)
+	// needsAPI marks a child that cannot run without kube-apiserver: its
+	// exits while the API server is down are the API server's doing, not
+	// failures of its own, and it is restarted once the API server is back.
+	needsAPI bool
 
 	mu       sync.Mutex
-	cur      *child
+	cur      proc
 	stopped  bool
 	restarts int
 }
 
-func (p *supervised) current() *child {
+func (p *supervised) current() proc {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cur
@@ -55,7 +72,7 @@ func (p *supervised) Restarts() int {
 
 // restart starts the child again unless the sandbox is stopping; it
 // returns nil, nil then.
-func (p *supervised) restart() (*child, error) {
+func (p *supervised) restart() (proc, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -80,20 +97,42 @@ func (p *supervised) stop(grace time.Duration) {
 }
 
 // supervise starts a child and keeps it running until the sandbox stops.
-func (s *sandbox) supervise(name string, start func() (*child, error)) (*supervised, error) {
+func (s *sandbox) supervise(ctx context.Context, name string, start func() (*child, error)) (*supervised, error) {
+	return s.superviseChild(ctx, name, false, start)
+}
+
+// superviseAPIClient supervises a child that needs kube-apiserver (see
+// supervised.needsAPI).
+func (s *sandbox) superviseAPIClient(ctx context.Context, name string, start func() (*child, error)) (*supervised, error) {
+	return s.superviseChild(ctx, name, true, start)
+}
+
+func (s *sandbox) superviseChild(ctx context.Context, name string, needsAPI bool, start func() (*child, error)) (*supervised, error) {
+	return s.superviseProc(ctx, name, needsAPI, func() (proc, error) {
+		c, err := start()
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	})
+}
+
+// superviseProc starts a process and keeps it running until the sandbox
+// stops.
+func (s *sandbox) superviseProc(ctx context.Context, name string, needsAPI bool, start func() (proc, error)) (*supervised, error) {
 	c, err := start()
 	if err != nil {
 		return nil, err
 	}
-	p := &supervised{name: name, start: start, cur: c}
+	p := &supervised{name: name, start: start, cur: c, needsAPI: needsAPI}
 	s.procs = append(s.procs, p)
-	go s.keep(p)
+	go s.keep(ctx, p)
 	return p, nil
 }
 
 // keep restarts p's child whenever it exits, with a growing backoff, and
 // fails the sandbox when it keeps failing.
-func (s *sandbox) keep(p *supervised) {
+func (s *sandbox) keep(ctx context.Context, p *supervised) {
 	quick := 0
 	backoff := s.backoff
 	for {
@@ -108,24 +147,34 @@ func (s *sandbox) keep(p *supervised) {
 			return
 		default:
 		}
-		ran := time.Since(c.started)
+		ran := time.Since(c.startedAt())
 		if ran >= stableAfter {
 			quick, backoff = 0, s.backoff
 		}
-		quick++
-		if quick >= maxQuickFailures {
-			s.fail(fmt.Errorf("sandbox: %s keeps failing: it exited %d times in a row, each within %s of starting (last: %w); the last lines of %s:\n%s",
-				p.name, quick, stableAfter, c.exitError(), c.log, tail(c.log, tailLines)))
-			return
+		if p.needsAPI && !s.apiReady(ctx) {
+			// Not a failure of its own: restart it once the API server is
+			// back (its own supervisor restarts it).
+			fmt.Fprintf(s.out, "[%6.1fs] %s exited after %s (%v) while kube-apiserver is not ready; restarting it once kube-apiserver is\n",
+				time.Since(s.began).Seconds(), p.name, ran.Round(100*time.Millisecond), c.exitError())
+			if !s.waitAPIReady(ctx) {
+				return
+			}
+		} else {
+			quick++
+			if quick >= maxQuickFailures {
+				s.fail(fmt.Errorf("sandbox: %s keeps failing: it exited %d times in a row, each within %s of starting (last: %w); the last lines of %s:\n%s",
+					p.name, quick, stableAfter, c.exitError(), c.logFile(), tail(c.logFile(), tailLines)))
+				return
+			}
+			fmt.Fprintf(s.out, "[%6.1fs] %s exited after %s (%v); restarting it in %s\n",
+				time.Since(s.began).Seconds(), p.name, ran.Round(100*time.Millisecond), c.exitError(), backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.stopping:
+				return
+			}
+			backoff = min(2*backoff, maxRestartBackoff)
 		}
-		fmt.Fprintf(s.out, "[%6.1fs] %s exited after %s (%v); restarting it in %s\n",
-			time.Since(s.began).Seconds(), p.name, ran.Round(100*time.Millisecond), c.exitError(), backoff)
-		select {
-		case <-time.After(backoff):
-		case <-s.stopping:
-			return
-		}
-		backoff = min(2*backoff, maxRestartBackoff)
 		next, err := p.restart()
 		if err != nil {
 			s.fail(fmt.Errorf("sandbox: restart %s: %w", p.name, err))
@@ -134,7 +183,7 @@ func (s *sandbox) keep(p *supervised) {
 		if next == nil {
 			return
 		}
-		fmt.Fprintf(s.out, "[%6.1fs] %s restarted (pid %d)\n", time.Since(s.began).Seconds(), p.name, next.cmd.Process.Pid)
+		fmt.Fprintf(s.out, "[%6.1fs] %s restarted (pid %d)\n", time.Since(s.began).Seconds(), p.name, next.pid())
 	}
 }
 

@@ -3,13 +3,18 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // syncBuffer is an io.Writer safe for the supervisor goroutines.
@@ -49,16 +54,16 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 
 func TestSupervisorRestartsAChildThatExits(t *testing.T) {
 	s, out := testSandbox(t)
-	p, err := s.supervise("sleeper", func() (*child, error) { return startChild("sleeper", s.logs, "/bin/sh", "-c", "exec sleep 600") })
+	p, err := s.supervise(t.Context(), "sleeper", func() (*child, error) { return startChild("sleeper", s.logs, "/bin/sh", "-c", "exec sleep 600") })
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := p.current().cmd.Process.Pid
+	first := p.current().pid()
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "a restart", func() bool { return p.Restarts() == 1 })
-	second := p.current().cmd.Process.Pid
+	second := p.current().pid()
 	if second == first || syscall.Kill(second, 0) != nil {
 		t.Fatalf("restarted child %d (first %d) is not running", second, first)
 	}
@@ -80,7 +85,7 @@ func TestSupervisorRestartsAChildThatExits(t *testing.T) {
 
 func TestSupervisorFailsOnAChildThatKeepsFailing(t *testing.T) {
 	s, _ := testSandbox(t)
-	if _, err := s.supervise("crasher", func() (*child, error) {
+	if _, err := s.supervise(t.Context(), "crasher", func() (*child, error) {
 		return startChild("crasher", s.logs, "/bin/sh", "-c", "echo 'fatal: --bogus-flag is not a flag'; exit 3")
 	}); err != nil {
 		t.Fatal(err)
@@ -126,5 +131,48 @@ func TestStopStraysEndsProcessesStartedByHand(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "started by hand against this sandbox") {
 		t.Fatalf("no line says what was stopped:\n%s", out.String())
+	}
+}
+
+// A child that needs kube-apiserver and exits while the API server is not
+// ready is not failing on its own: it is restarted once the API server is
+// back, and only its exits after that count towards "keeps failing".
+func TestSupervisorWaitsForTheAPIServerBeforeCountingFailures(t *testing.T) {
+	s, out := testSandbox(t)
+	var ready atomic.Bool
+	apiserver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" && ready.Load() {
+			_, _ = w.Write([]byte("ok"))
+			return
+		}
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(apiserver.Close)
+	var err error
+	if s.kube, err = kubernetes.NewForConfig(&rest.Config{Host: apiserver.URL}); err != nil {
+		t.Fatal(err)
+	}
+	var starts atomic.Int32
+	if _, err := s.superviseAPIClient(t.Context(), "client", func() (*child, error) {
+		starts.Add(1)
+		return startChild("client", s.logs, "/bin/sh", "-c", "echo 'connection refused'; exit 1")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the exit to be put down to the API server", func() bool {
+		return strings.Contains(out.String(), "client exited after") && strings.Contains(out.String(), "while kube-apiserver is not ready")
+	})
+	if n := starts.Load(); n != 1 {
+		t.Fatalf("restarted %d times while the API server was not ready", n-1)
+	}
+	ready.Store(true)
+	select {
+	case <-s.failed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a child that keeps failing with the API server ready did not fail the sandbox")
+	}
+	// One exit put down to the API server, then maxQuickFailures of its own.
+	if n := starts.Load(); n != 1+maxQuickFailures {
+		t.Fatalf("started %d times before the sandbox gave up, want %d", n, 1+maxQuickFailures)
 	}
 }

@@ -323,6 +323,32 @@ func (p *ControlPlane) Restart(ctx context.Context, c Component) error {
 	return p.startAPIServer(ctx, p.files)
 }
 
+// Watch returns the process id of component c's current process and a
+// channel closed when that process exits, for a supervisor to restart it
+// (with Restart); ExitError then says how it ended.
+func (p *ControlPlane) Watch(c Component) (pid int, exited <-chan struct{}, err error) {
+	ch, err := p.child(c)
+	if err != nil || ch == nil {
+		return 0, nil, errors.Join(err, fmt.Errorf("control plane: %s not started", c))
+	}
+	return ch.cmd.Process.Pid, ch.done, nil
+}
+
+// ExitError says how component c's current process ended; nil while it
+// runs.
+func (p *ControlPlane) ExitError(c Component) error {
+	ch, err := p.child(c)
+	if err != nil || ch == nil {
+		return errors.Join(err, fmt.Errorf("control plane: %s not started", c))
+	}
+	select {
+	case <-ch.done:
+		return ch.exitErr()
+	default:
+		return nil
+	}
+}
+
 // Pids returns the process ids of kube-apiserver and etcd while they run.
 func (p *ControlPlane) Pids() []int {
 	var out []int

@@ -119,20 +119,29 @@ func checkLocalTraffic(ctx context.Context, t *testing.T, cs kubernetes.Interfac
 	}
 }
 
-func checkMetrics(t *testing.T, r sandboxRun) {
+// checkMetrics: the env file's token reads the controller manager's
+// /metrics (once it can review tokens: right after kube-apiserver comes
+// back it answers 401 until its TokenReview gets through).
+func checkMetrics(ctx context.Context, t *testing.T, r sandboxRun) {
 	env := sandboxEnv(t, r.state)
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, env["STRATUS_METRICS_URL"], nil)
-	req.Header.Set("Authorization", "Bearer "+env["STRATUS_METRICS_TOKEN"])
 	// The controller manager's serving certificate is self-signed.
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	resp, err := c.Do(req)
+	var status int
+	var body []byte
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, env["STRATUS_METRICS_URL"], nil)
+		req.Header.Set("Authorization", "Bearer "+env["STRATUS_METRICS_TOKEN"])
+		resp, err := c.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		defer func() { _ = resp.Body.Close() }()
+		status = resp.StatusCode
+		body, _ = io.ReadAll(resp.Body)
+		return status == http.StatusOK && strings.Contains(string(body), "stratus_cloud_requests_total"), nil
+	})
 	if err != nil {
-		t.Fatalf("metrics: %v", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "stratus_cloud_requests_total") {
-		t.Fatalf("metrics with the env file's token: %d\n%.500s", resp.StatusCode, body)
+		t.Fatalf("metrics with the env file's token: %d\n%.500s", status, body)
 	}
 }
 
@@ -182,6 +191,46 @@ func checkCCMKilled(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 	}
 	if p.Exited() {
 		t.Fatal("the sandbox stopped after its controller manager was killed")
+	}
+}
+
+// checkAPIServerKilled: SIGKILL of kube-apiserver; the sandbox starts it
+// again on its port with its certificates (the env file's tokens keep
+// working), the clients that lost it carry on, and the demo answers.
+func checkAPIServerKilled(ctx context.Context, t *testing.T, cs kubernetes.Interface, r sandboxRun, p interface{ Exited() bool }) {
+	apiPIDs := func() []int {
+		var out []int
+		for _, l := range leftovers(r.state) {
+			pid, cmdline, _ := strings.Cut(l, ": ")
+			if strings.Contains(cmdline, "kube-apiserver ") {
+				n, _ := strconv.Atoi(pid)
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	pids := apiPIDs()
+	if len(pids) != 1 {
+		t.Fatalf("kube-apiserver processes: %v", pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitCond(ctx, t, "kube-apiserver started again and serving", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		now := apiPIDs()
+		if len(now) != 1 || now[0] == pids[0] {
+			return false, nil
+		}
+		_, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if p.Exited() {
+		t.Fatal("the sandbox stopped after its kube-apiserver was killed")
+	}
+	checkMetrics(ctx, t, r)
+	vip := vipOf(ctx, t, cs, sandbox.DemoService)
+	if _, err := sandbox.Probe(t.Context(), vip, 80); err != nil {
+		t.Fatalf("demo after kube-apiserver came back: %v", err)
 	}
 }
 

@@ -202,9 +202,10 @@ func TestSandboxAsAUser(t *testing.T) {
 		t.Fatalf("demo after resume: %v", err)
 	}
 	// The resumed sandbox as a living cloud.
-	checkMetrics(t, r)
+	checkMetrics(ctx, t, r)
 	checkLocalTraffic(ctx, t, cs)
 	checkCCMKilled(ctx, t, cs, r, p)
+	checkAPIServerKilled(ctx, t, cs, r, p)
 	checkNodesFollowInstances(ctx, t, cs, r)
 	stopAndCheck(t, p, r)
 

@@ -24,6 +24,10 @@ const (
 	clusterName = "sandbox"
 	// batchSize is localcloud's limit for one batch create.
 	batchSize = 1000
+	// ownTag marks the instances the sandbox made for --nodes, the only
+	// ones a smaller --nodes removes: a machine a user created (even one
+	// named node-0042) is theirs.
+	ownTag = "sandbox-node"
 )
 
 func nodeName(i int) string { return fmt.Sprintf("node-%04d", i) }
@@ -54,7 +58,7 @@ func (s *sandbox) ensureInstances(ctx context.Context) error {
 		}
 		missing = append(missing, api.CreateInstanceRequest{
 			Name: nodeName(i), Zone: zoneName(i-1, s.o.Zones), Region: region, Type: "standard-2",
-			Tags: map[string]string{api.TagCluster: clusterName},
+			Tags: map[string]string{api.TagCluster: clusterName, ownTag: "true"},
 		})
 	}
 	for len(missing) > 0 {
@@ -70,12 +74,12 @@ func (s *sandbox) ensureInstances(ctx context.Context) error {
 // scaleDown deletes the sandbox's own instances numbered above --nodes and
 // their nodes, as an operator shrinking a node pool drains and deletes
 // them: a resumed sandbox then has --nodes nodes, not the most it ever had.
-// Instances a user created under other names stay.
+// Instances a user created (with `stratus localcloud instances create`)
+// stay, whatever their names.
 func (s *sandbox) scaleDown(ctx context.Context, existing []api.Instance) error {
 	var removed []string
 	for _, in := range existing {
-		var i int
-		if _, err := fmt.Sscanf(in.Name, "node-%04d", &i); err != nil || in.Name != nodeName(i) || i <= s.o.Nodes || in.State == api.InstanceTerminated {
+		if !s.surplus(in) {
 			continue
 		}
 		if _, err := s.cloud.DeleteInstance(ctx, in.ID); err != nil && !errors.Is(err, lcclient.ErrNotFound) {
@@ -97,6 +101,16 @@ func (s *sandbox) writeKwokStages() string {
 	path := filepath.Join(s.state, "run", "kwok-stages.yaml")
 	_ = writeFile(path, localcluster.KwokStages)
 	return path
+}
+
+// surplus reports whether in is one of the sandbox's own live instances
+// numbered above --nodes.
+func (s *sandbox) surplus(in api.Instance) bool {
+	var i int
+	if _, err := fmt.Sscanf(in.Name, "node-%04d", &i); err != nil || in.Name != nodeName(i) {
+		return false
+	}
+	return i > s.o.Nodes && in.Tags[ownTag] == "true" && in.State != api.InstanceTerminated
 }
 
 // startCCM runs the controller manager with every controller on, under

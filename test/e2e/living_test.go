@@ -237,17 +237,17 @@ func checkAPIServerKilled(ctx context.Context, t *testing.T, cs kubernetes.Inter
 // checkNodesFollowInstances: deleting, stopping and creating instances
 // with the CLI deletes, taints and adds nodes, by Stratus' controllers.
 func checkNodesFollowInstances(ctx context.Context, t *testing.T, cs kubernetes.Interface, r sandboxRun) {
-	userCLI(t, r, "instances", "delete", "node-0003")
+	userCLI(t, r, "instances", "delete", "node-0001")
 	userCLI(t, r, "instances", "stop", "node-0002")
 	userCLI(t, r, "instances", "create", "node-0004")
 
-	waitCond(ctx, t, "node-0003 deleted after its instance was", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().Nodes().Get(ctx, "node-0003", metav1.GetOptions{})
+	waitCond(ctx, t, "node-0001 deleted after its instance was", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Nodes().Get(ctx, "node-0001", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	events, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=node-0003,reason=DeletingNode"})
+	events, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=node-0001,reason=DeletingNode"})
 	if err != nil || len(events.Items) == 0 || !strings.Contains(events.Items[0].Source.Component+events.Items[0].ReportingController, "cloud") {
-		t.Errorf("no DeletingNode event from the controller manager for node-0003: %v %+v", err, events)
+		t.Errorf("no DeletingNode event from the controller manager for node-0001: %v %+v", err, events)
 	}
 	waitCond(ctx, t, "node-0002 tainted shutdown after its instance stopped", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, "node-0002", metav1.GetOptions{})
@@ -258,13 +258,13 @@ func checkNodesFollowInstances(ctx context.Context, t *testing.T, cs kubernetes.
 		return err == nil && strings.HasPrefix(n.Spec.ProviderID, "localcloud://") &&
 			!slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider }), nil
 	})
-	// node-0004 may have node-0003's old internal address: what answers
+	// node-0004 may have node-0001's old internal address: what answers
 	// there is node-0004, never the deleted node.
 	vip := vipOf(ctx, t, cs, sandbox.DemoService)
-	waitCond(ctx, t, "the demo to answer 10 times in a row, never from the deleted node-0003", time.Minute, func(context.Context) (bool, error) {
+	waitCond(ctx, t, "the demo to answer 10 times in a row, never from the deleted node-0001", time.Minute, func(context.Context) (bool, error) {
 		for range 10 {
 			line, err := sandbox.Probe(t.Context(), vip, 80)
-			if err != nil || strings.Contains(line, "node-0003") {
+			if err != nil || strings.Contains(line, "node-0001") {
 				return false, nil
 			}
 		}
@@ -329,8 +329,10 @@ func TestSandboxNoCCM(t *testing.T) {
 
 // checkScaleDown resumes the sandbox with a smaller --nodes.
 func checkScaleDown(ctx context.Context, t *testing.T, r sandboxRun) {
-	// A smaller --nodes removes the sandbox's instances above it and their
-	// nodes (node-0004 here); the stopped node-0002 stays, as its machine.
+	// A smaller --nodes removes the sandbox's own instances above it and
+	// their nodes (node-0003 here) and recreates its missing ones (the
+	// deleted node-0001); the stopped node-0002 stays, as its machine, and
+	// node-0004, which the user created, stays too.
 	p := r.start(t, "third.log", "--nodes=2")
 	waitReady(ctx, t, p, r.state)
 	cs := kubeClient(t, r.state)
@@ -342,11 +344,21 @@ func checkScaleDown(ctx context.Context, t *testing.T, r sandboxRun) {
 	for _, n := range nodes.Items {
 		names = append(names, n.Name)
 	}
-	if slices.Sort(names); !slices.Equal(names, []string{"node-0001", "node-0002"}) {
-		t.Errorf("nodes after --nodes=2: %v", names)
+	if slices.Sort(names); !slices.Equal(names, []string{"node-0001", "node-0002", "node-0004"}) {
+		t.Errorf("nodes after --nodes=2: %v, want node-0001, node-0002 and the user's node-0004", names)
 	}
-	if out := userCLI(t, r, "instances", "list"); strings.Contains(out, "node-0004") {
-		t.Errorf("instance node-0004 still live after --nodes=2:\n%s", out)
+	out := userCLI(t, r, "instances", "list")
+	states := map[string][]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 {
+			states[f[1]] = append(states[f[1]], f[2])
+		}
+	}
+	if slices.ContainsFunc(states["node-0003"], func(s string) bool { return s != "terminated" }) {
+		t.Errorf("the sandbox's instance node-0003 still live after --nodes=2:\n%s", out)
+	}
+	if !slices.Contains(states["node-0004"], "running") {
+		t.Errorf("the user's instance node-0004 was removed by --nodes=2:\n%s", out)
 	}
 	stopAndCheck(t, p, r)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	lcapi "github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 )
@@ -152,20 +154,32 @@ func (s *sandbox) startControlPlane(ctx context.Context) error {
 
 // startLocalcloud runs `stratus localcloud serve` as a child process.
 func (s *sandbox) startLocalcloud(ctx context.Context) error {
-	routeQuota := max(50, s.o.Nodes+10)
-	args := append([]string{"localcloud", "serve",
+	lcState := filepath.Join(s.state, "localcloud")
+	args := []string{"localcloud", "serve",
 		"--listen=127.0.0.1:" + strconv.Itoa(s.o.LocalcloudPort),
-		"--state-dir=" + filepath.Join(s.state, "localcloud"),
-		// Sized from --nodes at every start, so a grown sandbox fits.
-		"--quota-routes=" + strconv.Itoa(routeQuota),
-		"--quota-instances=" + strconv.Itoa(max(10000, s.o.Nodes*2)),
-	}, s.o.knobArgs()...)
+		"--state-dir=" + lcState,
+	}
 	for flag, v := range map[string]string{"vip-pool": s.o.VIPPool, "internal-pool": s.o.InternalPool, "external-pool": s.o.ExternalPool} {
 		if v != "" {
 			args = append(args, "--"+flag+"="+v)
 		}
 	}
+	// localcloud keeps its knobs in its state. Only the first start passes
+	// knob flags: the fault flags given now, and for a new cloud quotas
+	// sized from --nodes. A restart after a crash passes none, so it keeps
+	// what `stratus localcloud config set` changed meanwhile; a resumed
+	// sandbox keeps the saved quotas unless --nodes outgrew them (below).
+	first := append(slices.Clone(args), s.o.knobArgs()...)
+	if _, err := os.Stat(filepath.Join(lcState, "localcloud.db")); errors.Is(err, os.ErrNotExist) {
+		q := s.quotasFor()
+		first = append(first, "--quota-routes="+strconv.Itoa(q.RoutesPerCluster), "--quota-instances="+strconv.Itoa(q.Instances))
+	}
+	starts := 0
 	if _, err := s.supervise(ctx, "localcloud", func() (*child, error) {
+		starts++
+		if starts == 1 {
+			return startChild("localcloud", s.logs, s.self, first...)
+		}
 		return startChild("localcloud", s.logs, s.self, args...)
 	}); err != nil {
 		return err
@@ -199,6 +213,44 @@ func (s *sandbox) startLocalcloud(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: localcloud config: %w", err)
 	}
+	if k, err = s.fitQuotas(ctx, k); err != nil {
+		return err
+	}
 	s.knobs = *k
 	return s.writeEnv()
+}
+
+// quotasFor are the instance and route quotas a new cloud gets: room for
+// --nodes machines and their routes, and for more made by hand.
+func (s *sandbox) quotasFor() lcapi.Quotas {
+	return lcapi.Quotas{Instances: max(10000, s.o.Nodes*2), RoutesPerCluster: max(50, s.o.Nodes+10)}
+}
+
+// fitQuotas raises the saved instance and route quotas that are too small
+// for --nodes (a sandbox resumed with more nodes than it had), saying so;
+// quotas that fit, as set with `localcloud config set`, stay.
+func (s *sandbox) fitQuotas(ctx context.Context, k *lcapi.Knobs) (*lcapi.Knobs, error) {
+	want := s.quotasFor()
+	var p lcapi.KnobsPatch
+	var raised []string
+	if k.Quotas.Instances < s.o.Nodes {
+		p.Quotas = &lcapi.QuotasPatch{Instances: &want.Instances}
+		raised = append(raised, fmt.Sprintf("quotas.instances %d -> %d", k.Quotas.Instances, want.Instances))
+	}
+	if k.Quotas.RoutesPerCluster < s.o.Nodes {
+		if p.Quotas == nil {
+			p.Quotas = &lcapi.QuotasPatch{}
+		}
+		p.Quotas.RoutesPerCluster = &want.RoutesPerCluster
+		raised = append(raised, fmt.Sprintf("quotas.routesPerCluster %d -> %d", k.Quotas.RoutesPerCluster, want.RoutesPerCluster))
+	}
+	if p.Quotas == nil {
+		return k, nil
+	}
+	k, err := s.cloud.UpdateConfig(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: raise localcloud's quotas to fit --nodes=%d: %w", s.o.Nodes, err)
+	}
+	fmt.Fprintf(s.out, "            --nodes %d does not fit the saved quotas: raised %s\n", s.o.Nodes, strings.Join(raised, ", "))
+	return k, nil
 }

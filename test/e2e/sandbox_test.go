@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -179,6 +180,8 @@ func TestSandboxAsAUser(t *testing.T) {
 	if !strings.Contains(line, "default/hello") {
 		t.Errorf("demo answered %q", line)
 	}
+	// Knobs set at runtime, quotas included, are kept across a restart.
+	userCLI(t, r, "config", "set", "quotas.routesPerCluster=45", "quotas.instances=600", "lbDeletionTime=1500ms")
 	stopAndCheck(t, p, r)
 
 	// Second run on the same state dir: the same cluster comes back.
@@ -200,6 +203,10 @@ func TestSandboxAsAUser(t *testing.T) {
 	}
 	if _, err := sandbox.Probe(t.Context(), vip, 80); err != nil {
 		t.Fatalf("demo after resume: %v", err)
+	}
+	if out := userCLI(t, r, "config", "get", "quotas.routesPerCluster", "quotas.instances", "lbDeletionTime"); !regexp.MustCompile(
+		`quotas.routesPerCluster +45\nquotas.instances +600\nlbDeletionTime +1.5s\n`).MatchString(out) {
+		t.Errorf("knobs set before the restart were not kept:\n%s", out)
 	}
 	// The resumed sandbox as a living cloud.
 	checkMetrics(ctx, t, r)

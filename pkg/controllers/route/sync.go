@@ -109,6 +109,14 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) {
 			log.Info("Created route", "node", klog.KObj(w.node), "destination", w.key.cidr, "nameHint", w.nameHint)
 			return
 		}
+		if errors.Is(err, cloud.ErrObserveOnly) {
+			// Observe mode recorded the creation as planned: count the
+			// route as the real creation would leave it, so the Node's
+			// condition is not planned as NetworkUnavailable and no
+			// failure is reported for a call that was never made.
+			nr.missing--
+			return
+		}
 		c.m.creates.WithLabelValues(resultError).Inc()
 		if errors.Is(err, cloud.ErrQuotaExceeded) {
 			c.m.quota.Inc()

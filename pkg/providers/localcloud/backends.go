@@ -3,6 +3,7 @@ package localcloud
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -46,13 +47,9 @@ func (l *loadBalancers) withLiveBackends(ctx context.Context, spec *api.LoadBala
 	if !backendRejected(err) {
 		return lb, err
 	}
-	live, lerr := l.client.ListAllInstances(ctx, lcclient.ListOptions{MaxResults: listPageSize})
+	exists, lerr := l.liveInstances(ctx)
 	if lerr != nil {
 		return nil, errors.Join(err, lerr)
-	}
-	exists := make(map[string]bool, len(live))
-	for _, in := range live {
-		exists[in.ID] = in.State != api.InstanceTerminated
 	}
 	var skipped []string
 	for _, n := range nodes {
@@ -64,4 +61,17 @@ func (l *loadBalancers) withLiveBackends(ctx context.Context, spec *api.LoadBala
 	klog.FromContext(ctx).Info("Skipping load balancer backends whose instance no longer exists",
 		"nodes", skipped, "backends", len(spec.Backends))
 	return write(*spec)
+}
+
+// liveInstances returns which instance ids exist and are not terminated.
+func (l *loadBalancers) liveInstances(ctx context.Context) (map[string]bool, error) {
+	live, err := l.client.ListAllInstances(ctx, lcclient.ListOptions{MaxResults: listPageSize})
+	if err != nil {
+		return nil, fmt.Errorf("localcloud: list instances: %w", err)
+	}
+	exists := make(map[string]bool, len(live))
+	for _, in := range live {
+		exists[in.ID] = in.State != api.InstanceTerminated
+	}
+	return exists, nil
 }

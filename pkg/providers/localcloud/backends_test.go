@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
 )
 
@@ -43,6 +44,18 @@ func TestLoadBalancerSkipsBackendsOfGoneInstances(t *testing.T) {
 	}
 	if got := cloudBackends(t, e); !slices.Equal(got, sorted(a.ID, d.ID)) {
 		t.Fatalf("backends after update = %v, want %v", got, sorted(a.ID, d.ID))
+	}
+
+	// Observe mode's plan agrees: the gone instances are no backend to add.
+	planner := lbs.(cloud.LoadBalancerPlanner)
+	if plan, err := planner.PlanLoadBalancer(e.ctx, "kubernetes", svc, nodes); err != nil || len(plan) != 0 {
+		t.Fatalf("plan with gone instances among the nodes = %q, %v; want nothing", plan, err)
+	}
+	f := e.instance(t, "f")
+	nodes = append(nodes, node("f", "localcloud://"+f.ID))
+	plan, err := planner.PlanLoadBalancer(e.ctx, "kubernetes", svc, nodes)
+	if want := "backends: +[" + f.ID + "] -[]"; err != nil || !slices.Equal(plan, []string{want}) {
+		t.Fatalf("plan with a new node = %q, %v; want %q", plan, err, want)
 	}
 }
 

@@ -32,6 +32,16 @@ func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string
 	case lb.Status == api.LBDeleting:
 		return []string{"load balancer being deleted: created again once gone"}, nil
 	}
+	if added, _ := setDiff(lb.Backends, spec.Backends); len(added) > 0 {
+		// EnsureLoadBalancer skips the backends whose instance is gone
+		// (withLiveBackends): plan the same, or a Node whose machine was
+		// just terminated is planned as a backend no write would add.
+		exists, err := l.liveInstances(ctx)
+		if err != nil {
+			return nil, svcErr(svc, err)
+		}
+		spec.Backends = slices.DeleteFunc(spec.Backends, func(id string) bool { return !exists[id] })
+	}
 	return specChanges(lb.LoadBalancerSpec, spec), nil
 }
 

@@ -120,6 +120,8 @@ func TestBadLeaderMigrationRefused(t *testing.T) {
 			want: []string{"--leader-migration-config=/etc/m.yaml", "--enable-leader-migration"}},
 		"migration without election": {extra: []string{"--enable-leader-migration", "--leader-elect=false"},
 			want: []string{"--enable-leader-migration", "--leader-elect"}},
+		"observe with migration": {extra: []string{"--enable-leader-migration", "--observe"},
+			want: []string{"--observe", "--enable-leader-migration"}},
 		"missing file": {extra: []string{"--enable-leader-migration", "--leader-migration-config=/nonexistent/m.yaml"},
 			want: []string{"--leader-migration-config=/nonexistent/m.yaml"}},
 	}

@@ -55,13 +55,15 @@ type cluster struct {
 	nodes    map[string]string // name → internal IP
 	resp     *responder
 	token    string // see scrapeToken
+	auditLog string // the API server's audit log: every request, with its user agent
 }
 
 func newCluster(t *testing.T, ctx context.Context) *cluster {
 	t.Helper()
 	binDir := testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok", "stratus", "upstream-ccm")
 	c := &cluster{t: t, ctx: ctx, binDir: binDir, nodes: map[string]string{}}
-	c.env = testbed.Start(t)
+	c.auditLog = filepath.Join(t.TempDir(), "audit.log")
+	c.env = testbed.Start(t, testbed.WithAuditLog(c.auditLog))
 	c.cs = c.env.Clientset
 	c.env.StartKwok(t)
 	k := api.DefaultKnobs()

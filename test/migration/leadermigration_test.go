@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
@@ -39,8 +40,12 @@ controllerLeaders:
 // the holder is killed.
 func TestLeaderMigrationWithUpstream(t *testing.T) {
 	ctx := testbed.Context(t, 8*time.Minute)
+	began := time.Now()
 	c := newCluster(t, ctx)
 	c.addNodes(2, localcluster.NodeOptions{})
+	// Two nodes whose readiness the test owns: taking their machines away
+	// shows which process runs the node lifecycle controller.
+	goneFirst, goneSecond := c.addUnmanagedNode(), c.addUnmanagedNode()
 	cfg := filepath.Join(t.TempDir(), "migration.yaml")
 	if err := os.WriteFile(cfg, []byte(migrationConfig), 0o600); err != nil {
 		t.Fatal(err)
@@ -70,6 +75,8 @@ func TestLeaderMigrationWithUpstream(t *testing.T) {
 		t.Fatalf("migration lease held by %q, want upstream %q", h, upstreamID)
 	}
 	assertServedBy(t, c, "first", "service-controller")
+	c.removeMachine(goneFirst)
+	c.waitFor("upstream's node lifecycle controller to delete "+goneFirst, time.Minute, c.nodeDeleted(goneFirst), up, st)
 	text, err := st.metrics(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -93,9 +100,12 @@ func TestLeaderMigrationWithUpstream(t *testing.T) {
 		return err == nil && h != "" && h != upstreamID, nil
 	}, st)
 	t.Logf("migration lease moved to Stratus %.1fs after the holder was killed", acquired.Sub(killed).Seconds())
+	stratusFrom := acquired
 	c.createServices([]*corev1.Service{lbService("second", "TCP", nil)})
 	c.waitFor("Stratus to publish the second load balancer", time.Minute, c.hasIngress("second"), st)
 	assertServedBy(t, c, "second", "service-lb-controller")
+	c.removeMachine(goneSecond)
+	c.waitFor("Stratus' node lifecycle controller to delete "+goneSecond, time.Minute, c.nodeDeleted(goneSecond), st)
 	if text, err = st.metrics(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +145,52 @@ func TestLeaderMigrationWithUpstream(t *testing.T) {
 	c.createServices([]*corev1.Service{lbService("third", "TCP", nil)})
 	c.waitFor("upstream to publish the third load balancer", time.Minute, c.hasIngress("third"), up2)
 	assertServedBy(t, c, "third", "service-controller")
+	c.assertMigratedWritesByHolder(t, began, stratusFrom, stopped, acquired, goneFirst, goneSecond)
+}
+
+// assertMigratedWritesByHolder checks, from the API server's audit log,
+// that the migrated controllers' writes (to Services, and Node deletions)
+// came from the process holding the migration lease at the time: upstream
+// before Stratus took it (from) and after upstream took it back (back);
+// Stratus, which runs only the migrated controllers, between from and its
+// exit (to), and never a write to a Node or Service outside. The node
+// lifecycle controller deleted the first node in upstream and the second
+// in Stratus.
+func (c *cluster) assertMigratedWritesByHolder(t *testing.T, began, from, to, back time.Time, goneFirst, goneSecond string) {
+	t.Helper()
+	all := c.auditWrites(t, began, time.Now())
+	deletedBy := map[string]string{}
+	var migrated []write
+	for _, w := range all {
+		if !w.isNodeOrService() {
+			continue
+		}
+		if w.verb == "delete" && strings.HasPrefix(w.what, "nodes ") {
+			deletedBy[strings.TrimPrefix(w.what, "nodes ")] = w.process
+		}
+		switch {
+		case w.process == "stratus" && (w.at.Before(from) || w.at.After(to)):
+			t.Errorf("Stratus wrote while it did not hold the migration lease (%s to %s): %s at %s",
+				from.Format(time.StampMicro), to.Format(time.StampMicro), w, w.at.Format(time.StampMicro))
+		case w.process == "upstream" && (strings.HasPrefix(w.what, "services") || w.verb == "delete") && w.at.After(from) && w.at.Before(back):
+			t.Errorf("upstream's migrated controllers wrote while Stratus held the migration lease: %s at %s", w, w.at.Format(time.StampMicro))
+		}
+		if strings.HasPrefix(w.what, "services") || w.verb == "delete" {
+			migrated = append(migrated, w)
+		}
+	}
+	if deletedBy[goneFirst] != "upstream" || deletedBy[goneSecond] != "stratus" {
+		t.Errorf("node deletions: %v, want %s by upstream and %s by stratus", deletedBy, goneFirst, goneSecond)
+	}
+	t.Logf("migrated controllers' writes (audit log): %s", writeSummary(migrated))
+}
+
+// nodeDeleted reports whether the Node is gone.
+func (c *cluster) nodeDeleted(name string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		_, err := c.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}
 }
 
 // hasIngress reports whether the Service has a load balancer ingress.
@@ -147,7 +203,7 @@ func (c *cluster) hasIngress(name string) func(context.Context) (bool, error) {
 
 // assertServedBy checks, from the Service's events, that exactly the named
 // service controller (upstream's "service-controller" or Stratus'
-// "service-lb-controller") acted on it.
+// "service-lb-controller") and not the other acted on it.
 func assertServedBy(t *testing.T, c *cluster, svc, controller string) {
 	t.Helper()
 	evs, err := c.cs.CoreV1().Events(namespace).List(c.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + svc})
@@ -159,6 +215,9 @@ func assertServedBy(t *testing.T, c *cluster, svc, controller string) {
 		src := e.ReportingController
 		if src == "" {
 			src = e.Source.Component
+		}
+		if src != "service-controller" && src != "service-lb-controller" {
+			continue // the API server's own controllers (ClusterIP repair) report on Services too
 		}
 		from = append(from, e.Reason+" from "+src)
 		if src != controller {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/deploy"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
@@ -30,6 +32,7 @@ const planned = "stratus_observe_planned_changes_total"
 // incumbent then does once it resumes.
 func TestObserveBesideUpstream(t *testing.T) {
 	ctx := testbed.Context(t, 8*time.Minute)
+	began := time.Now()
 	c := newCluster(t, ctx)
 	c.addNodes(2, localcluster.NodeOptions{})
 	// One node whose readiness the test owns, to take its machine away.
@@ -37,12 +40,20 @@ func TestObserveBesideUpstream(t *testing.T) {
 	// A long lease lets the incumbent be paused (SIGSTOP) without losing it.
 	up := c.start("upstream", "upstream", "--leader-elect-lease-duration=90s", "--leader-elect-renew-deadline=80s")
 	c.waitFor("upstream to initialize the nodes", 2*time.Minute, c.allNodesInitialized, up)
-	svcs := services()[:2]
+	svcs := services()
 	c.createServices(svcs)
 	c.waitFor("upstream to publish the load balancers and routes", time.Minute, func(ctx context.Context) (bool, error) {
 		vips, err := c.vips(ctx)
 		routes, rerr := c.cloud.ListRoutes(ctx, clusterName)
-		return err == nil && rerr == nil && vips["tcp"] != "" && vips["udp"] != "" && len(routes) == len(c.nodes), nil
+		if err != nil || rerr != nil || len(routes) != len(c.nodes) {
+			return false, nil
+		}
+		for _, vip := range vips {
+			if vip == "" {
+				return false, nil
+			}
+		}
+		return true, nil
 	}, up)
 
 	if err := c.cloud.ResetStats(ctx); err != nil {
@@ -96,17 +107,31 @@ func TestObserveBesideUpstream(t *testing.T) {
 	}
 	lbName := cloudprovider.DefaultLoadBalancerName(created)
 	c.removeMachine(gone)
+	// A route lost in the cloud: both route controllers put it back.
+	const lostRoute = "node-00"
+	routes, err := c.cloud.ListRoutes(ctx, clusterName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes {
+		if r.InstanceName == lostRoute {
+			if err := c.cloud.DeleteRoute(ctx, clusterName, r.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	c.waitFor("the observer to plan the pending changes", time.Minute, func(ctx context.Context) (bool, error) {
 		text, err := obs.metrics(ctx)
 		return err == nil &&
 			metricSum(text, planned, `kind="load-balancer"`, `action="create"`) >= 1 &&
+			metricSum(text, planned, `kind="route"`, `action="create"`) >= 1 &&
 			metricSum(text, planned, `kind="nodes"`, `action="delete"`) >= 1, nil
 	}, obs)
 	plan := grepLines(obs.LogFile, "planned change")
 	if strings.Contains(plan, `diff="unknown`) {
 		t.Errorf("the plan has changes it cannot tell:\n%s", plan)
 	}
-	for _, want := range []string{lbName + " (service default/pending)", `object="` + gone + `"`} {
+	for _, want := range []string{lbName + " (service default/pending)", `object="` + gone + `"`, `kind="route" action="create" object="` + lostRoute + `"`} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("the plan does not name %s:\n%s", want, plan)
 		}
@@ -115,7 +140,8 @@ func TestObserveBesideUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(page, "would create load-balancer "+lbName) || !strings.Contains(page, "would delete node "+gone) {
+	if !strings.Contains(page, "would create load-balancer "+lbName) || !strings.Contains(page, "would delete node "+gone) ||
+		!strings.Contains(page, "would create route "+lostRoute) {
 		t.Errorf("/debug/observe lacks the planned changes:\n%s", page)
 	}
 	if err := up.Signal(syscall.SIGCONT); err != nil {
@@ -126,6 +152,10 @@ func TestObserveBesideUpstream(t *testing.T) {
 	c.waitFor("upstream to make the changes the observer planned", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		lbs, err := c.cloud.ListAllLoadBalancers(ctx, lcclient.ListOptions{Name: lbName})
 		if err != nil || len(lbs) != 1 {
+			return false, nil
+		}
+		routes, err := c.cloud.ListRoutes(ctx, clusterName)
+		if err != nil || !slices.ContainsFunc(routes, func(r api.Route) bool { return r.InstanceName == lostRoute }) {
 			return false, nil
 		}
 		_, err = c.cs.CoreV1().Nodes().Get(ctx, gone, metav1.GetOptions{})
@@ -146,6 +176,25 @@ func TestObserveBesideUpstream(t *testing.T) {
 		t.Errorf("exit summary lacks the planned changes:\n%s", exitSummary)
 	}
 	t.Logf("observer's plan:\n%s\nexit summary:%s", plan, exitSummary)
+	// From the API server's own record: every write the observer sent was
+	// a dry run, but for the questions it asks (authentication and
+	// authorization reviews, its controllers' tokens), which store nothing.
+	var real []write
+	for _, w := range c.auditWrites(t, began, time.Now()) {
+		if w.process == "stratus" && !w.dryRun && !storesNothing(w) {
+			real = append(real, w)
+		}
+	}
+	if len(real) != 0 {
+		t.Errorf("the observer sent writes that were not dry runs: %s", writeSummary(real))
+	}
+}
+
+// storesNothing tells whether a "create" only asks the API server a
+// question: a token or access review, or a ServiceAccount token.
+func storesNothing(w write) bool {
+	res, _, _ := strings.Cut(w.what, " ")
+	return w.verb == "create" && (strings.HasSuffix(res, "reviews") || res == "serviceaccounts/token")
 }
 
 // chartKubeconfig installs the chart's RBAC for every controller and

@@ -85,6 +85,7 @@ func (c *cluster) switchOver(t *testing.T, from *ccm, kind, name string, vips, p
 	if err := c.cloud.ResetStats(c.ctx); err != nil {
 		t.Fatal(err)
 	}
+	began := time.Now()
 	w := c.recordWrites(t)
 	tr := startTraffic(c.ctx, t, vips["tcp"], vips, protos)
 
@@ -131,6 +132,7 @@ func (c *cluster) switchOver(t *testing.T, from *ccm, kind, name string, vips, p
 	}, to)
 	tr.end()
 	changes, events := w.end()
+	requests := c.auditWrites(t, began, time.Now())
 
 	stats, err := c.cloud.Stats(c.ctx)
 	if err != nil {
@@ -148,11 +150,11 @@ func (c *cluster) switchOver(t *testing.T, from *ccm, kind, name string, vips, p
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s → %s (hand-over %v): gap %.1fs with no leader; cloud writes: CreateLoadBalancer %d, UpdateLoadBalancer %d, DeleteLoadBalancer %d, CreateRoute %d, DeleteRoute %d; %s; API writes: %s; events: %d (%s)",
+	t.Logf("%s → %s (hand-over %v): gap %.1fs with no leader; cloud writes: CreateLoadBalancer %d, UpdateLoadBalancer %d, DeleteLoadBalancer %d, CreateRoute %d, DeleteRoute %d; %s; API changes: %s; API write requests: %s; events: %d (%s)",
 		from.name, name, handOver, gap.Seconds(), stats.Count("CreateLoadBalancer"), stats.Count("UpdateLoadBalancer"),
-		stats.Count("DeleteLoadBalancer"), stats.Count("CreateRoute"), stats.Count("DeleteRoute"), tr, summary(changes), len(events), summary(events))
+		stats.Count("DeleteLoadBalancer"), stats.Count("CreateRoute"), stats.Count("DeleteRoute"), tr, summary(changes), writeSummary(requests), len(events), summary(events))
 
-	for _, op := range []string{"CreateLoadBalancer", "DeleteLoadBalancer", "CreateRoute", "DeleteRoute", "CreateInstance", "DeleteInstance"} {
+	for _, op := range []string{"CreateLoadBalancer", "UpdateLoadBalancer", "DeleteLoadBalancer", "CreateRoute", "DeleteRoute", "CreateInstance", "DeleteInstance"} {
 		if n := stats.Count(op); n != 0 {
 			t.Errorf("%s → %s: %d %s calls, want 0", from.name, name, n, op)
 		}
@@ -172,6 +174,20 @@ func (c *cluster) switchOver(t *testing.T, from *ccm, kind, name string, vips, p
 	if len(changes) != 0 {
 		t.Errorf("writes to Nodes or Services during the switch, where nothing changed: %s", summary(changes))
 	}
+	// The audit log also shows the writes that would change nothing (a
+	// patch already true), which the objects' managedFields cannot.
+	for _, r := range requests {
+		if r.isNodeOrService() {
+			t.Errorf("write request to a Node or Service during the switch, where nothing changed: %s", r)
+		}
+	}
+	// Every controller ran in the new leader: a switch that wrote nothing
+	// because a controller never started would prove nothing.
+	for _, ctrl := range everyController[kind] {
+		if !to.started(ctrl) {
+			t.Errorf("%s did not start %s after taking the lease (log %s)", name, ctrl, to.LogFile)
+		}
+	}
 	// Both announce every load balancer they sync when they start (two
 	// events per Service, as upstream does); the leases' holders announce
 	// taking (and Stratus releasing) the lease. More is a storm.
@@ -185,4 +201,25 @@ func (c *cluster) switchOver(t *testing.T, from *ccm, kind, name string, vips, p
 		t.Errorf("%d events during the switch (%d elections), more than 2 per Service and 2 elections: %s", len(events), elections, summary(events))
 	}
 	return to
+}
+
+// everyController is what each implementation runs with the takeover's
+// flags: upstream's app has no node IPAM controller, Stratus has one and
+// runs it with --allocate-node-cidrs (adopting the nodes' pod CIDRs).
+var everyController = map[string][]string{
+	"upstream": {"cloud-node-controller", "cloud-node-lifecycle-controller", "service-lb-controller", "node-route-controller"},
+	"stratus":  {"cloud-node-controller", "cloud-node-lifecycle-controller", "service-lb-controller", "node-route-controller", "node-ipam-controller"},
+}
+
+// started tells from the process' log whether it started the controller:
+// Stratus logs "Controller started" controller="NAME", upstream's app
+// Started "NAME".
+func (m *ccm) started(controller string) bool {
+	for _, l := range strings.Split(grepLines(m.LogFile, "tarted"), "\n") {
+		if strings.Contains(l, `"Controller started"`) && strings.Contains(l, `controller="`+controller+`"`) ||
+			strings.Contains(l, `Started "`+controller+`"`) || strings.Contains(l, `Started \"`+controller+`\"`) {
+			return true
+		}
+	}
+	return false
 }

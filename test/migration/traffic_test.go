@@ -170,8 +170,12 @@ func startTraffic(ctx context.Context, t *testing.T, heldVIP string, vips map[st
 			case <-tick.C:
 			}
 			for name, vip := range vips {
+				err := probe(ctx, protos[name], vip)
+				if ctx.Err() != nil {
+					return // stopped mid-probe: not a failure of the VIP
+				}
 				tr.fresh.Add(1)
-				if err := probe(ctx, protos[name], vip); err != nil {
+				if err != nil {
 					tr.freshFail.Add(1)
 					tr.fail(fmt.Errorf("probe %s %s: %w", name, vip, err))
 				}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,12 +121,16 @@ func TestObserveBesideUpstream(t *testing.T) {
 			}
 		}
 	}
+	// A new node, its machine running, waiting to be initialized.
+	fresh := fmt.Sprintf("node-%02d", len(c.nodes))
+	c.addNodes(1, localcluster.NodeOptions{})
 	c.waitFor("the observer to plan the pending changes", time.Minute, func(ctx context.Context) (bool, error) {
 		text, err := obs.metrics(ctx)
 		return err == nil &&
 			metricSum(text, planned, `kind="load-balancer"`, `action="create"`) >= 1 &&
 			metricSum(text, planned, `kind="route"`, `action="create"`) >= 1 &&
-			metricSum(text, planned, `kind="nodes"`, `action="delete"`) >= 1, nil
+			metricSum(text, planned, `kind="nodes"`, `action="delete"`) >= 1 &&
+			metricSum(text, planned, `controller="cloud-node-controller"`, `kind="nodes"`, `action="update"`) >= 1, nil
 	}, obs)
 	plan := grepLines(obs.LogFile, "planned change")
 	if strings.Contains(plan, `diff="unknown`) {
@@ -144,6 +149,10 @@ func TestObserveBesideUpstream(t *testing.T) {
 		!strings.Contains(page, "would create route "+lostRoute) {
 		t.Errorf("/debug/observe lacks the planned changes:\n%s", page)
 	}
+	initPlan := plannedFields(plan, `controller="cloud-node-controller"`, `object="`+fresh+`"`)
+	if initPlan["spec.providerID"] == "" {
+		t.Errorf("the plan does not initialize %s (providerID):\n%s", fresh, plan)
+	}
 	if err := up.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -158,9 +167,29 @@ func TestObserveBesideUpstream(t *testing.T) {
 		if err != nil || !slices.ContainsFunc(routes, func(r api.Route) bool { return r.InstanceName == lostRoute }) {
 			return false, nil
 		}
+		if n, err := c.cs.CoreV1().Nodes().Get(ctx, fresh, metav1.GetOptions{}); err != nil || !initialized(n) {
+			return false, nil
+		}
 		_, err = c.cs.CoreV1().Nodes().Get(ctx, gone, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}, up, obs)
+	// The incumbent initialized the new node as the observer planned:
+	// every planned field (providerID, each label) has the planned value.
+	initialized, err := c.cs.CoreV1().Nodes().Get(ctx, fresh, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := nodeFields(initialized)
+	for field, want := range initPlan {
+		if have, ok := got[field]; ok && have != want {
+			t.Errorf("%s: the observer planned %s, the incumbent set %s", field, want, have)
+		}
+	}
+	for field, have := range got {
+		if _, ok := initPlan[field]; !ok && strings.HasPrefix(field, "metadata.labels.") && !strings.HasPrefix(field, "metadata.labels.kubernetes.io/") {
+			t.Errorf("the incumbent set %s=%s, which the observer did not plan", field, have)
+		}
+	}
 	if err := obs.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -179,14 +208,14 @@ func TestObserveBesideUpstream(t *testing.T) {
 	// From the API server's own record: every write the observer sent was
 	// a dry run, but for the questions it asks (authentication and
 	// authorization reviews, its controllers' tokens), which store nothing.
-	var real []write
+	var notDry []write
 	for _, w := range c.auditWrites(t, began, time.Now()) {
 		if w.process == "stratus" && !w.dryRun && !storesNothing(w) {
-			real = append(real, w)
+			notDry = append(notDry, w)
 		}
 	}
-	if len(real) != 0 {
-		t.Errorf("the observer sent writes that were not dry runs: %s", writeSummary(real))
+	if len(notDry) != 0 {
+		t.Errorf("the observer sent writes that were not dry runs: %s", writeSummary(notDry))
 	}
 }
 
@@ -264,4 +293,38 @@ func grepLines(path, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// plannedFields reads the "path: old → new" lines of the planned changes
+// in the log lines holding every given fragment: path → new.
+func plannedFields(plan string, fragments ...string) map[string]string {
+	out := map[string]string{}
+	for _, l := range strings.Split(plan, "\n") {
+		ok := true
+		for _, f := range fragments {
+			ok = ok && strings.Contains(l, f)
+		}
+		_, diff, found := strings.Cut(l, ` diff="`)
+		if !ok || !found {
+			continue
+		}
+		diff = strings.TrimSuffix(diff, `"`)
+		for _, d := range strings.Split(diff, "; ") {
+			field, change, ok := strings.Cut(d, ": ")
+			if _, to, ok2 := strings.Cut(change, " → "); ok && ok2 {
+				out[field] = strings.ReplaceAll(to, `\"`, `"`)
+			}
+		}
+	}
+	return out
+}
+
+// nodeFields renders the fields a node initialization sets as the plan
+// writes them: providerID and each label, JSON-quoted.
+func nodeFields(n *corev1.Node) map[string]string {
+	out := map[string]string{"spec.providerID": strconv.Quote(n.Spec.ProviderID)}
+	for k, v := range n.Labels {
+		out["metadata.labels."+k] = strconv.Quote(v)
+	}
+	return out
 }

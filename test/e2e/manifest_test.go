@@ -29,15 +29,16 @@ import (
 
 // TestDefaultManifestRunsStratus installs deploy/stratus.yaml as a user
 // would (the cloud config Secret, then the manifest) and runs the stratus
-// binary as its pod would: the container's arguments as rendered, as the
-// manifest's ServiceAccount, under the manifest's RBAC only. kwok runs no
-// containers, so the pod's environment is supplied by hand, and only it:
-// the ServiceAccount's token in a kubeconfig (in a pod, the in-cluster
-// config), the Secret's file in a directory standing in for its volume,
-// and the secure port on loopback at a free port (in a pod, 10258 on the
-// node). Then the kubelet's probes are answered without credentials, a
-// Node is initialized, and a LoadBalancer Service gets its load balancer,
-// which goes when the Service does.
+// binary as the Deployment's pods would: one process per replica, each with
+// the container's arguments as rendered, as the manifest's ServiceAccount,
+// under the manifest's RBAC only. kwok runs no containers, so the pod's
+// environment is supplied by hand, and only it: the ServiceAccount's token
+// in a kubeconfig (in a pod, the in-cluster config), the Secret's file in a
+// directory standing in for its volume, and the secure port on loopback at
+// a free port (in a pod, 10258 on its node). Then every replica, the
+// standby too, answers the kubelet's probes without credentials, so the
+// Deployment would become Ready; a Node is initialized; and a LoadBalancer
+// Service gets its load balancer, which goes when the Service does.
 func TestDefaultManifestRunsStratus(t *testing.T) {
 	env := testbed.Start(t)
 	env.StartKwok(t)
@@ -51,35 +52,96 @@ func TestDefaultManifestRunsStratus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	container, spec := manifestContainer(t, objs)
-	args := slices.Clone(container.Args)
-	flag := func(name string) string {
-		for _, a := range args {
-			if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-				return v
+	d := manifestDeployment(t, objs)
+	container := d.Spec.Template.Spec.Containers[0]
+	installManifest(ctx, t, env, lc, objs, d)
+	args := podArgs(ctx, t, env, d)
+
+	bin := buildStratus(t)
+	ports := map[int]*testbed.Process{}
+	for i := range int(*d.Spec.Replicas) {
+		port := testbed.FreePort(t)
+		ports[port] = testbed.StartProcess(t, filepath.Join(t.TempDir(), fmt.Sprintf("replica-%d.log", i)), bin,
+			append(slices.Clone(args), "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port))...)
+	}
+	if len(ports) < 2 {
+		t.Fatalf("the Deployment has %d replicas, want a leader and a standby", len(ports))
+	}
+	r := &run{t: t, ctx: ctx, cs: env.Clientset, lc: lc}
+	r.poll("every replica answering the kubelet's probes", func(ctx context.Context) (bool, error) {
+		for port, p := range ports {
+			if p.Exited() {
+				log, _ := os.ReadFile(p.LogFile)
+				return false, fmt.Errorf("stratus %v exited:\n%s", args, log)
+			}
+			if probe(ctx, port, container.LivenessProbe) != http.StatusOK || probe(ctx, port, container.ReadinessProbe) != http.StatusOK {
+				return false, nil
 			}
 		}
-		t.Fatalf("the manifest's args %v lack --%s", args, name)
-		return ""
+		return true, nil
+	})
+	checkInitialized(r)
+	r.loadBalancer()
+}
+
+// manifestDeployment returns the manifest's Deployment.
+func manifestDeployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deployment {
+	t.Helper()
+	i := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" })
+	if i < 0 {
+		t.Fatalf("%s holds no Deployment", deploy.Default)
 	}
-	cloudConfig := "url: " + lc.Server.URL() + "\ntoken: " + lc.Server.Token() + "\nclusterName: " + flag("cluster-name") + "\n"
-	secretName := spec.Volumes[0].Secret.SecretName
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: deploy.Namespace, Name: secretName},
-		Data: map[string][]byte{filepath.Base(flag("cloud-config")): []byte(cloudConfig)}}
+	var d appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[i].Object, &d); err != nil {
+		t.Fatal(err)
+	}
+	spec := d.Spec.Template.Spec
+	if d.Spec.Replicas == nil || len(spec.Containers) != 1 || len(spec.Volumes) != 1 || spec.Volumes[0].Secret == nil || len(spec.Containers[0].VolumeMounts) != 1 {
+		t.Fatalf("the Deployment: %+v, want replicas, one container and the cloud config Secret's volume", d.Spec)
+	}
+	return &d
+}
+
+// flagValue is the value of --name= in args.
+func flagValue(t *testing.T, args []string, name string) string {
+	t.Helper()
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("the manifest's args %v lack --%s", args, name)
+	return ""
+}
+
+// installManifest creates the cloud config Secret, as install.md's step 2
+// does, and applies the manifest.
+func installManifest(ctx context.Context, t *testing.T, env *testbed.Env, lc *servicetest.Cloud, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
+	t.Helper()
+	args := d.Spec.Template.Spec.Containers[0].Args
+	cloudConfig := "url: " + lc.Server.URL() + "\ntoken: " + lc.Server.Token() + "\nclusterName: " + flagValue(t, args, "cluster-name") + "\n"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: deploy.Namespace, Name: d.Spec.Template.Spec.Volumes[0].Secret.SecretName},
+		Data: map[string][]byte{filepath.Base(flagValue(t, args, "cloud-config")): []byte(cloudConfig)}}
 	if _, err := env.Clientset.CoreV1().Secrets(deploy.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := deploy.Apply(ctx, env.Config, objs, deploy.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	// The pod's environment.
+// podArgs are the container's arguments in the environment a pod of d
+// would have: the Secret's files in a directory for its volume, and a
+// kubeconfig holding the ServiceAccount's token for the in-cluster config.
+func podArgs(ctx context.Context, t *testing.T, env *testbed.Env, d *appsv1.Deployment) []string {
+	t.Helper()
+	spec := d.Spec.Template.Spec
 	dir := t.TempDir()
 	volume := filepath.Join(dir, "cloud-config")
 	if err := os.Mkdir(volume, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := env.Clientset.CoreV1().Secrets(deploy.Namespace).Get(ctx, secretName, metav1.GetOptions{})
+	stored, err := env.Clientset.CoreV1().Secrets(deploy.Namespace).Get(ctx, spec.Volumes[0].Secret.SecretName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +150,8 @@ func TestDefaultManifestRunsStratus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mountPath := container.VolumeMounts[0].MountPath
+	mountPath := spec.Containers[0].VolumeMounts[0].MountPath
+	args := slices.Clone(spec.Containers[0].Args)
 	for i, a := range args {
 		args[i] = strings.Replace(a, "--cloud-config="+mountPath+"/", "--cloud-config="+volume+"/", 1)
 	}
@@ -100,38 +163,7 @@ func TestDefaultManifestRunsStratus(t *testing.T) {
 	if err := localcluster.WriteKubeconfig(saCfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	port := testbed.FreePort(t)
-	args = append(args, "--kubeconfig="+kubeconfig, "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port))
-	p := testbed.StartProcess(t, filepath.Join(dir, "stratus.log"), buildStratus(t), args...)
-
-	r := &run{t: t, ctx: ctx, cs: env.Clientset, lc: lc}
-	r.poll("/healthz and /readyz answered to the kubelet's probes", func(ctx context.Context) (bool, error) {
-		if p.Exited() {
-			log, _ := os.ReadFile(p.LogFile)
-			return false, fmt.Errorf("stratus %v exited:\n%s", args, log)
-		}
-		return probe(ctx, port, container.LivenessProbe) == http.StatusOK && probe(ctx, port, container.ReadinessProbe) == http.StatusOK, nil
-	})
-	checkInitialized(r)
-	r.loadBalancer()
-}
-
-// manifestContainer returns the Deployment's container and pod spec.
-func manifestContainer(t *testing.T, objs []*unstructured.Unstructured) (corev1.Container, corev1.PodSpec) {
-	t.Helper()
-	i := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" })
-	if i < 0 {
-		t.Fatalf("%s holds no Deployment", deploy.Default)
-	}
-	var d appsv1.Deployment
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[i].Object, &d); err != nil {
-		t.Fatal(err)
-	}
-	spec := d.Spec.Template.Spec
-	if len(spec.Containers) != 1 || len(spec.Volumes) != 1 || spec.Volumes[0].Secret == nil || len(spec.Containers[0].VolumeMounts) != 1 {
-		t.Fatalf("the Deployment's pod: %+v, want one container and the cloud config Secret's volume", spec)
-	}
-	return spec.Containers[0], spec
+	return append(args, "--kubeconfig="+kubeconfig)
 }
 
 // probe runs an HTTPS GET probe the way the kubelet does: no credentials,

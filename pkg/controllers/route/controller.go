@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -21,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // ControllerName is the upstream name of this controller.
@@ -40,6 +43,8 @@ const (
 	DefaultConcurrency     = 10
 	DefaultCoalesce        = 500 * time.Millisecond
 	DefaultMaxBackoff      = 5 * time.Minute
+	// minRetryAfter keeps a RetryError without a delay from spinning.
+	minRetryAfter = 100 * time.Millisecond
 )
 
 // pass is the controller's one work item: every pass covers the whole
@@ -179,9 +184,17 @@ func routesMayChange(old, cur *corev1.Node) bool {
 }
 
 // Reconcile implements reconcile.TypedReconciler: one full pass, then the next
-// one a period later at the latest.
+// one a period later at the latest. A pass the cloud asked to retry later
+// (a RetryError) runs again after the delay it named, without counting as
+// a failure; any other error retries with backoff.
 func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
-	if err := c.sync(ctx, p); err != nil {
+	err := c.sync(ctx, p)
+	if d, ok := cloud.RetryAfter(err); ok {
+		d = max(d, minRetryAfter)
+		klog.FromContext(ctx).V(2).Info("Cloud asked to retry later", "after", d, "reason", err.Error())
+		return reconcile.Result{RequeueAfter: d}, nil
+	}
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: c.cfg.ReconcilePeriod}, nil

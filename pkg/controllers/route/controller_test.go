@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -189,6 +190,27 @@ func TestListFailureChangesNothing(t *testing.T) {
 	}
 	if c := f.condition("a"); c != nil {
 		t.Fatalf("condition set after a failed list: %+v", c)
+	}
+}
+
+// Reconcile schedules the next pass a period later; a pass the cloud asked
+// to retry later runs again after the delay it named, not as a failure;
+// another failure goes to the queue's backoff.
+func TestReconcileMapsOutcomes(t *testing.T) {
+	fr := newFakeRoutes()
+	f := newFixture(t, fr, Config{ReconcilePeriod: time.Minute}, node("a", "lc://a", "10.244.0.0/24"))
+	res, err := f.c.Reconcile(f.ctx, pass{})
+	if err != nil || res.RequeueAfter != time.Minute {
+		t.Errorf("after a pass: %+v, %v; want the next one a period later", res, err)
+	}
+	fr.listErr = fmt.Errorf("list: %w", cloudproviderapi.NewRetryError("table being updated", 7*time.Second))
+	res, err = f.c.Reconcile(f.ctx, pass{})
+	if err != nil || res.RequeueAfter != 7*time.Second {
+		t.Errorf("after a RetryError: %+v, %v; want a requeue after 7s and no error", res, err)
+	}
+	fr.listErr = errors.New("cloud unavailable")
+	if res, err = f.c.Reconcile(f.ctx, pass{}); !errors.Is(err, fr.listErr) || res.RequeueAfter != 0 {
+		t.Errorf("after a failure: %+v, %v; want the error, for the queue's backoff", res, err)
 	}
 }
 

@@ -257,9 +257,15 @@ func (c *Controller) clearWritten(name string) {
 	delete(c.written, name)
 }
 
-// Reconcile adapts sync to controller-runtime.
+// Reconcile implements reconcile.Reconciler: one Node's sync, whose
+// outcome schedules what follows: nothing, a retry after the delay the
+// cloud asked for (a RetryError), or a retry with per-Node backoff.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	return c.sync(ctx, req.Name)
+	err := c.sync(ctx, req.Name)
+	if d, ok := cloud.RetryAfter(err); ok && d > 0 {
+		return reconcile.Result{RequeueAfter: d}, nil
+	}
+	return reconcile.Result{}, err
 }
 
 // event records an event when a recorder is set.

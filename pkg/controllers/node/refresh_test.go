@@ -14,7 +14,7 @@ func initializedNode(t *testing.T, name string) (*v1.Node, *fakeCloud) {
 	t.Helper()
 	fc := newFakeCloud(instance(name, "10.0.0.1", "203.0.113.1"))
 	h := newHarness(t, fc, true, newNode(name))
-	if _, err := h.c.sync(context.Background(), name); err != nil {
+	if err := h.c.sync(context.Background(), name); err != nil {
 		t.Fatal(err)
 	}
 	return h.node(t, name), fc

@@ -13,9 +13,6 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // apiError marks a failed write to the API server, so that the failure is
@@ -30,22 +27,22 @@ func (e *apiError) Unwrap() error { return e.err }
 // addresses (status), then providerID, labels and the taint's removal in
 // one patch, so that the Node becomes schedulable only once its addresses
 // are in place.
-func (c *Controller) sync(ctx context.Context, name string) (reconcile.Result, error) {
+func (c *Controller) sync(ctx context.Context, name string) error {
 	node := &v1.Node{}
 	if err := c.client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.forget(name)
-			return reconcile.Result{}, nil
+			return nil
 		}
-		return reconcile.Result{}, fmt.Errorf("get node %s from cache: %w", name, err)
+		return fmt.Errorf("get node %s from cache: %w", name, err)
 	}
 	if !isUninitialized(node) {
 		c.forget(name)
 		c.clearWritten(name)
-		return reconcile.Result{}, nil
+		return nil
 	}
 	if c.predatesWrite(node) {
-		return reconcile.Result{}, nil
+		return nil
 	}
 	seen := c.firstSeen(name)
 	log := logger(ctx, node)
@@ -70,7 +67,7 @@ func (c *Controller) sync(ctx context.Context, name string) (reconcile.Result, e
 	c.metrics.initDuration.Observe(time.Since(seen).Seconds())
 	c.event(node, v1.EventTypeNormal, ReasonSynced, actionInitialize, "Node synced successfully")
 	log.V(2).Info("Initialized node", "providerID", node.Spec.ProviderID)
-	return reconcile.Result{}, nil
+	return nil
 }
 
 // metadata asks the cloud about one Node: from a shared list answer that
@@ -165,10 +162,11 @@ func (c *Controller) writeInit(ctx context.Context, node *v1.Node, md *cloudprov
 	return nil
 }
 
-// initFailed records why a Node stays uninitialized and schedules its retry.
-func (c *Controller) initFailed(ctx context.Context, node *v1.Node, err error) (reconcile.Result, error) {
+// initFailed records why a Node stays uninitialized and returns the error
+// its retry is scheduled by (see Reconcile).
+func (c *Controller) initFailed(ctx context.Context, node *v1.Node, err error) error {
 	if ctx.Err() != nil {
-		return reconcile.Result{}, err
+		return err
 	}
 	reason, result := classify(err)
 	c.metrics.inits.WithLabelValues(result).Inc()
@@ -178,10 +176,7 @@ func (c *Controller) initFailed(ctx context.Context, node *v1.Node, err error) (
 		// The next attempt needs a list answer newer than this failure.
 		c.retryAfterNow(node.Name)
 	}
-	if d, ok := cloud.RetryAfter(err); ok && d > 0 {
-		return reconcile.Result{RequeueAfter: d}, nil
-	}
-	return reconcile.Result{}, fmt.Errorf("initialize node %s: %w", node.Name, err)
+	return fmt.Errorf("initialize node %s: %w", node.Name, err)
 }
 
 // classify maps an initialization failure to its event reason and metric

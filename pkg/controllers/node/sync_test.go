@@ -11,8 +11,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -24,7 +26,7 @@ func TestSyncInitializesNode(t *testing.T) {
 			inst.Metadata.AdditionalLabels = map[string]string{"example.com/pool": "blue"}
 			h := newHarness(t, newFakeCloud(inst), list, newNode("n1"))
 
-			if _, err := h.c.sync(context.Background(), "n1"); err != nil {
+			if err := h.c.sync(context.Background(), "n1"); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
 			n := h.node(t, "n1")
@@ -72,7 +74,7 @@ func TestSyncKeepsExistingProviderIDAndLabels(t *testing.T) {
 	n.Labels["example.com/pool"] = "red"
 	h := newHarness(t, newFakeCloud(inst), true, n)
 
-	if _, err := h.c.sync(context.Background(), "n1"); err != nil {
+	if err := h.c.sync(context.Background(), "n1"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
 	got := h.node(t, "n1")
@@ -93,7 +95,7 @@ func TestSyncKeepsOtherTaints(t *testing.T) {
 	n := newNode("n1")
 	n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule})
 	h := newHarness(t, newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")), true, n)
-	if _, err := h.c.sync(context.Background(), "n1"); err != nil {
+	if err := h.c.sync(context.Background(), "n1"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
 	got := h.node(t, "n1").Spec.Taints
@@ -110,7 +112,7 @@ func TestSyncProvidedNodeIP(t *testing.T) {
 	n.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: "10.0.0.1,fd00::1"}
 	h := newHarness(t, newFakeCloud(inst), true, n)
 
-	if _, err := h.c.sync(context.Background(), "n1"); err != nil {
+	if err := h.c.sync(context.Background(), "n1"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
 	want := []v1.NodeAddress{
@@ -157,7 +159,7 @@ func TestSyncFailuresLeaveNodeTainted(t *testing.T) {
 			tc.setup(fc, n)
 			h := newHarness(t, fc, tc.list, n)
 
-			_, err := h.c.sync(context.Background(), n.Name)
+			err := h.c.sync(context.Background(), n.Name)
 			if err == nil {
 				t.Fatal("sync succeeded; want an error so the node is retried")
 			}
@@ -175,14 +177,14 @@ func TestSyncFailuresLeaveNodeTainted(t *testing.T) {
 func TestSyncAPIErrorIsRetried(t *testing.T) {
 	h := newHarness(t, newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")), true, newNode("n1"))
 	h.writes.failSpec = apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n1", errors.New("stale"))
-	_, err := h.c.sync(context.Background(), "n1")
+	err := h.c.sync(context.Background(), "n1")
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("sync error = %v, want the conflict", err)
 	}
 	wantEvent(t, h.events(), "Warning "+ReasonUpdateFailed)
 	// The addresses were written; the retry writes only the spec.
 	h.writes.failSpec = nil
-	if _, err := h.c.sync(context.Background(), "n1"); err != nil {
+	if err := h.c.sync(context.Background(), "n1"); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	if s := h.writes.status.Load(); s != 1 {
@@ -197,19 +199,19 @@ func TestSyncHonoursRetryAfter(t *testing.T) {
 	fc := newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1"))
 	fc.setErr(cloudproviderapi.NewRetryError("slow down", 7*time.Second))
 	h := newHarness(t, fc, false, newNode("n1"))
-	res, err := h.c.sync(context.Background(), "n1")
+	res, err := h.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "n1"}})
 	if err != nil || res.RequeueAfter != 7*time.Second {
-		t.Fatalf("sync = %+v, %v; want RequeueAfter 7s", res, err)
+		t.Fatalf("Reconcile = %+v, %v; want RequeueAfter 7s", res, err)
 	}
 }
 
 func TestSyncFailureDoesNotAffectOtherNodes(t *testing.T) {
 	fc := newFakeCloud(instance("good", "10.0.0.1", "203.0.113.1"))
 	h := newHarness(t, fc, true, newNode("good"), newNode("missing"))
-	if _, err := h.c.sync(context.Background(), "missing"); !errors.Is(err, cloudprovider.InstanceNotFound) {
+	if err := h.c.sync(context.Background(), "missing"); !errors.Is(err, cloudprovider.InstanceNotFound) {
 		t.Fatalf("missing: err = %v, want InstanceNotFound", err)
 	}
-	if _, err := h.c.sync(context.Background(), "good"); err != nil {
+	if err := h.c.sync(context.Background(), "good"); err != nil {
 		t.Fatalf("good: %v", err)
 	}
 	if isUninitialized(h.node(t, "good")) || !isUninitialized(h.node(t, "missing")) {
@@ -220,13 +222,13 @@ func TestSyncFailureDoesNotAffectOtherNodes(t *testing.T) {
 func TestSyncRetryNeedsNewerList(t *testing.T) {
 	fc := newFakeCloud()
 	h := newHarness(t, fc, true, newNode("late"))
-	if _, err := h.c.sync(context.Background(), "late"); err == nil {
+	if err := h.c.sync(context.Background(), "late"); err == nil {
 		t.Fatal("want InstanceNotFound before the instance exists")
 	}
 	// The machine appears; the retry must not be answered from the list
 	// that did not contain it.
 	fc.put(instance("late", "10.0.0.5", "203.0.113.5"))
-	if _, err := h.c.sync(context.Background(), "late"); err != nil {
+	if err := h.c.sync(context.Background(), "late"); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	if got := fc.listCalls.Load(); got != 2 {
@@ -240,7 +242,7 @@ func TestSyncIgnoresInitializedAndDeletedNodes(t *testing.T) {
 	fc := newFakeCloud(instance("done", "10.0.0.1", "203.0.113.1"))
 	h := newHarness(t, fc, true, n)
 	for _, name := range []string{"done", "gone"} {
-		if _, err := h.c.sync(context.Background(), name); err != nil {
+		if err := h.c.sync(context.Background(), name); err != nil {
 			t.Errorf("sync %s: %v", name, err)
 		}
 	}
@@ -255,7 +257,7 @@ func TestSyncDoesNotRepeatWritesOnStaleCache(t *testing.T) {
 	n := newNode("n1")
 	h := newHarness(t, newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")), true, n)
 	stale := h.node(t, "n1")
-	if _, err := h.c.sync(context.Background(), "n1"); err != nil {
+	if err := h.c.sync(context.Background(), "n1"); err != nil {
 		t.Fatal(err)
 	}
 	// The cache still shows the Node as it was before the writes.

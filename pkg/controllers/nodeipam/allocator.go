@@ -232,10 +232,3 @@ func (a *allocator) updateGauges() {
 		a.m.available.WithLabelValues(fam).Set(float64(s.Size() - used))
 	}
 }
-
-// owner returns the node holding p, for tests.
-func (a *allocator) owner(p netip.Prefix) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.owners[p.Masked()]
-}

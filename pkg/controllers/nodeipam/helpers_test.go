@@ -125,3 +125,10 @@ func (f *fixture) gauge(g *prometheus.GaugeVec, family string) float64 {
 func updateEvent(old, cur *corev1.Node) event.TypedUpdateEvent[*corev1.Node] {
 	return event.TypedUpdateEvent[*corev1.Node]{ObjectOld: old, ObjectNew: cur}
 }
+
+// owner returns the node holding p.
+func (a *allocator) owner(p netip.Prefix) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.owners[p.Masked()]
+}

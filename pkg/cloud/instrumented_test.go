@@ -193,14 +193,14 @@ func TestRegistryFallsBackToUpstreamGlobalRegistry(t *testing.T) {
 		return &stubProvider{}, nil
 	})
 	reg := NewRegistry()
-	p, err := reg.New(name, nil)
+	p, err := reg.Build(t.Context(), Inputs{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.ProviderName() != "stub" {
 		t.Errorf("got provider %q", p.ProviderName())
 	}
-	_, err = reg.New("no-such-provider", nil)
+	_, err = reg.Build(t.Context(), Inputs{Name: "no-such-provider"})
 	if !errors.Is(err, ErrUnknownProvider) || !strings.Contains(err.Error(), "no-such-provider") {
 		t.Errorf("unknown provider: %v", err)
 	}
@@ -218,8 +218,8 @@ func TestRegistryPrefersOwnEntries(t *testing.T) {
 	if err := reg.Register("mine", func(io.Reader) (cloudprovider.Interface, error) { return nil, nil }); err == nil {
 		t.Error("duplicate registration accepted")
 	}
-	if _, err := reg.New("mine", nil); err != nil || !called {
-		t.Fatalf("New = %v, called = %v", err, called)
+	if _, err := reg.Build(t.Context(), Inputs{Name: "mine"}); err != nil || !called {
+		t.Fatalf("Build = %v, called = %v", err, called)
 	}
 }
 

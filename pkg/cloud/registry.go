@@ -130,11 +130,6 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// New builds the named provider from its cloud config alone; see Build.
-func (r *Registry) New(name string, config io.Reader) (cloudprovider.Interface, error) {
-	return r.Build(context.Background(), Inputs{Name: name, Config: config})
-}
-
 // Build builds the provider in.Name, consulting this registry first and
 // then upstream's global registry (whose factories get in.Config only).
 func (r *Registry) Build(ctx context.Context, in Inputs) (cloudprovider.Interface, error) {

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // ErrorCode classifies an API error; clients branch on it, never on text.
@@ -60,7 +61,8 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Field != "" {
+	// Invalid's message already starts with the field.
+	if e.Field != "" && !strings.HasPrefix(e.Message, e.Field+": ") {
 		return string(e.Code) + ": " + e.Field + ": " + e.Message
 	}
 	return string(e.Code) + ": " + e.Message

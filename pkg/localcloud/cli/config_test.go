@@ -56,7 +56,7 @@ func TestConfigCommand(t *testing.T) {
 		{"latency=soon", `latency: "soon" is not a duration`},
 		{"quotas.routesPerCluster=-1", "quotas.routesPerCluster: -1 is out of range"},
 		{"rateBurst=many", `rateBurst: "many" is not an integer`},
-		{"ErrorRate=0.1", "ErrorRate: unknown knob"},
+		{"ErrorRate=0.1", "ErrorRate=0.1: InvalidArgument: ErrorRate: unknown knob"},
 		{"errorRate", "want KEY=VALUE"},
 	} {
 		if _, err := run(ctx, "config", "set", "latency=0s", tc.arg); err == nil || !strings.Contains(err.Error(), tc.want) {

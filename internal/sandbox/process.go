@@ -79,7 +79,9 @@ func (c *child) pid() int { return c.cmd.Process.Pid }
 
 func (c *child) logFile() string { return c.log }
 
-// waitFor polls cond every interval until it returns true, an error, or ctx ends.
+// waitFor polls cond every interval until it returns true or ctx ends; an
+// error from cond is retried (and reported if the wait times out), except a
+// fatalError, returned at once.
 func waitFor(ctx context.Context, interval time.Duration, what string, cond func(context.Context) (bool, error)) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -88,6 +90,9 @@ func waitFor(ctx context.Context, interval time.Duration, what string, cond func
 		ok, err := cond(ctx)
 		if ok {
 			return nil
+		}
+		if fatal := (*fatalError)(nil); errors.As(err, &fatal) {
+			return fatal.err
 		}
 		if err != nil {
 			last = err

@@ -74,6 +74,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 		s.o.BinDir = filepath.Dir(self)
 	}
 	defer s.shutdown()
+	// Whatever ends the run (Ctrl-C, a child that keeps failing, a failed
+	// step), the sandbox's own watches and loops end first, so the API
+	// server they talk to stops at once rather than after its grace period.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 
 	steps := []struct {
 		what string

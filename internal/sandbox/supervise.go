@@ -200,11 +200,17 @@ func (s *sandbox) fail(err error) {
 func (s *sandbox) childrenAlive() error {
 	select {
 	case <-s.failed:
-		return s.fatal
+		return &fatalError{err: s.fatal}
 	default:
 		return nil
 	}
 }
+
+// fatalError ends a waitFor at once: waiting longer cannot help.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
 
 // tail returns the last n lines of a log file, indented.
 func tail(path string, n int) string {

@@ -100,6 +100,14 @@ func TestSupervisorFailsOnAChildThatKeepsFailing(t *testing.T) {
 		!strings.Contains(err.Error(), "fatal: --bogus-flag is not a flag") {
 		t.Fatalf("the error must name the child, its exit and its last log lines: %v", err)
 	}
+	// A wait of the start-up (for the nodes, for the demo) ends at once
+	// with it, not at its timeout.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	werr := waitFor(ctx, 10*time.Millisecond, "nodes that never come", func(context.Context) (bool, error) { return false, s.childrenAlive() })
+	if werr == nil || ctx.Err() != nil || werr.Error() != err.Error() {
+		t.Fatalf("a wait while a child keeps failing ended with %v (context: %v), want the child's error", werr, ctx.Err())
+	}
 }
 
 func TestStopStraysEndsProcessesStartedByHand(t *testing.T) {

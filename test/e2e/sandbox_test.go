@@ -242,6 +242,10 @@ func TestSandboxBadInput(t *testing.T) {
 		"port in use":      {[]string{"--apiserver-port=" + busyPort}, "--apiserver-port"},
 		"missing binary":   {[]string{"--bin-dir=" + t.TempDir()}, "make tools"},
 		"incompatible dir": {[]string{"--state-dir=" + incompatible}, "incompatible"},
+		// A controller manager that cannot start stops the sandbox as soon
+		// as it is seen to keep failing, with its last words.
+		"ccm keeps failing": {[]string{"--ccm-arg=--bogus-flag", "--no-demo", "--nodes=1", "--zones=1", "--ready-timeout=3m",
+			"--vip-pool=" + testbed.VIPPool(t).String()}, "stratus-controller-manager keeps failing"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -255,6 +259,10 @@ func TestSandboxBadInput(t *testing.T) {
 			}
 			if !strings.Contains(string(out), c.want) {
 				t.Fatalf("message does not say %q:\n%s", c.want, out)
+			}
+			if strings.Contains(c.want, "keeps failing") && (!strings.Contains(string(out), "unknown flag: --bogus-flag") ||
+				strings.Contains(string(out), "Error: waiting for")) {
+				t.Fatalf("the sandbox did not stop at once with the controller manager's last log lines:\n%s", out)
 			}
 			if left := leftovers(state); len(left) > 0 {
 				t.Fatalf("processes left behind:\n%s", strings.Join(left, "\n"))

@@ -5,20 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/deploy"
-	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
@@ -28,9 +22,10 @@ const planned = "stratus_observe_planned_changes_total"
 
 // TestObserveBesideUpstream runs Stratus with --observe beside a healthy
 // upstream cloud-controller-manager: in steady state it plans nothing and
-// writes nothing; with changes pending (a new Service, a node whose machine
-// is gone) while the incumbent is paused, it plans exactly what the
-// incumbent then does once it resumes.
+// writes nothing; with changes pending while the incumbent is paused (a new
+// Service, a node whose machine is gone, a route lost in the cloud, a new
+// node to initialize, a node excluded from load balancers), it plans
+// exactly what the incumbent then does once it resumes.
 func TestObserveBesideUpstream(t *testing.T) {
 	ctx := testbed.Context(t, 8*time.Minute)
 	began := time.Now()
@@ -64,10 +59,57 @@ func TestObserveBesideUpstream(t *testing.T) {
 	// The observer runs as an install would: the chart's ServiceAccount and
 	// RBAC, each controller with its own credentials.
 	obs := c.start("stratus", "observer", "--observe", "--use-service-account-credentials", "--kubeconfig="+c.chartKubeconfig())
+	c.checkSteadyState(t, obs, up, w, len(svcs))
+
+	// Pending changes while the incumbent is paused.
+	if err := up.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	p := c.makePending(t, gone)
+	plan := p.checkPlanned(t, c, obs)
+	if err := up.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	p.checkIncumbentDid(t, c, up, obs, plan)
+
+	if err := obs.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := obs.Wait(time.Minute); err != nil || code != 0 {
+		t.Errorf("observer after SIGTERM: exit %d, %v", code, err)
+	}
+	logText, err := os.ReadFile(obs.LogFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, exitSummary, _ := strings.Cut(string(logText), "Observe mode summary")
+	if !strings.Contains(exitSummary, "would create load-balancer "+p.lbName) || !strings.Contains(exitSummary, "would delete node "+gone) {
+		t.Errorf("exit summary lacks the planned changes:\n%s", exitSummary)
+	}
+	t.Logf("observer's plan:\n%s\nexit summary:%s", plan, exitSummary)
+	// From the API server's own record: every write the observer sent was
+	// a dry run, but for the questions it asks (authentication and
+	// authorization reviews, its controllers' tokens), which store nothing.
+	var notDry []write
+	for _, w := range c.auditWrites(t, began, time.Now()) {
+		if w.process == "stratus" && !w.dryRun && !storesNothing(w) {
+			notDry = append(notDry, w)
+		}
+	}
+	if len(notDry) != 0 {
+		t.Errorf("the observer sent writes that were not dry runs: %s", writeSummary(notDry))
+	}
+}
+
+// checkSteadyState waits for the observer to have looked at every Service,
+// route and instance, and checks it planned and wrote nothing.
+func (c *cluster) checkSteadyState(t *testing.T, obs, up *ccm, w *writes, services int) {
+	t.Helper()
+	ctx := c.ctx
 	c.waitFor("the observer to look at everything", time.Minute, func(ctx context.Context) (bool, error) {
 		text, err := obs.metrics(ctx)
 		return err == nil && metricSum(text, "stratus_cloud_requests_total", `operation="ListRoutes"`, `result="success"`) >= 2 &&
-			metricSum(text, "stratus_cloud_requests_total", `operation="PlanLoadBalancer"`) >= float64(len(svcs)) &&
+			metricSum(text, "stratus_cloud_requests_total", `operation="PlanLoadBalancer"`) >= float64(services) &&
 			metricSum(text, "stratus_cloud_requests_total", `operation="ListInstances"`) >= 1, nil
 	}, obs, up)
 	text, err := obs.metrics(ctx)
@@ -94,128 +136,6 @@ func TestObserveBesideUpstream(t *testing.T) {
 	}
 	if h, _, _ := c.lease(ctx, mainLease); strings.Contains(h, "observer") {
 		t.Errorf("the observer took the lease")
-	}
-
-	// Pending changes while the incumbent is paused.
-	if err := up.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	pending := lbService("pending", corev1.ProtocolTCP, nil)
-	c.createServices([]*corev1.Service{pending})
-	created, err := c.cs.CoreV1().Services(namespace).Get(ctx, "pending", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lbName := cloudprovider.DefaultLoadBalancerName(created)
-	c.removeMachine(gone)
-	// A route lost in the cloud: both route controllers put it back.
-	const lostRoute = "node-00"
-	routes, err := c.cloud.ListRoutes(ctx, clusterName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range routes {
-		if r.InstanceName == lostRoute {
-			if err := c.cloud.DeleteRoute(ctx, clusterName, r.Name); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	// A new node, its machine running, waiting to be initialized.
-	fresh := fmt.Sprintf("node-%02d", len(c.nodes))
-	c.addNodes(1, localcluster.NodeOptions{})
-	c.waitFor("the observer to plan the pending changes", time.Minute, func(ctx context.Context) (bool, error) {
-		text, err := obs.metrics(ctx)
-		return err == nil &&
-			metricSum(text, planned, `kind="load-balancer"`, `action="create"`) >= 1 &&
-			metricSum(text, planned, `kind="route"`, `action="create"`) >= 1 &&
-			metricSum(text, planned, `kind="nodes"`, `action="delete"`) >= 1 &&
-			metricSum(text, planned, `controller="cloud-node-controller"`, `kind="nodes"`, `action="update"`) >= 1, nil
-	}, obs)
-	plan := grepLines(obs.LogFile, "planned change")
-	if strings.Contains(plan, `diff="unknown`) {
-		t.Errorf("the plan has changes it cannot tell:\n%s", plan)
-	}
-	for _, want := range []string{lbName + " (service default/pending)", `object="` + gone + `"`, `kind="route" action="create" object="` + lostRoute + `"`} {
-		if !strings.Contains(plan, want) {
-			t.Errorf("the plan does not name %s:\n%s", want, plan)
-		}
-	}
-	page, err := obs.get(ctx, "/debug/observe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(page, "would create load-balancer "+lbName) || !strings.Contains(page, "would delete node "+gone) ||
-		!strings.Contains(page, "would create route "+lostRoute) {
-		t.Errorf("/debug/observe lacks the planned changes:\n%s", page)
-	}
-	initPlan := plannedFields(plan, `controller="cloud-node-controller"`, `object="`+fresh+`"`)
-	if initPlan["spec.providerID"] == "" {
-		t.Errorf("the plan does not initialize %s (providerID):\n%s", fresh, plan)
-	}
-	if err := up.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-
-	// The incumbent, resumed, makes the same changes.
-	c.waitFor("upstream to make the changes the observer planned", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		lbs, err := c.cloud.ListAllLoadBalancers(ctx, lcclient.ListOptions{Name: lbName})
-		if err != nil || len(lbs) != 1 {
-			return false, nil
-		}
-		routes, err := c.cloud.ListRoutes(ctx, clusterName)
-		if err != nil || !slices.ContainsFunc(routes, func(r api.Route) bool { return r.InstanceName == lostRoute }) {
-			return false, nil
-		}
-		if n, err := c.cs.CoreV1().Nodes().Get(ctx, fresh, metav1.GetOptions{}); err != nil || !initialized(n) {
-			return false, nil
-		}
-		_, err = c.cs.CoreV1().Nodes().Get(ctx, gone, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	}, up, obs)
-	// The incumbent initialized the new node as the observer planned:
-	// every planned field (providerID, each label) has the planned value.
-	initialized, err := c.cs.CoreV1().Nodes().Get(ctx, fresh, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := nodeFields(initialized)
-	for field, want := range initPlan {
-		if have, ok := got[field]; ok && have != want {
-			t.Errorf("%s: the observer planned %s, the incumbent set %s", field, want, have)
-		}
-	}
-	for field, have := range got {
-		if _, ok := initPlan[field]; !ok && strings.HasPrefix(field, "metadata.labels.") && !strings.HasPrefix(field, "metadata.labels.kubernetes.io/") {
-			t.Errorf("the incumbent set %s=%s, which the observer did not plan", field, have)
-		}
-	}
-	if err := obs.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if code, err := obs.Wait(time.Minute); err != nil || code != 0 {
-		t.Errorf("observer after SIGTERM: exit %d, %v", code, err)
-	}
-	logText, err := os.ReadFile(obs.LogFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, exitSummary, _ := strings.Cut(string(logText), "Observe mode summary")
-	if !strings.Contains(exitSummary, "would create load-balancer "+lbName) || !strings.Contains(exitSummary, "would delete node "+gone) {
-		t.Errorf("exit summary lacks the planned changes:\n%s", exitSummary)
-	}
-	t.Logf("observer's plan:\n%s\nexit summary:%s", plan, exitSummary)
-	// From the API server's own record: every write the observer sent was
-	// a dry run, but for the questions it asks (authentication and
-	// authorization reviews, its controllers' tokens), which store nothing.
-	var notDry []write
-	for _, w := range c.auditWrites(t, began, time.Now()) {
-		if w.process == "stratus" && !w.dryRun && !storesNothing(w) {
-			notDry = append(notDry, w)
-		}
-	}
-	if len(notDry) != 0 {
-		t.Errorf("the observer sent writes that were not dry runs: %s", writeSummary(notDry))
 	}
 }
 
@@ -293,38 +213,4 @@ func grepLines(path, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-// plannedFields reads the "path: old → new" lines of the planned changes
-// in the log lines holding every given fragment: path → new.
-func plannedFields(plan string, fragments ...string) map[string]string {
-	out := map[string]string{}
-	for _, l := range strings.Split(plan, "\n") {
-		ok := true
-		for _, f := range fragments {
-			ok = ok && strings.Contains(l, f)
-		}
-		_, diff, found := strings.Cut(l, ` diff="`)
-		if !ok || !found {
-			continue
-		}
-		diff = strings.TrimSuffix(diff, `"`)
-		for _, d := range strings.Split(diff, "; ") {
-			field, change, ok := strings.Cut(d, ": ")
-			if _, to, ok2 := strings.Cut(change, " → "); ok && ok2 {
-				out[field] = strings.ReplaceAll(to, `\"`, `"`)
-			}
-		}
-	}
-	return out
-}
-
-// nodeFields renders the fields a node initialization sets as the plan
-// writes them: providerID and each label, JSON-quoted.
-func nodeFields(n *corev1.Node) map[string]string {
-	out := map[string]string{"spec.providerID": strconv.Quote(n.Spec.ProviderID)}
-	for k, v := range n.Labels {
-		out["metadata.labels."+k] = strconv.Quote(v)
-	}
-	return out
 }

@@ -25,9 +25,15 @@ func TestLoadBalancerBindFailureIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatalf("occupy the VIP: %v", err)
 	}
+	udpSquatter, err := net.ListenPacket("udp", netip.AddrPortFrom(vip, lbPort).String())
+	if err != nil {
+		_ = squatter.Close()
+		t.Fatalf("occupy the VIP's UDP port: %v", err)
+	}
 	req := lbRequest("taken", n1.ID)
-	req.Listeners = []api.Listener{{Protocol: api.ProtocolTCP, Port: lbPort, NodePort: 30080}}
+	req.Listeners = []api.Listener{{Protocol: api.ProtocolTCP, Port: lbPort, NodePort: 30080}, {Protocol: api.ProtocolUDP, Port: lbPort, NodePort: 30081}}
 	lb, err := e.c.CreateLoadBalancer(e.ctx, req)
+	_ = udpSquatter.Close()
 	if err != nil {
 		_ = squatter.Close()
 		t.Fatal(err)
@@ -36,7 +42,10 @@ func TestLoadBalancerBindFailureIsAnError(t *testing.T) {
 		_ = squatter.Close()
 		t.Fatalf("VIP %s, expected %s", lb.VIP, vip)
 	}
-	if lb.Status != api.LBError || !strings.Contains(lb.StatusMessage, net.JoinHostPort(vip.String(), strconv.Itoa(lbPort))) ||
+	// Both listeners' reasons, on one line (it ends up in a table row
+	// and in the Service's event).
+	if lb.Status != api.LBError || !strings.Contains(lb.StatusMessage, "listen tcp "+net.JoinHostPort(vip.String(), strconv.Itoa(lbPort))) ||
+		!strings.Contains(lb.StatusMessage, "listen udp ") || strings.Contains(lb.StatusMessage, "\n") ||
 		!strings.Contains(lb.StatusMessage, "address already in use") {
 		_ = squatter.Close()
 		t.Fatalf("want status error naming the VIP:port, got %s %q", lb.Status, lb.StatusMessage)

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -183,7 +184,7 @@ func (s *Server) activate(id string) api.LoadBalancer {
 	bindErr := dp.Apply(spec)
 	var next api.LoadBalancer
 	if bindErr != nil {
-		next, err = s.store.SetLBError(id, bindErr.Error())
+		next, err = s.store.SetLBError(id, bindMessage(bindErr))
 	} else {
 		next, err = s.store.SetLBStatus(id, api.LBActive, time.Time{})
 	}
@@ -223,7 +224,7 @@ func (s *Server) recordBind(ctx context.Context, lb api.LoadBalancer, bindErr er
 	logger := klog.FromContext(ctx).WithValues("loadBalancer", lb.ID, "vip", lb.VIP)
 	if bindErr != nil {
 		logger.Error(bindErr, "Load balancer cannot bind its VIP; will retry", "retryIn", s.cfg.BindRetryInterval)
-		failed, err := s.store.SetLBError(lb.ID, bindErr.Error())
+		failed, err := s.store.SetLBError(lb.ID, bindMessage(bindErr))
 		if err != nil {
 			logger.V(2).Info("Load balancer error not recorded", "err", err)
 			return lb
@@ -309,4 +310,11 @@ func (s *Server) resumeLocked() {
 			go s.schedule(lb)
 		}
 	}
+}
+
+// bindMessage is a load balancer's status message for a bind error: one
+// line (listeners that failed together are joined by newlines), as the
+// message ends up in a table row and a Service's event.
+func bindMessage(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }

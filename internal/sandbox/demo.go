@@ -78,10 +78,13 @@ func (s *sandbox) waitAnswer(ctx context.Context, name string) (string, error) {
 		if err := s.childrenAlive(); err != nil {
 			return false, err
 		}
-		if reason := s.lbError(ctx, name); reason != "" && reason != reported {
-			reported = reason
-			fmt.Fprintf(s.out, "            the load balancer of %s is in error: %s\n"+
-				"            (another sandbox on the same VIP pool? give this one its own with --vip-pool; localcloud retries every 5s)\n", name, reason)
+		if reason := s.lbError(ctx, name); reason != "" {
+			if reason != reported {
+				reported = reason
+				fmt.Fprintf(s.out, "            the load balancer of %s is in error: %s\n"+
+					"            (another sandbox on the same VIP pool? give this one its own with --vip-pool; localcloud retries every 5s)\n", name, reason)
+			}
+			return false, fmt.Errorf("its load balancer is in error: %s", reason)
 		}
 		got, err := s.kube.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

@@ -94,7 +94,8 @@ func waitFor(ctx context.Context, interval time.Duration, what string, cond func
 		if fatal := (*fatalError)(nil); errors.As(err, &fatal) {
 			return fatal.err
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
+			// (An error once ctx has ended is only that.)
 			last = err
 		}
 		select {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -182,5 +183,21 @@ func TestSupervisorWaitsForTheAPIServerBeforeCountingFailures(t *testing.T) {
 	// One exit put down to the API server, then maxQuickFailures of its own.
 	if n := starts.Load(); n != 1+maxQuickFailures {
 		t.Fatalf("started %d times before the sandbox gave up, want %d", n, 1+maxQuickFailures)
+	}
+}
+
+// A wait that times out reports the last error seen while it waited, not
+// one caused by its own deadline.
+func TestWaitForReportsTheLastErrorBeforeItsDeadline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	err := waitFor(ctx, 10*time.Millisecond, "the demo", func(ctx context.Context) (bool, error) {
+		if ctx.Err() != nil {
+			return false, errors.New("client rate limiter Wait returned an error: context deadline exceeded")
+		}
+		return false, errors.New("its load balancer is in error: bind: address already in use")
+	})
+	if err == nil || !strings.Contains(err.Error(), "address already in use") || strings.Contains(err.Error(), "rate limiter") {
+		t.Fatalf("timed-out wait said %v", err)
 	}
 }

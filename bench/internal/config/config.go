@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -87,7 +88,7 @@ func Load(getenv func(string) string, root string) (Config, error) {
 	for _, p := range []struct {
 		name string
 		dst  *int
-	}{{"BENCH_REPS", &s.Reps}, {"BENCH_STEADY_REPS", &s.SteadyReps}, {"BENCH_LIMITDROP_REPS", &s.LimitDropReps}, {"BENCH_NODES", &s.Nodes}, {"BENCH_SERVICES", &s.Services}, {"BENCH_IDLE_NODES", &s.IdleNodes}} {
+	}{{"BENCH_REPS", &s.Reps}, {"BENCH_STEADY_REPS", &s.SteadyReps}, {"BENCH_LIMITDROP_REPS", &s.LimitDropReps}} {
 		if v := getenv(p.name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
@@ -96,6 +97,46 @@ func Load(getenv func(string) string, root string) (Config, error) {
 			}
 			*p.dst = n
 		}
+	}
+	custom := false
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"BENCH_NODES", &s.Nodes}, {"BENCH_SERVICES", &s.Services}, {"BENCH_IDLE_NODES", &s.IdleNodes},
+		{"BENCH_LB_NODES", &s.LBNodes}, {"BENCH_JOIN_NODES", &s.JoinNodes}, {"BENCH_RATE_BURST", &s.RateBurst}} {
+		if v := getenv(p.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				bad(p.name, v, "want a positive integer")
+				continue
+			}
+			*p.dst, custom = n, true
+		}
+	}
+	for _, p := range []struct {
+		name string
+		dst  *float64
+		zero bool // 0 is allowed (and means none)
+	}{{"BENCH_RATE_LIMIT", &s.RateLimit, false}, {"BENCH_LOW_RATE_LIMIT", &s.LowRateLimit, false}, {"BENCH_PROVIDER_QPS", &s.ProviderQPS, true}} {
+		if v := getenv(p.name); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || (f == 0 && !p.zero) {
+				bad(p.name, v, "want a positive number of requests per second")
+				continue
+			}
+			*p.dst, custom = f, true
+		}
+	}
+	if v := getenv("BENCH_LATENCY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			bad("BENCH_LATENCY", v, "want a duration such as 20ms")
+		} else {
+			s.Latency, custom = d, true
+		}
+	}
+	if s.LowRateLimit >= s.RateLimit {
+		bad("BENCH_LOW_RATE_LIMIT", fmt.Sprint(s.LowRateLimit), fmt.Sprintf("want less than the cloud's limit, %g", s.RateLimit))
 	}
 	if v := getenv("BENCH_STEADY_WINDOW"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -117,11 +158,18 @@ func Load(getenv func(string) string, root string) (Config, error) {
 	c.ChartsDir = filepath.Join(root, "docs", "benchmarks")
 	c.ChartLink = "benchmarks"
 	c.ResultsPath = filepath.Join(root, "bench", "results", s.Scale+".json")
-	if s.Quick {
+	switch {
+	case s.Quick:
 		// A smoke run must not overwrite the published figures.
 		out := filepath.Join(root, "bench", "results", "quick")
 		c.DocPath, c.ChartsDir, c.ChartLink = filepath.Join(out, "benchmarks.md"), filepath.Join(out, "charts"), "charts"
 		c.ResultsPath = filepath.Join(root, "bench", "results", "quick.json")
+	case custom:
+		// Nor a run at other sizes or against another cloud: its figures go
+		// beside the published ones, with their settings.
+		out := filepath.Join(root, "bench", "results", "custom")
+		c.DocPath, c.ChartsDir, c.ChartLink = filepath.Join(out, "benchmarks.md"), filepath.Join(out, "charts"), "charts"
+		c.ResultsPath = filepath.Join(root, "bench", "results", "custom-"+s.Scale+".json")
 	}
 	return c, nil
 }

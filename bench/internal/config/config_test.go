@@ -72,3 +72,34 @@ func TestLargeScaleLeavesOutSteady5k(t *testing.T) {
 		t.Fatalf("the default scale lost steady5k: %v", d.S.Scenarios)
 	}
 }
+
+// Another cloud or other sizes: the settings take the values, and the
+// figures go beside the published ones.
+func TestCloudKnobsWriteElsewhere(t *testing.T) {
+	c, err := Load(env(map[string]string{"BENCH_RATE_LIMIT": "20", "BENCH_RATE_BURST": "5", "BENCH_LATENCY": "50ms",
+		"BENCH_LOW_RATE_LIMIT": "4", "BENCH_PROVIDER_QPS": "0", "BENCH_JOIN_NODES": "40"}), "/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.S.RateLimit != 20 || c.S.RateBurst != 5 || c.S.Latency != 50*time.Millisecond || c.S.LowRateLimit != 4 ||
+		c.S.ProviderQPS != 0 || c.S.JoinNodes != 40 {
+		t.Fatalf("settings = %+v", c.S)
+	}
+	if c.DocPath != "/repo/bench/results/custom/benchmarks.md" || c.ResultsPath != "/repo/bench/results/custom-default.json" {
+		t.Fatalf("a custom run writes %s and %s, want them under bench/results/custom", c.DocPath, c.ResultsPath)
+	}
+	for _, bad := range []map[string]string{
+		{"BENCH_RATE_LIMIT": "0"}, {"BENCH_RATE_LIMIT": "NaN"}, {"BENCH_LATENCY": "-1s"},
+		{"BENCH_LOW_RATE_LIMIT": "60"}, {"BENCH_RATE_BURST": "0"},
+	} {
+		if _, err := Load(env(bad), "/r"); err == nil {
+			t.Errorf("%v accepted", bad)
+		} else {
+			for k := range bad {
+				if !strings.Contains(err.Error(), k) {
+					t.Errorf("error %q does not name %s", err, k)
+				}
+			}
+		}
+	}
+}

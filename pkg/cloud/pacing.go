@@ -231,7 +231,7 @@ func (p *pacer) observe(started, now time.Time, throttled bool, retryAfter time.
 	if started.Before(p.lastDecrease) || now.Sub(p.lastDecrease) < p.decreaseInterval(now) {
 		return
 	}
-	next, limit := p.backoff(now)
+	next, limit, measured := p.backoff(now)
 	// The rates measured are the cloud's limit only when the pacer held
 	// calls back (they waited for it): otherwise they are the demand of the
 	// moment, and the throttled answer may be another client's doing on a
@@ -240,7 +240,12 @@ func (p *pacer) observe(started, now time.Time, throttled bool, retryAfter time.
 	// limit the cloud has raised.
 	bound := p.lim != nil && p.waited
 	switch {
-	case !bound:
+	case !bound, !measured:
+		// Not bound: see above. Not measured: the rate was halved
+		// blindly, before a second of answers said what the cloud
+		// accepts (the first calls' burst), so the limit is likely far
+		// above it: climb back as after a hint, doubling the step, until
+		// a throttled answer measures it.
 		p.quiet, p.raiseAt = increaseInterval, 1
 	case p.throttledAt > 0 && math.Abs(limit-p.throttledAt) <= sameLimit*p.throttledAt:
 		// A cloud that throttles again where it did last time has not
@@ -251,6 +256,12 @@ func (p *pacer) observe(started, now time.Time, throttled bool, retryAfter time.
 		p.quiet, p.raiseAt = increaseInterval, raisedLimit
 	}
 	p.step = max(minIncrease, limit/increaseDivisor)
+	if !measured {
+		// Climbing back from a blind halving starts at a quarter of the
+		// rate and doubles, as TCP's slow start: the limit is likely a
+		// multiple of it.
+		p.step = max(p.step, limit/4)
+	}
 	p.throttledAt = limit
 	p.setRate(now, max(minPacedRate, next))
 	p.lastDecrease, p.lastIncrease, p.waited = now, now, false
@@ -275,15 +286,17 @@ func (p *pacer) decreaseInterval(now time.Time) time.Duration {
 // multiplicative decrease would (half the throughput until the additive
 // probes climb back). Without a second of answers (the first throttled
 // answers come within milliseconds of the first calls), it halves the rate
-// sent.
-func (p *pacer) backoff(now time.Time) (next, limit float64) {
+// sent; measured is false then.
+func (p *pacer) backoff(now time.Time) (next, limit float64, measured bool) {
 	base, _ := p.sentWin.rate(now)
 	if p.rate > 0 && p.rate < base {
 		base = p.rate
 	}
-	next, limit = backoffFactor*base, base
+	// Unmeasured, the rate sent says nothing of the limit but that it is
+	// lower: the halved rate is the estimate, which the climb starts from.
+	next, limit = backoffFactor*base, backoffFactor*base
 	if ok, span := p.okWin.rate(now); span >= minAcceptedSpan && ok > 0 {
-		limit, next = ok, acceptedFactor*ok
+		limit, next, measured = ok, acceptedFactor*ok, true
 	}
 	// A throttled answer under a limit already set means that limit is too
 	// high, whatever the estimate (a cloud's bucket lets more than its rate
@@ -291,7 +304,7 @@ func (p *pacer) backoff(now time.Time) (next, limit float64) {
 	if p.rate > 0 {
 		next = min(next, acceptedFactor*p.rate)
 	}
-	return next, limit
+	return next, limit, measured
 }
 
 func (p *pacer) setRate(now time.Time, r float64) {

@@ -5,7 +5,8 @@
 // nodes of stopped machines as upstream's node-lifecycle controller
 // would), a node-port responder standing in for kube-proxy and pods, and
 // the Stratus controller manager; then demo Services of type LoadBalancer
-// whose VIPs answer traffic. Children are supervised: restarted when they
-// exit, fatal only when they keep failing. State persists in a directory
+// whose VIPs answer traffic. Children, etcd and kube-apiserver included,
+// are supervised: restarted when they exit, fatal only when they keep
+// failing. State persists in a directory
 // so that a second run resumes the same cluster.
 package sandbox

@@ -99,6 +99,24 @@ func checkLocalTraffic(ctx context.Context, t *testing.T, cs kubernetes.Interfac
 	if len(pods) == 0 || len(pods) == len(ptrs) {
 		t.Fatalf("stand-in pods on %v of %d nodes: ETP Local has nothing to exclude", pods, len(ptrs))
 	}
+	// The health-check node port answers on pod nodes only, as kube-proxy's
+	// does: that is what the load balancer's health checks go by.
+	if svc.Spec.HealthCheckNodePort == 0 {
+		t.Fatal("hello-local has no health-check node port")
+	}
+	for _, n := range nodes.Items {
+		var ip string
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				ip = a.Address
+			}
+		}
+		_, err := sandbox.Probe(t.Context(), ip, int(svc.Spec.HealthCheckNodePort))
+		if answered := err == nil; answered != pods[n.Name] {
+			t.Errorf("health-check node port %d on %s (%s): answered %v (%v), runs a stand-in pod %v",
+				svc.Spec.HealthCheckNodePort, n.Name, ip, answered, err, pods[n.Name])
+		}
+	}
 	reached := map[string]int{}
 	waitCond(ctx, t, "hello-local to answer 20 times in a row", time.Minute, func(context.Context) (bool, error) {
 		clear(reached)

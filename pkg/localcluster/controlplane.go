@@ -207,7 +207,8 @@ func portOr(port int) (int, error) {
 }
 
 // child is one control-plane process, in a process group of its own so
-// that a terminal's Ctrl-C reaches the parent only.
+// that a terminal's Ctrl-C reaches the parent only, and killed if the
+// parent dies without stopping it (SIGKILL of a sandbox or a test binary).
 type child struct {
 	name string
 	cmd  *exec.Cmd
@@ -221,7 +222,7 @@ func startChild(binary string, out io.Writer, args ...string) (*child, error) {
 		out = io.Discard
 	}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("control plane: start %s: %w", binary, err)
 	}

@@ -345,6 +345,29 @@ func TestSandboxNoCCM(t *testing.T) {
 	}
 }
 
+// TestSandboxKilledOutright: a sandbox killed with SIGKILL, with no chance
+// to stop its children, leaves nothing running either.
+func TestSandboxKilledOutright(t *testing.T) {
+	r := sandboxRun{bin: buildStratus(t), binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state"),
+		vipPool: testbed.VIPPool(t).String()}
+	for range 4 {
+		r.ports = append(r.ports, testbed.FreePort(t))
+	}
+	ctx := testbed.Context(t, 3*time.Minute)
+	p := r.start(t, "killed.log", "--no-demo", "--nodes=1", "--zones=1")
+	waitReady(ctx, t, p, r.state)
+	if len(leftovers(r.state)) < 4 {
+		t.Fatalf("the sandbox runs fewer children than etcd, kube-apiserver, localcloud, kwok and the controller manager:\n%s",
+			strings.Join(leftovers(r.state), "\n"))
+	}
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitCond(ctx, t, "the children of a killed sandbox to end", time.Minute, func(context.Context) (bool, error) {
+		return len(leftovers(r.state)) == 0, nil
+	})
+}
+
 // checkScaleDown resumes the sandbox with a smaller --nodes.
 func checkScaleDown(ctx context.Context, t *testing.T, r sandboxRun) {
 	// A smaller --nodes removes the sandbox's own instances above it and

@@ -31,18 +31,22 @@ type LoadBalancerPlanner interface {
 	PlanLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) ([]string, error)
 }
 
-const serviceController = "service-lb-controller"
-
 // refuse records a planned change and returns the error a mutating call
-// returns in observe mode.
+// returns in observe mode. The change belongs to the controller ctx names
+// (observe.WithController): the controllers share the cloud, so the call
+// itself does not tell.
 func (c *Cloud) refuse(ctx context.Context, op string, ch observe.Change) error {
 	c.metrics.requests.WithLabelValues(op, ResultRefused).Inc()
+	ch.Controller = observe.ControllerFrom(ctx)
+	if ch.Controller == "" {
+		ch.Controller = observe.UnknownController
+	}
 	c.observer.Record(ctx, ch)
 	return fmt.Errorf("cloud %s: %w", op, ErrObserveOnly)
 }
 
 func lbChange(name string, svc *v1.Service) observe.Change {
-	return observe.Change{Controller: serviceController, Kind: "load-balancer",
+	return observe.Change{Kind: "load-balancer",
 		Object: name + " (service " + svc.Namespace + "/" + svc.Name + ")"}
 }
 
@@ -111,6 +115,6 @@ func ports(svc *v1.Service) string {
 }
 
 func routeChange(action string, r *cloudprovider.Route) observe.Change {
-	return observe.Change{Controller: "node-route-controller", Kind: "route", Action: action,
+	return observe.Change{Kind: "route", Action: action,
 		Object: string(r.TargetNode), Diff: r.DestinationCIDR + " → " + string(r.TargetNode)}
 }

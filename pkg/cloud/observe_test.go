@@ -219,11 +219,15 @@ var readMethods = map[string]bool{
 	"UnknownAnnotations": true,
 }
 
+// callingController is the controller every call of the test is made for:
+// each planned change must name it.
+const callingController = "some-controller"
+
 // argFor builds a usable argument of type t.
 func argFor(t reflect.Type) reflect.Value {
 	switch t {
 	case reflect.TypeFor[context.Context]():
-		return reflect.ValueOf(context.Background())
+		return reflect.ValueOf(observe.WithController(context.Background(), callingController))
 	case reflect.TypeFor[*v1.Service]():
 		return reflect.ValueOf(&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc", UID: "u1"},
 			Spec: v1.ServiceSpec{Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80}}}})
@@ -304,9 +308,33 @@ func TestObserveRefusesEveryMutatingCall(t *testing.T) {
 		planned = append(planned, ch.String())
 	}
 	for _, want := range []string{"would update load-balancer lb-1", "would delete load-balancer lb-1", "would create route n1", "would delete route n1", "would update instance"} {
-		if !strings.Contains(strings.Join(planned, "\n"), want) {
+		if !strings.Contains(strings.Join(planned, "\n"), want+" ") {
 			t.Errorf("planned changes %q lack %q", planned, want)
 		}
+	}
+	for _, ch := range rec.Changes() {
+		if ch.Controller != callingController {
+			t.Errorf("%s: controller %q, want %q, the one the call's context names", ch, ch.Controller, callingController)
+		}
+	}
+}
+
+// A refused call whose context names no controller is planned for an
+// unknown one, not for a guess.
+func TestObserveWithoutControllerPlansForUnknown(t *testing.T) {
+	rec, err := observe.NewRecorder(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := instrument(t, &everything{}, Options{Observe: rec})
+	routes, _ := c.Routes()
+	r := &cloudprovider.Route{Name: "r1", TargetNode: "n1", DestinationCIDR: "10.0.1.0/24"}
+	if err := routes.CreateRoute(context.Background(), "c", "", r); !errors.Is(err, ErrObserveOnly) {
+		t.Fatalf("CreateRoute in observe mode: %v, want ErrObserveOnly", err)
+	}
+	changes := rec.Changes()
+	if len(changes) != 1 || changes[0].Controller != observe.UnknownController {
+		t.Errorf("planned %v, want one route creation for %q", changes, observe.UnknownController)
 	}
 }
 

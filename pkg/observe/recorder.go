@@ -90,7 +90,7 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 // Record counts and logs one planned change.
 func (r *Recorder) Record(ctx context.Context, c Change) {
 	if c.Controller == "" {
-		c.Controller = "unknown"
+		c.Controller = UnknownController
 	}
 	r.planned.WithLabelValues(c.Controller, c.Kind, c.Action).Inc()
 	klog.FromContext(ctx).Info("Observe mode: planned change", "controller", c.Controller, "kind", c.Kind,

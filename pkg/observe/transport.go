@@ -113,10 +113,7 @@ func dryRunRequest(req *http.Request) (*http.Request, error) {
 // change describes what the write would do; false when it would change
 // nothing.
 func (t *dryRunTransport) change(req *http.Request, p apiPath, before map[string]any, readErr error, after map[string]any) (Change, bool) {
-	c := Change{Controller: controllerFromUserAgent(req.UserAgent()), Kind: p.resource, Object: p.object()}
-	if c.Controller == "" {
-		c.Controller = owner(p.resource, req.Method)
-	}
+	c := Change{Controller: writer(req), Kind: p.resource, Object: p.object()}
 	if p.subresource != "" {
 		c.Kind += "/" + p.subresource
 	}
@@ -249,6 +246,25 @@ func (p apiPath) join(name string) string {
 
 func (p apiPath) object() string { return p.join(p.name) }
 
+// writer names the controller that made req: the one its context carries
+// (the client call's context, set where the controller's work starts);
+// else the fieldManager the write was made with (every controller writes
+// under its own name); else a controller named in the user agent, which a
+// client of its own carries. A DELETE has no field manager, and the
+// controllers share one client: without the context, UnknownController.
+func writer(req *http.Request) string {
+	if name := ControllerFrom(req.Context()); name != "" {
+		return name
+	}
+	if name := req.URL.Query().Get("fieldManager"); name != "" {
+		return name
+	}
+	if name := controllerFromUserAgent(req.UserAgent()); name != "" {
+		return name
+	}
+	return UnknownController
+}
+
 // controllerFromUserAgent finds a controller name in a user agent such as
 // ".../stratus-cloud-controller-manager/service-lb-controller".
 func controllerFromUserAgent(ua string) string {
@@ -256,18 +272,6 @@ func controllerFromUserAgent(ua string) string {
 		if strings.HasSuffix(part, "-controller") && !strings.HasSuffix(part, "controller-manager") {
 			return part
 		}
-	}
-	return ""
-}
-
-// owner names the controller that writes a resource when only one does:
-// the controllers share one client, so the user agent does not tell.
-func owner(resource, method string) string {
-	switch {
-	case resource == "services":
-		return "service-lb-controller"
-	case resource == "nodes" && method == http.MethodDelete:
-		return "cloud-node-lifecycle-controller"
 	}
 	return ""
 }

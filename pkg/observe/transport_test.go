@@ -1,6 +1,9 @@
 package observe_test
 
 import (
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,12 +20,45 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
+// env is the control plane the package's tests share; each test writes
+// objects of its own names.
+var env *testbed.Env
+
+func TestMain(m *testing.M) {
+	code, err := runWithControlPlane(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func runWithControlPlane(m *testing.M) (code int, err error) {
+	bin, err := localcluster.BinDir()
+	if err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "observe-test-")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if env, err = testbed.StartEnv(bin, dir); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if stopErr := env.Stop(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
+	return m.Run(), nil
+}
+
 // TestDryRunAgainstAPIServer drives every kind of write through the
 // observe transport against a real API server: nothing is stored, writes
 // that would change something are recorded with their diff, and a write
 // that changes nothing is not.
 func TestDryRunAgainstAPIServer(t *testing.T) {
-	env := testbed.Start(t)
 	ctx := testbed.Context(t, 2*time.Minute)
 	admin := env.Clientset
 	if _, err := admin.CoreV1().Nodes().Create(ctx, localcluster.NewNode("n1", localcluster.NodeOptions{}), metav1.CreateOptions{}); err != nil {
@@ -100,10 +136,9 @@ func TestDryRunAgainstAPIServer(t *testing.T) {
 // from a shared cache): the transport still tells what the patch changes,
 // reading the object with an empty dry-run patch.
 func TestDryRunDiffsAPatchTheWriterMayNotGet(t *testing.T) {
-	env := testbed.Start(t)
 	ctx := testbed.Context(t, 2*time.Minute)
 	admin := env.Clientset
-	if _, err := admin.CoreV1().Nodes().Create(ctx, localcluster.NewNode("n1", localcluster.NodeOptions{}), metav1.CreateOptions{}); err != nil {
+	if _, err := admin.CoreV1().Nodes().Create(ctx, localcluster.NewNode("p1", localcluster.NodeOptions{}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const ns, name = "kube-system", "patcher"
@@ -136,15 +171,15 @@ func TestDryRunDiffsAPatchTheWriterMayNotGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{}); err == nil {
+	if _, err := cs.CoreV1().Nodes().Get(ctx, "p1", metav1.GetOptions{}); err == nil {
 		t.Fatal("the writer may get Nodes: the test would not test the fallback")
 	}
 	patch := `{"status":{"conditions":[{"type":"NetworkUnavailable","status":"False","reason":"RouteCreated"}]}}`
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, "n1", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, "p1", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
 	// A patch already true plans nothing, read the same way.
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, "n1", types.MergePatchType, []byte(`{"metadata":{"labels":{"kubernetes.io/os":"linux"}}}`), metav1.PatchOptions{}); err != nil {
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, "p1", types.MergePatchType, []byte(`{"metadata":{"labels":{"kubernetes.io/os":"linux"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	changes := rec.Changes()
@@ -153,5 +188,59 @@ func TestDryRunDiffsAPatchTheWriterMayNotGet(t *testing.T) {
 	}
 	if c := changes[0]; c.Kind != "nodes/status" || strings.HasPrefix(c.Diff, "unknown") || !strings.Contains(c.Diff, "NetworkUnavailable") {
 		t.Errorf("planned %s: %s; want the condition's diff", c, c.Diff)
+	}
+}
+
+// The controllers share one client, so the user agent does not tell which
+// of them wrote: the controller travels in the call's context, and a
+// DELETE, which carries no field manager, is reported under it too. Without
+// a context naming one, the field manager names the writer; with neither,
+// the change is the honest "unknown".
+func TestDryRunNamesTheControllerFromTheContext(t *testing.T) {
+	ctx := testbed.Context(t, 2*time.Minute)
+	if _, err := env.Clientset.CoreV1().Nodes().Create(ctx, localcluster.NewNode("c1", localcluster.NodeOptions{}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := observe.NewRecorder(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
+	cfg.UserAgent = "stratus-cloud-controller-manager/v0.0.0 (linux/amd64)"
+	cfg.Wrap(observe.DryRun(rec))
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := cs.CoreV1().Nodes()
+	lifecycle := observe.WithController(ctx, "cloud-node-lifecycle-controller")
+	if err := nodes.Delete(lifecycle, "c1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The context wins over the field manager.
+	label := func(v string) []byte { return []byte(`{"metadata":{"labels":{"zone":"` + v + `"}}}`) }
+	if _, err := nodes.Patch(observe.WithController(ctx, "cloud-node-controller"), "c1", types.MergePatchType, label("a"),
+		metav1.PatchOptions{FieldManager: "node-ipam-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes.Patch(ctx, "c1", types.MergePatchType, label("b"), metav1.PatchOptions{FieldManager: "node-ipam-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes.Delete(ctx, "c1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range rec.Changes() {
+		got = append(got, c.String())
+	}
+	want := []string{
+		"would delete node c1 (cloud-node-lifecycle-controller)",
+		"would delete node c1 (unknown)",
+		"would update node c1 (cloud-node-controller)",
+		"would update node c1 (node-ipam-controller)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("planned changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

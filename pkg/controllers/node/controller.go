@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // ControllerName is the controller's name, as upstream spells it; events,
@@ -261,6 +262,7 @@ func (c *Controller) clearWritten(name string) {
 // outcome schedules what follows: nothing, a retry after the delay the
 // cloud asked for (a RetryError), or a retry with per-Node backoff.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = observe.WithController(ctx, ControllerName)
 	err := c.sync(ctx, req.Name)
 	if d, ok := cloud.RetryAfter(err); ok && d > 0 {
 		return reconcile.Result{RequeueAfter: d}, nil

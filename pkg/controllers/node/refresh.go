@@ -16,6 +16,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // RefreshResult summarises one refresh period.
@@ -32,6 +34,7 @@ type RefreshResult struct {
 // time at once, until ctx ends.
 func (c *Controller) runRefresh(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", ControllerName))
+	ctx = observe.WithController(ctx, ControllerName)
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if _, err := c.Refresh(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Refreshing node addresses and labels failed; next period retries")

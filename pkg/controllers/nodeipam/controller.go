@@ -28,6 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // ControllerName is the upstream name of this controller.
@@ -178,6 +180,7 @@ func nodePredicate() predicate.TypedPredicate[*corev1.Node] {
 
 // Reconcile implements reconcile.Reconciler.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = observe.WithController(ctx, ControllerName)
 	return reconcile.Result{}, c.sync(ctx, req.Name)
 }
 

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // ControllerName is the controller's name, as upstream spells it; events,
@@ -132,6 +133,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 // not sooner, as upstream's monitor does: a cloud that failed to answer is
 // not asked again at once.
 func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
+	ctx = observe.WithController(ctx, ControllerName)
 	if _, err := c.sync(ctx, p); err != nil && ctx.Err() == nil {
 		klog.FromContext(ctx).Error(err, "Monitoring nodes failed; next period retries")
 	}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // ControllerName is the upstream name of this controller.
@@ -188,6 +189,7 @@ func routesMayChange(old, cur *corev1.Node) bool {
 // (a RetryError) runs again after the delay it named, without counting as
 // a failure; any other error retries with backoff.
 func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
+	ctx = observe.WithController(ctx, ControllerName)
 	err := c.sync(ctx, p)
 	if d, ok := cloud.RetryAfter(err); ok {
 		d = max(d, minRetryAfter)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // ControllerName is the controller's name, as upstream spells it; events,
@@ -252,6 +253,7 @@ func logConstructor(base logr.Logger) func(*key) logr.Logger {
 // exponential backoff. The queue never hands the same key to two workers,
 // so a Service's syncs never overlap; other Services proceed.
 func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, error) {
+	ctx = observe.WithController(ctx, ControllerName)
 	switch k {
 	case nodesKey:
 		if d := c.nodePacer.wait(c.now()); d > 0 {

@@ -15,9 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/stratus-ccm/stratus/pkg/controllers/node"
+	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
+	"github.com/stratus-ccm/stratus/pkg/controllers/route"
+	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
+	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // pending is the set of changes made while the incumbent is paused, each
@@ -74,6 +79,9 @@ func (c *cluster) makePending(t *testing.T, gone string) *pending {
 	return p
 }
 
+// by is the metric label and log field of a change planned for controller.
+func by(controller string) string { return `controller="` + controller + `"` }
+
 // checkPlanned waits for the observer to plan every pending change and
 // checks the plan names each; it returns the plan's log lines.
 func (p *pending) checkPlanned(t *testing.T, c *cluster, obs *ccm) string {
@@ -85,10 +93,12 @@ func (p *pending) checkPlanned(t *testing.T, c *cluster, obs *ccm) string {
 	})
 	c.waitFor("the observer to plan the pending changes", time.Minute, func(ctx context.Context) (bool, error) {
 		text, err := obs.metrics(ctx)
-		if err != nil || metricSum(text, planned, `kind="load-balancer"`, `action="create"`) == 0 ||
-			metricSum(text, planned, `kind="route"`, `action="create"`) == 0 ||
-			metricSum(text, planned, `kind="nodes"`, `action="delete"`) == 0 ||
-			metricSum(text, planned, `controller="cloud-node-controller"`, `kind="nodes"`, `action="update"`) == 0 {
+		// Each change is planned for the controller that wanted it: the
+		// cloud calls and the Node deletion carry no name of their own.
+		if err != nil || metricSum(text, planned, by(service.ControllerName), `kind="load-balancer"`, `action="create"`) == 0 ||
+			metricSum(text, planned, by(route.ControllerName), `kind="route"`, `action="create"`) == 0 ||
+			metricSum(text, planned, by(nodelifecycle.ControllerName), `kind="nodes"`, `action="delete"`) == 0 ||
+			metricSum(text, planned, by(node.ControllerName), `kind="nodes"`, `action="update"`) == 0 {
 			return false, nil
 		}
 		return len(p.unplannedExclusions(grepLines(obs.LogFile, "planned change"))) == 0, nil
@@ -96,6 +106,9 @@ func (p *pending) checkPlanned(t *testing.T, c *cluster, obs *ccm) string {
 	plan := grepLines(obs.LogFile, "planned change")
 	if strings.Contains(plan, `diff="unknown`) {
 		t.Errorf("the plan has changes it cannot tell:\n%s", plan)
+	}
+	if strings.Contains(plan, `controller="`+observe.UnknownController+`"`) {
+		t.Errorf("the plan has changes of no known controller:\n%s", plan)
 	}
 	for _, want := range []string{p.lbName + " (service default/pending)", `object="` + p.gone + `"`, `kind="route" action="create" object="` + p.lostRoute + `"`} {
 		if !strings.Contains(plan, want) {
@@ -111,7 +124,7 @@ func (p *pending) checkPlanned(t *testing.T, c *cluster, obs *ccm) string {
 			t.Errorf("/debug/observe lacks %q:\n%s", want, page)
 		}
 	}
-	if plannedFields(plan, `controller="cloud-node-controller"`, `object="`+p.fresh+`"`)["spec.providerID"] == "" {
+	if plannedFields(plan, by(node.ControllerName), `object="`+p.fresh+`"`)["spec.providerID"] == "" {
 		t.Errorf("the plan does not initialize %s (providerID):\n%s", p.fresh, plan)
 	}
 	return plan
@@ -161,7 +174,7 @@ func (p *pending) checkIncumbentDid(t *testing.T, c *cluster, up, obs *ccm, plan
 	}, up, obs)
 	// The incumbent initialized the new node as the observer planned:
 	// every planned field (providerID, each label) has the planned value.
-	initPlan := plannedFields(plan, `controller="cloud-node-controller"`, `object="`+p.fresh+`"`)
+	initPlan := plannedFields(plan, by(node.ControllerName), `object="`+p.fresh+`"`)
 	n, err := c.cs.CoreV1().Nodes().Get(c.ctx, p.fresh, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package observe_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -61,21 +62,8 @@ func runWithControlPlane(m *testing.M) (code int, err error) {
 func TestDryRunAgainstAPIServer(t *testing.T) {
 	ctx := testbed.Context(t, 2*time.Minute)
 	admin := env.Clientset
-	if _, err := admin.CoreV1().Nodes().Create(ctx, localcluster.NewNode("n1", localcluster.NodeOptions{}), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := observe.NewRecorder(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
-	cfg.UserAgent = "stratus/cloud-node-controller"
-	cfg.Wrap(observe.DryRun(rec))
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	createNode(ctx, t, "n1")
+	rec, cs := dryRunClient(t, rest.CopyConfig(env.Config), "stratus/cloud-node-controller")
 	nodes := cs.CoreV1().Nodes()
 
 	// A patch that changes a label: recorded with the diff, not stored.
@@ -138,9 +126,7 @@ func TestDryRunAgainstAPIServer(t *testing.T) {
 func TestDryRunDiffsAPatchTheWriterMayNotGet(t *testing.T) {
 	ctx := testbed.Context(t, 2*time.Minute)
 	admin := env.Clientset
-	if _, err := admin.CoreV1().Nodes().Create(ctx, localcluster.NewNode("p1", localcluster.NodeOptions{}), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createNode(ctx, t, "p1")
 	const ns, name = "kube-system", "patcher"
 	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -160,17 +146,7 @@ func TestDryRunDiffsAPatchTheWriterMayNotGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := observe.NewRecorder(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
-	cfg.UserAgent = "stratus/node-route-controller"
-	cfg.Wrap(observe.DryRun(rec))
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, cs := dryRunClient(t, cfg, "stratus/node-route-controller")
 	if _, err := cs.CoreV1().Nodes().Get(ctx, "p1", metav1.GetOptions{}); err == nil {
 		t.Fatal("the writer may get Nodes: the test would not test the fallback")
 	}
@@ -198,21 +174,8 @@ func TestDryRunDiffsAPatchTheWriterMayNotGet(t *testing.T) {
 // the change is the honest "unknown".
 func TestDryRunNamesTheControllerFromTheContext(t *testing.T) {
 	ctx := testbed.Context(t, 2*time.Minute)
-	if _, err := env.Clientset.CoreV1().Nodes().Create(ctx, localcluster.NewNode("c1", localcluster.NodeOptions{}), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := observe.NewRecorder(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
-	cfg.UserAgent = "stratus-cloud-controller-manager/v0.0.0 (linux/amd64)"
-	cfg.Wrap(observe.DryRun(rec))
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	createNode(ctx, t, "c1")
+	rec, cs := dryRunClient(t, rest.CopyConfig(env.Config), "stratus-cloud-controller-manager/v0.0.0 (linux/amd64)")
 	nodes := cs.CoreV1().Nodes()
 	lifecycle := observe.WithController(ctx, "cloud-node-lifecycle-controller")
 	if err := nodes.Delete(lifecycle, "c1", metav1.DeleteOptions{}); err != nil {
@@ -243,4 +206,30 @@ func TestDryRunNamesTheControllerFromTheContext(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("planned changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// createNode creates a Node of the given name with the admin client.
+func createNode(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	if _, err := env.Clientset.CoreV1().Nodes().Create(ctx, localcluster.NewNode(name, localcluster.NodeOptions{}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dryRunClient returns a recorder and a clientset whose writes go through
+// observe mode's dry-run transport, speaking JSON with the user agent ua.
+func dryRunClient(t *testing.T, cfg *rest.Config, ua string) (*observe.Recorder, kubernetes.Interface) {
+	t.Helper()
+	rec, err := observe.NewRecorder(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
+	cfg.UserAgent = ua
+	cfg.Wrap(observe.DryRun(rec))
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, cs
 }

@@ -297,11 +297,7 @@ func checkNodesFollowInstances(ctx context.Context, t *testing.T, cs kubernetes.
 // --no-ccm sandbox with the env file's flags; it initializes the nodes, and
 // stopping the sandbox stops it too.
 func TestSandboxNoCCM(t *testing.T) {
-	r := sandboxRun{bin: buildStratus(t), binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state"),
-		vipPool: testbed.VIPPool(t).String()}
-	for range 4 {
-		r.ports = append(r.ports, testbed.FreePort(t))
-	}
+	r := newSandboxRun(t)
 	ctx := testbed.Context(t, 5*time.Minute)
 	p := r.start(t, "no-ccm.log", "--no-ccm", "--no-demo", "--nodes=2", "--zones=1")
 	waitReady(ctx, t, p, r.state)
@@ -348,11 +344,7 @@ func TestSandboxNoCCM(t *testing.T) {
 // TestSandboxKilledOutright: a sandbox killed with SIGKILL, with no chance
 // to stop its children, leaves nothing running either.
 func TestSandboxKilledOutright(t *testing.T) {
-	r := sandboxRun{bin: buildStratus(t), binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state"),
-		vipPool: testbed.VIPPool(t).String()}
-	for range 4 {
-		r.ports = append(r.ports, testbed.FreePort(t))
-	}
+	r := newSandboxRun(t)
 	ctx := testbed.Context(t, 3*time.Minute)
 	p := r.start(t, "killed.log", "--no-demo", "--nodes=1", "--zones=1")
 	waitReady(ctx, t, p, r.state)

@@ -40,6 +40,18 @@ type sandboxRun struct {
 	vipPool string
 }
 
+// newSandboxRun is a sandbox of the test's own: the stratus binary, a state
+// directory, four free ports and a claimed VIP pool.
+func newSandboxRun(t *testing.T) sandboxRun {
+	t.Helper()
+	r := sandboxRun{bin: buildStratus(t), binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state"),
+		vipPool: testbed.VIPPool(t).String()}
+	for range 4 {
+		r.ports = append(r.ports, testbed.FreePort(t))
+	}
+	return r
+}
+
 func (r sandboxRun) start(t *testing.T, logName string, extra ...string) *testbed.Process {
 	t.Helper()
 	args := []string{"sandbox",
@@ -129,11 +141,7 @@ func kubeClient(t *testing.T, state string) kubernetes.Interface {
 }
 
 func TestSandboxAsAUser(t *testing.T) {
-	r := sandboxRun{bin: buildStratus(t), binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "kwok"), state: filepath.Join(t.TempDir(), "state"),
-		vipPool: testbed.VIPPool(t).String()}
-	for range 4 {
-		r.ports = append(r.ports, testbed.FreePort(t))
-	}
+	r := newSandboxRun(t)
 	ctx := testbed.Context(t, 12*time.Minute)
 
 	p := r.start(t, "first.log")

@@ -85,10 +85,17 @@ func Load(getenv func(string) string, root string) (Config, error) {
 		}
 		s.Contestants = list
 	}
+	// custom: a size or cloud setting of the run's own, whose figures must
+	// not overwrite the published ones (repetitions change no figure's
+	// meaning).
+	custom := false
 	for _, p := range []struct {
-		name string
-		dst  *int
-	}{{"BENCH_REPS", &s.Reps}, {"BENCH_STEADY_REPS", &s.SteadyReps}, {"BENCH_LIMITDROP_REPS", &s.LimitDropReps}} {
+		name   string
+		dst    *int
+		custom bool
+	}{{"BENCH_REPS", &s.Reps, false}, {"BENCH_STEADY_REPS", &s.SteadyReps, false}, {"BENCH_LIMITDROP_REPS", &s.LimitDropReps, false},
+		{"BENCH_NODES", &s.Nodes, true}, {"BENCH_SERVICES", &s.Services, true}, {"BENCH_IDLE_NODES", &s.IdleNodes, true},
+		{"BENCH_LB_NODES", &s.LBNodes, true}, {"BENCH_JOIN_NODES", &s.JoinNodes, true}, {"BENCH_RATE_BURST", &s.RateBurst, true}} {
 		if v := getenv(p.name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
@@ -96,21 +103,7 @@ func Load(getenv func(string) string, root string) (Config, error) {
 				continue
 			}
 			*p.dst = n
-		}
-	}
-	custom := false
-	for _, p := range []struct {
-		name string
-		dst  *int
-	}{{"BENCH_NODES", &s.Nodes}, {"BENCH_SERVICES", &s.Services}, {"BENCH_IDLE_NODES", &s.IdleNodes},
-		{"BENCH_LB_NODES", &s.LBNodes}, {"BENCH_JOIN_NODES", &s.JoinNodes}, {"BENCH_RATE_BURST", &s.RateBurst}} {
-		if v := getenv(p.name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				bad(p.name, v, "want a positive integer")
-				continue
-			}
-			*p.dst, custom = n, true
+			custom = custom || p.custom
 		}
 	}
 	for _, p := range []struct {

@@ -103,14 +103,20 @@ manifests:
 
 # image: the OCI image of bin/stratus for IMAGE_PLATFORMS, built without a
 # container engine (hack/dist/image): an OCI layout in $(IMAGE_DIR)/oci and a
-# docker-archive of the host's platform to docker/podman load.
+# docker-archive of the host's platform to docker/podman load. Its
+# entrypoint is the daemon (cloud-controller-manager), so manifests that set
+# only args start it; /usr/local/bin/stratus is the full command line. It is
+# tagged with the chart's appVersion, the tag the chart pulls by default
+# (IMAGE_TAG overrides it; the version label stays git describe's).
 IMAGE_REPOSITORY ?= ghcr.io/stratus-ccm/stratus
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *//p' charts/stratus/Chart.yaml)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 IMAGE_DIR ?= $(BIN)/image
 image:
-	cd hack/dist && $(GO) run ./cmd/image -module-dir ../.. -package ./cmd/stratus -alias cloud-controller-manager \
+	cd hack/dist && $(GO) run ./cmd/image -module-dir ../.. -package ./cmd/stratus \
+		-alias cloud-controller-manager -entrypoint cloud-controller-manager \
 		-platforms $(IMAGE_PLATFORMS) -ldflags "$(LDFLAGS)" -version $(STRATUS_VERSION) -revision $(STRATUS_COMMIT) \
-		-source https://github.com/stratus-ccm/stratus -repository $(IMAGE_REPOSITORY) -out $(IMAGE_DIR)
+		-source https://github.com/stratus-ccm/stratus -repository $(IMAGE_REPOSITORY) -tag $(IMAGE_TAG) -out $(IMAGE_DIR)
 
 sandbox: tools build
 	$(BIN)/stratus sandbox $(SANDBOX_FLAGS)

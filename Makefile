@@ -38,7 +38,7 @@ $(BIN)/stratus: FORCE
 FORCE:
 
 # tools builds only what is missing or older than hack/tools' go.mod/go.sum.
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm
+tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm $(BIN)/helm
 
 # upstream-ccm is upstream's cloud-controller-manager (k8s.io/cloud-provider's
 # app) linked with the localcloud provider: the incumbent of the takeover and
@@ -61,6 +61,16 @@ $(BIN)/kwok: $(BIN)/.kwok-$(KWOK_VERSION)
 
 $(BIN)/.kwok-$(KWOK_VERSION):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	touch $@
+
+# helm, the CLI an operator installs the chart with: test/vendors installs
+# the chart with it beside another release. The version is the Helm SDK's
+# in hack/dist/go.mod, which renders and lints the chart.
+HELM_VERSION := $(shell sed -n 's|^\thelm.sh/helm/v3 ||p' hack/dist/go.mod)
+$(BIN)/helm: $(BIN)/.helm-$(HELM_VERSION)
+
+$(BIN)/.helm-$(HELM_VERSION):
+	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	touch $@
 
 $(BIN)/golangci-lint:

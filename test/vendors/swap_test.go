@@ -157,7 +157,7 @@ func podEnvironment(ctx context.Context, t *testing.T, env *testbed.Env, service
 // healthz GETs /healthz as the kubelet's prober does: HTTPS, no
 // credentials, the serving certificate not verified.
 func healthz(ctx context.Context, port int) int {
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // as the kubelet's prober
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // as the kubelet's prober
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz", nil)
 	if err != nil {
 		return 0

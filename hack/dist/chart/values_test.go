@@ -70,8 +70,8 @@ func TestArgsAreTheDaemonsFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "args:\n            - --cloud-provider=localcloud\n") {
-		t.Errorf("the container's args do not start with --cloud-provider:\n%s", out[strings.Index(out, "args:"):][:200])
+	if _, args, _ := strings.Cut(out, "args:\n"); !strings.HasPrefix(args, "            - --cloud-provider=localcloud\n") {
+		t.Errorf("the container's args do not start with --cloud-provider:\n%.200s", args)
 	}
 	if strings.Contains(out, "- controller-manager") {
 		t.Error("the container's args hold the controller-manager subcommand")

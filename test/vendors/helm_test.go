@@ -5,13 +5,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/stratus-ccm/stratus/deploy"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
@@ -124,4 +129,112 @@ func upstreamChart(t *testing.T) string {
 		}
 	}
 	return dir
+}
+
+// valuesFile sets every pass-through value of the chart, as an operator's
+// values file for a provider that reads credentials from the environment
+// and a cluster with the Prometheus Operator would.
+const valuesFile = `serviceAccount:
+  name: stratus-ccm
+  annotations:
+    eks.amazonaws.com/role-arn: arn:aws:iam::111122223333:role/stratus
+cloudConfig:
+  secretName: ""
+extraEnv:
+  - name: HCLOUD_TOKEN
+    valueFrom:
+      secretKeyRef: {name: hcloud, key: token}
+envFrom:
+  - secretRef: {name: provider-env}
+extraVolumes:
+  - name: ca
+    configMap: {name: cloud-ca}
+extraVolumeMounts:
+  - {name: ca, mountPath: /etc/cloud-ca, readOnly: true}
+removeArgs: [--cluster-name]
+extraArgs: [--v=2]
+serviceMonitor: {enabled: true}
+podMonitor: {enabled: true}
+`
+
+// TestChartValuesApplyStrictly renders the chart with helm template and
+// every pass-through value set, and server-side applies the result to a
+// real API server with strict field validation (the monitors against the
+// Prometheus Operator's CRDs): a value rendered into a wrong place or
+// shape is refused, not dropped. Then it reads the stored Deployment back.
+func TestChartValuesApplyStrictly(t *testing.T) {
+	helm := filepath.Join(testbed.RequireBinaries(t, "helm"), "helm")
+	env := testbed.Start(t)
+	ctx := testbed.Context(t, 2*time.Minute)
+	dir := t.TempDir()
+	values := filepath.Join(dir, "values.yaml")
+	if err := os.WriteFile(values, []byte(valuesFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, helm, "template", "stratus", "../../charts/stratus", "-n", "kube-system", "-f", values)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	objs, err := deploy.Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crds []*unstructured.Unstructured
+	for _, f := range []string{"servicemonitors", "podmonitors"} {
+		data, err := os.ReadFile("../../deploy/testdata/monitoring.coreos.com_" + f + ".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := deploy.Parse(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crds = append(crds, c...)
+	}
+	if err := deploy.Apply(ctx, env.Config, crds, deploy.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The monitors' kinds appear in discovery once the CRDs are established.
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		err := deploy.Apply(ctx, env.Config, objs, deploy.ApplyOptions{})
+		if meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := env.Clientset.AppsV1().Deployments("kube-system").Get(ctx, "stratus", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := d.Spec.Template.Spec
+	c := spec.Containers[0]
+	switch {
+	case spec.ServiceAccountName != "stratus-ccm":
+		t.Errorf("serviceAccountName %q, want stratus-ccm", spec.ServiceAccountName)
+	case len(c.Env) != 1 || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.SecretKeyRef == nil || c.Env[0].ValueFrom.SecretKeyRef.Name != "hcloud":
+		t.Errorf("env %+v, want HCLOUD_TOKEN from the Secret hcloud", c.Env)
+	case len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != "provider-env":
+		t.Errorf("envFrom %+v, want the Secret provider-env", c.EnvFrom)
+	case len(spec.Volumes) != 1 || spec.Volumes[0].ConfigMap == nil || len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/etc/cloud-ca":
+		t.Errorf("volumes %+v, mounts %+v, want only the ConfigMap cloud-ca at /etc/cloud-ca", spec.Volumes, c.VolumeMounts)
+	case slices.ContainsFunc(c.Args, func(a string) bool {
+		return strings.HasPrefix(a, "--cluster-name") || strings.HasPrefix(a, "--cloud-config")
+	}):
+		t.Errorf("args %v hold a removed argument", c.Args)
+	case c.Args[len(c.Args)-1] != "--v=2":
+		t.Errorf("args %v do not end with the extra --v=2", c.Args)
+	}
+	sa, err := env.Clientset.CoreV1().ServiceAccounts("kube-system").Get(ctx, "stratus-ccm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.Annotations["eks.amazonaws.com/role-arn"] == "" {
+		t.Errorf("ServiceAccount stratus-ccm annotations %v, want the IRSA role", sa.Annotations)
+	}
 }

@@ -1,6 +1,8 @@
 package vendors_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +12,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/stratus-ccm/stratus/deploy"
 )
@@ -32,8 +34,14 @@ func vendorContainer(t *testing.T, vendor, file string) container {
 	if err != nil {
 		t.Fatal(err)
 	}
+	js, err := utilyaml.ToJSON(data)
+	if err != nil {
+		t.Fatalf("%s/%s: %v", vendor, file, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
 	var cs []container
-	if err := yaml.UnmarshalStrict(data, &cs); err != nil {
+	if err := dec.Decode(&cs); err != nil {
 		t.Fatalf("%s/%s: %v", vendor, file, err)
 	}
 	if len(cs) != 1 {

@@ -71,8 +71,8 @@ $(BIN)/golangci-lint:
 EXAMPLES := examples/fake-provider
 
 # test: unit and integration tests against the real apiserver, with -race,
-# then each example module's tests, and the benchmark runner's unit tests
-# (its analysis and report; they start no process).
+# then each example module's tests, and the benchmark runner's tests (its
+# analysis and report, and that a failed or killed run leaves no process).
 test: tools build
 	$(GO) test $(TEST_FLAGS) ./...
 	cd hack/dist && $(GO) test $(DIST_TEST_FLAGS) ./...

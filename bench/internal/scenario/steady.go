@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -93,6 +94,7 @@ func (e *Env) steady(ctx context.Context, groups []steadyGroup, rep int, paralle
 		}
 	}
 	one := func(i int, r *steadyRun, before func()) {
+		defer recovered(&r.err)
 		defer r.stop()
 		r.started = time.Now()
 		e.logf("steady: preparing %s (%d nodes, %d Services)", r.c.Name, r.nodes, e.S.Services)
@@ -147,8 +149,8 @@ func (e *Env) steady(ctx context.Context, groups []steadyGroup, rep int, paralle
 	for i, r := range runs {
 		out[i] = results.Run{Scenario: r.scenario, Cloud: results.CloudRealistic, Contestant: r.c.Name, Rep: rep,
 			Figures: r.figs, CloudOps: r.ops, Started: r.started, Duration: time.Since(r.started)}
-		if r.err != nil {
-			out[i].Error = r.err.Error()
+		if err := errors.Join(r.err, sweep(r.dir)); err != nil {
+			out[i].Error = err.Error()
 		}
 	}
 	return out

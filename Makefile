@@ -38,7 +38,7 @@ $(BIN)/stratus: FORCE
 FORCE:
 
 # tools builds only what is missing or older than hack/tools' go.mod/go.sum.
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm
+tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm $(BIN)/helm
 
 # upstream-ccm is upstream's cloud-controller-manager (k8s.io/cloud-provider's
 # app) linked with the localcloud provider: the incumbent of the takeover and
@@ -61,6 +61,16 @@ $(BIN)/kwok: $(BIN)/.kwok-$(KWOK_VERSION)
 
 $(BIN)/.kwok-$(KWOK_VERSION):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	touch $@
+
+# helm, the CLI an operator installs the chart with: test/vendors installs
+# the chart with it beside another release. The version is the Helm SDK's
+# in hack/dist/go.mod, which renders and lints the chart.
+HELM_VERSION := $(shell sed -n 's|^\thelm.sh/helm/v3 ||p' hack/dist/go.mod)
+$(BIN)/helm: $(BIN)/.helm-$(HELM_VERSION)
+
+$(BIN)/.helm-$(HELM_VERSION):
+	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	touch $@
 
 $(BIN)/golangci-lint:
@@ -103,14 +113,20 @@ manifests:
 
 # image: the OCI image of bin/stratus for IMAGE_PLATFORMS, built without a
 # container engine (hack/dist/image): an OCI layout in $(IMAGE_DIR)/oci and a
-# docker-archive of the host's platform to docker/podman load.
+# docker-archive of the host's platform to docker/podman load. Its
+# entrypoint is the daemon (cloud-controller-manager), so manifests that set
+# only args start it; /usr/local/bin/stratus is the full command line. It is
+# tagged with the chart's appVersion, the tag the chart pulls by default
+# (IMAGE_TAG overrides it; the version label stays git describe's).
 IMAGE_REPOSITORY ?= ghcr.io/stratus-ccm/stratus
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *//p' charts/stratus/Chart.yaml)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 IMAGE_DIR ?= $(BIN)/image
 image:
-	cd hack/dist && $(GO) run ./cmd/image -module-dir ../.. -package ./cmd/stratus -alias cloud-controller-manager \
+	cd hack/dist && $(GO) run ./cmd/image -module-dir ../.. -package ./cmd/stratus \
+		-alias cloud-controller-manager -entrypoint cloud-controller-manager \
 		-platforms $(IMAGE_PLATFORMS) -ldflags "$(LDFLAGS)" -version $(STRATUS_VERSION) -revision $(STRATUS_COMMIT) \
-		-source https://github.com/stratus-ccm/stratus -repository $(IMAGE_REPOSITORY) -out $(IMAGE_DIR)
+		-source https://github.com/stratus-ccm/stratus -repository $(IMAGE_REPOSITORY) -tag $(IMAGE_TAG) -out $(IMAGE_DIR)
 
 sandbox: tools build
 	$(BIN)/stratus sandbox $(SANDBOX_FLAGS)

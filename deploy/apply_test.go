@@ -82,25 +82,29 @@ func checkApplyIsStrict(ctx context.Context, t *testing.T, cfg *rest.Config) {
 
 func applyMonitoring(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	t.Helper()
-	data, err := os.ReadFile("testdata/monitoring.coreos.com_servicemonitors.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd, err := deploy.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := deploy.Apply(ctx, cfg, crd, deploy.ApplyOptions{}); err != nil {
-		t.Fatal(err)
+	for _, file := range []string{"testdata/monitoring.coreos.com_servicemonitors.yaml", "testdata/monitoring.coreos.com_podmonitors.yaml"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd, err := deploy.Parse(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := deploy.Apply(ctx, cfg, crd, deploy.ApplyOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	objs, err := deploy.Objects(deploy.Monitoring)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "ServiceMonitor" }) {
-		t.Fatalf("%s holds no ServiceMonitor", deploy.Monitoring)
+	for _, kind := range []string{"ServiceMonitor", "PodMonitor"} {
+		if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == kind }) {
+			t.Fatalf("%s holds no %s", deploy.Monitoring, kind)
+		}
 	}
-	// The new kind appears in discovery once the CRD is established.
+	// The new kinds appear in discovery once the CRDs are established.
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		err := deploy.Apply(ctx, cfg, objs, deploy.ApplyOptions{})
 		if meta.IsNoMatchError(err) {

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -102,8 +103,10 @@ func RunT(t T, cfg Config) Report {
 		}
 		t.Run(g.name, func(t T) {
 			for _, c := range run {
-				rep.Ran = append(rep.Ran, g.name+"/"+c.name)
 				t.Run(c.name, func(t T) {
+					// Here, not before t.Run: go test -run may filter the
+					// subtest out, and then it did not run.
+					rep.Ran = append(rep.Ran, g.name+"/"+c.name)
 					if msg := s.run(t, c); msg != "" {
 						rep.Recommended[g.name+"/"+c.name] = msg
 					}
@@ -127,6 +130,11 @@ type check struct {
 	recommended bool
 	needs       func(*suite) string
 	test        func(context.Context, *suite) error
+	// cleanup, when set, runs after the check whatever its outcome (a
+	// failure or a panic half-way included) and removes what the check
+	// may have left in the cloud, so that the next check is not blamed
+	// for it.
+	cleanup func(context.Context, *suite) error
 }
 
 type group struct {
@@ -202,9 +210,12 @@ func newSuite(cfg Config) (*suite, error) {
 // logged, and its message returned, instead of failing t.
 func (s *suite) run(t T, c check) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	defer cancel()
-	err := c.test(ctx, s)
+	err := s.guarded(c.name, c.test)
+	if c.cleanup != nil {
+		if cerr := s.guarded(c.name+" cleanup", c.cleanup); cerr != nil {
+			t.Logf("conformance: cleaning up after %s failed, so a later check may fail because of what it left: %v", c.name, cerr)
+		}
+	}
 	switch {
 	case err == nil:
 		return ""
@@ -216,6 +227,20 @@ func (s *suite) run(t T, c check) string {
 		t.Errorf("%v\nWhy it matters: %s", err, c.why)
 		return ""
 	}
+}
+
+// guarded runs fn within the check's time limit and turns a panic in the
+// provider into the check's error, so that one broken call fails its
+// check, not the whole test binary.
+func (s *suite) guarded(name string, fn func(context.Context, *suite) error) (err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: the provider panicked: %v\n%s", name, r, debug.Stack())
+		}
+	}()
+	return fn(ctx, s)
 }
 
 func defaultService(name, uid string) *v1.Service {

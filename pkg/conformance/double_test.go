@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -19,16 +20,18 @@ import (
 
 // defects a memCloud can have, each breaking one part of the contract.
 type defects struct {
-	existsFalse       bool // InstanceExists is false for a running machine
-	unwrappedNotFound bool // InstanceNotFound is stringified, not wrapped
-	unstableAddresses bool // addresses come back in a different order each call
-	listerMissing     bool // ListInstances omits a machine
-	nameFromVersion   bool // the load balancer name depends on resourceVersion
-	deleteMissingErrs bool // deleting a missing load balancer fails
-	leakOnRetry       bool // an ensure retried after a lost answer creates a second load balancer
-	plainThrottle     bool // throttling is a plain error
-	routeCreateErrs   bool // creating an existing route fails
-	routeDeleteKept   bool // a deleted route stays listed
+	existsFalse        bool // InstanceExists is false for a running machine
+	unwrappedNotFound  bool // InstanceNotFound is stringified, not wrapped
+	unstableAddresses  bool // addresses come back in a different order each call
+	listerMissing      bool // ListInstances omits a machine
+	nameFromVersion    bool // the load balancer name depends on resourceVersion
+	deleteMissingErrs  bool // deleting a missing load balancer fails
+	leakOnRetry        bool // an ensure retried after a lost answer creates a second load balancer
+	plainThrottle      bool // throttling is a plain error
+	routeCreateErrs    bool // creating an existing route fails
+	routeDeleteKept    bool // a deleted route stays listed
+	nilIngressIP       bool // the ingress IP is a nil net.IP's String(), as upstream's fake answers without ExternalIP
+	panicDeleteMissing bool // deleting a missing load balancer panics
 }
 
 // memCloud is an in-memory provider: correct unless a defect is set. It
@@ -227,11 +230,15 @@ func (c *memCloud) GetLoadBalancer(_ context.Context, _ string, svc *v1.Service)
 	if _, ok := c.lookup(svc); !ok {
 		return nil, false, nil
 	}
-	return ingress(), true, nil
+	return c.ingress(), true, nil
 }
 
-func ingress() *v1.LoadBalancerStatus {
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "192.0.2.10"}}}
+func (c *memCloud) ingress() *v1.LoadBalancerStatus {
+	ip := net.ParseIP("192.0.2.10")
+	if c.d.nilIngressIP {
+		ip = nil
+	}
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip.String()}}}
 }
 
 func (c *memCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, _ []*v1.Node) (*v1.LoadBalancerStatus, error) {
@@ -251,7 +258,7 @@ func (c *memCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *
 	if lose {
 		return nil, errLost
 	}
-	return ingress(), nil
+	return c.ingress(), nil
 }
 
 func (c *memCloud) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
@@ -267,6 +274,9 @@ func (c *memCloud) EnsureLoadBalancerDeleted(_ context.Context, _ string, svc *v
 	}
 	id, ok := c.lookup(svc)
 	if !ok {
+		if c.d.panicDeleteMissing {
+			panic("nil map lookup of " + svc.Name)
+		}
 		if c.d.deleteMissingErrs {
 			return fmt.Errorf("load balancer of %s not found", svc.Name)
 		}

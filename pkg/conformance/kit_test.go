@@ -28,6 +28,9 @@ type recorder struct {
 type recording struct {
 	mu       sync.Mutex
 	failures map[string][]string // check path → messages
+	// filtered are subtest paths Run does not run, as go test -run
+	// leaves out the subtests it does not match.
+	filtered map[string]bool
 }
 
 func newRecorder() *recorder {
@@ -46,6 +49,9 @@ func (r *recorder) Run(name string, f func(conformance.T)) bool {
 	path := name
 	if r.path != "" {
 		path = r.path + "/" + name
+	}
+	if r.root.filtered[path] {
+		return true
 	}
 	child := &recorder{path: path, root: r.root}
 	f(child)
@@ -96,9 +102,16 @@ func TestKitFailsExactlyTheBrokenChecks(t *testing.T) {
 		"delete missing errs": {d: defects{deleteMissingErrs: true}, want: []string{"LoadBalancer/DeleteIsIdempotent", "LoadBalancer/DeletingMissingSucceeds"}, says: "not found"},
 		"leak on retry":       {d: defects{leakOnRetry: true}, want: []string{"LoadBalancer/EnsureConvergesAfterPartialFailure"}, says: "shows 2 load balancers"},
 		"plain throttle":      {d: defects{plainThrottle: true}, want: []string{"Errors/ThrottlingIsARetryError"}, says: "has no RetryError in its chain"},
+		"nil ingress IP":      {d: defects{nilIngressIP: true}, want: []string{"LoadBalancer/EnsureReturnsIngress"}, says: `ingress[0].ip "<nil>" is not an IP address`},
+		// A panic fails the checks whose calls panic, and only them: the
+		// checks after them run.
+		"panics": {d: defects{panicDeleteMissing: true}, want: []string{"LoadBalancer/DeleteIsIdempotent", "LoadBalancer/DeletingMissingSucceeds"},
+			says: "the provider panicked: nil map lookup of conformance-"},
 		// Stratus lists routes before it creates or deletes one, so
-		// idempotent route calls are recommended, not required.
-		"route create errs": {d: defects{routeCreateErrs: true}, recommend: []string{"Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"}, says: "already exists"},
+		// idempotent route calls are recommended, not required. The route
+		// CreateIsIdempotent leaves behind when its second call fails is
+		// cleaned up, so DeleteIsIdempotent, whose calls work, passes.
+		"route create errs": {d: defects{routeCreateErrs: true}, recommend: []string{"Routes/CreateIsIdempotent"}, says: "already exists"},
 		"route delete kept": {d: defects{routeDeleteKept: true}, want: []string{"Routes/DeletedRouteIsNotListed"},
 			recommend: []string{"Routes/DeleteIsIdempotent"}, says: "ListRoutes shows 1 routes for 10.254.254.0/24, want 0"},
 	}
@@ -225,5 +238,40 @@ func TestUpstreamFakeRoutes(t *testing.T) {
 	conformance.RunT(rec, conformance.Config{Provider: upstreamFake(true), Instances: []*v1.Node{node("worker-1", "")}, Strict: true})
 	if got, want := rec.failed(), []string{"Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"}; !slices.Equal(got, want) {
 		t.Fatalf("Strict: failed checks = %v, want %v; messages: %v", got, want, rec.root.failures)
+	}
+}
+
+// TestRanListsOnlyWhatRan: checks a test filter leaves out (go test -run)
+// are not reported as run.
+func TestRanListsOnlyWhatRan(t *testing.T) {
+	rec := newRecorder()
+	rec.root.filtered = map[string]bool{"Routes": true, "LoadBalancer/EnsureIsIdempotent": true}
+	rep := conformance.RunT(rec, memConfig(newMemCloud(defects{})))
+	if len(rec.failed()) != 0 {
+		t.Fatalf("failures: %v", rec.root.failures)
+	}
+	for _, c := range rep.Ran {
+		if strings.HasPrefix(c, "Routes/") || c == "LoadBalancer/EnsureIsIdempotent" {
+			t.Errorf("Ran lists %s, which the filter left out", c)
+		}
+	}
+	if !slices.Contains(rep.Ran, "LoadBalancer/EnsureReturnsIngress") || !slices.Contains(rep.Ran, "Instances/ExistingInstancesExist") {
+		t.Errorf("Ran = %v, want the checks the filter kept", rep.Ran)
+	}
+}
+
+// TestUpstreamFakeWithoutExternalIPFails: upstream's fake without an
+// ExternalIP answers the ingress IP "<nil>", which the API server refuses
+// in a Service's status; the kit says so.
+func TestUpstreamFakeWithoutExternalIPFails(t *testing.T) {
+	f := upstreamFake(false)
+	f.ExternalIP = nil
+	rec := newRecorder()
+	conformance.RunT(rec, conformance.Config{Provider: f, Instances: []*v1.Node{node("worker-1", "")}})
+	if got, want := rec.failed(), []string{"LoadBalancer/EnsureReturnsIngress"}; !slices.Equal(got, want) {
+		t.Fatalf("failed checks = %v, want %v; messages: %v", got, want, rec.root.failures)
+	}
+	if msg := strings.Join(rec.root.failures["LoadBalancer/EnsureReturnsIngress"], "\n"); !strings.Contains(msg, `"<nil>" is not an IP address`) {
+		t.Errorf("EnsureReturnsIngress says %q, want the bad IP named", msg)
 	}
 }

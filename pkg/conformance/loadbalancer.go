@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func loadBalancerChecks() []check {
@@ -110,6 +113,10 @@ func testNameIsStable(ctx context.Context, s *suite) error {
 	return nil
 }
 
+// hasIngress checks the status as the API server validates
+// status.loadBalancer.ingress: an IP must parse as one (upstream's fake
+// answers "<nil>" for a nil net.IP, which the API server refuses), a
+// hostname must be a DNS name and not an IP.
 func hasIngress(st *v1.LoadBalancerStatus) error {
 	if st == nil || len(st.Ingress) == 0 {
 		return fmt.Errorf("EnsureLoadBalancer succeeded with no ingress: %+v", st)
@@ -117,6 +124,19 @@ func hasIngress(st *v1.LoadBalancerStatus) error {
 	for i, in := range st.Ingress {
 		if in.IP == "" && in.Hostname == "" {
 			return fmt.Errorf("EnsureLoadBalancer's ingress[%d] has neither IP nor hostname: %+v", i, in)
+		}
+		if in.IP != "" {
+			if _, err := netip.ParseAddr(in.IP); err != nil {
+				return fmt.Errorf("EnsureLoadBalancer's ingress[%d].ip %q is not an IP address, which the API server refuses in a Service's status: %w", i, in.IP, err)
+			}
+		}
+		if in.Hostname != "" {
+			if _, err := netip.ParseAddr(in.Hostname); err == nil {
+				return fmt.Errorf("EnsureLoadBalancer's ingress[%d].hostname %q is an IP address; the API server wants it in ip", i, in.Hostname)
+			}
+			if msgs := validation.IsDNS1123Subdomain(in.Hostname); len(msgs) > 0 {
+				return fmt.Errorf("EnsureLoadBalancer's ingress[%d].hostname %q is not a DNS name, which the API server refuses: %s", i, in.Hostname, strings.Join(msgs, "; "))
+			}
 		}
 	}
 	return nil

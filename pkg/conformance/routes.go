@@ -38,25 +38,25 @@ func (s *suite) route() *cloudprovider.Route {
 func routeChecks() []check {
 	return []check{
 		{
-			name:  "CreatedRouteIsListed",
-			why:   "the route controller lists routes every pass and creates what is missing: a created route that ListRoutes does not show (with its node and CIDR) is created again every pass.",
-			needs: (*suite).needRoutes,
+			name:    "CreatedRouteIsListed",
+			why:     "the route controller lists routes every pass and creates what is missing: a created route that ListRoutes does not show (with its node and CIDR) is created again every pass.",
+			needs:   (*suite).needRoutes,
+			cleanup: removeRoutes,
 			test: func(ctx context.Context, s *suite) error {
 				r := s.route()
 				if err := s.createRoute(ctx, r); err != nil {
 					return fmt.Errorf("CreateRoute(%s → %s): %w", r.DestinationCIDR, r.TargetNode, err)
 				}
-				err := s.routeListed(ctx, r, 1)
-				// Clean up for the next checks; DeletedRouteIsNotListed
-				// is the one that judges deletion.
-				_ = s.deleteListed(ctx, r, 1)
-				return err
+				// The cleanup deletes it; DeletedRouteIsNotListed is the
+				// check that judges deletion.
+				return s.routeListed(ctx, r, 1)
 			},
 		},
 		{
-			name:  "DeletedRouteIsNotListed",
-			why:   "the route controller deletes the routes ListRoutes shows for nodes that are gone, as ListRoutes returns them: a route still listed after DeleteRoute succeeded is deleted again every pass, and its CIDR cannot be given to a new node.",
-			needs: (*suite).needRoutes,
+			name:    "DeletedRouteIsNotListed",
+			why:     "the route controller deletes the routes ListRoutes shows for nodes that are gone, as ListRoutes returns them: a route still listed after DeleteRoute succeeded is deleted again every pass, and its CIDR cannot be given to a new node.",
+			needs:   (*suite).needRoutes,
+			cleanup: removeRoutes,
 			test: func(ctx context.Context, s *suite) error {
 				r := s.route()
 				if err := s.createRoute(ctx, r); err != nil {
@@ -73,6 +73,7 @@ func routeChecks() []check {
 			recommended: true,
 			why:         "a caller that retries a CreateRoute whose answer was lost, without listing first, gets an error for a route that exists. Stratus lists before it creates and does not need this; other tools may.",
 			needs:       (*suite).needRoutes,
+			cleanup:     removeRoutes,
 			test: func(ctx context.Context, s *suite) error {
 				r := s.route()
 				for i := range 2 {
@@ -80,9 +81,7 @@ func routeChecks() []check {
 						return fmt.Errorf("CreateRoute(%s → %s), call %d: %w", r.DestinationCIDR, r.TargetNode, i+1, err)
 					}
 				}
-				err := s.routeListed(ctx, r, 1)
-				_ = s.deleteListed(ctx, r, 1)
-				return err
+				return s.routeListed(ctx, r, 1)
 			},
 		},
 		{
@@ -90,6 +89,7 @@ func routeChecks() []check {
 			recommended: true,
 			why:         "a caller that retries a DeleteRoute whose answer was lost, without listing first, gets an error for a route already deleted. Stratus deletes only what ListRoutes shows and does not need this; other tools may.",
 			needs:       (*suite).needRoutes,
+			cleanup:     removeRoutes,
 			test: func(ctx context.Context, s *suite) error {
 				r := s.route()
 				if err := s.createRoute(ctx, r); err != nil {
@@ -99,6 +99,24 @@ func routeChecks() []check {
 			},
 		},
 	}
+}
+
+// removeRoutes deletes every route listed for the checks' CIDR: what a
+// route check created, whether or not it got as far as deleting it.
+func removeRoutes(ctx context.Context, s *suite) error {
+	r := s.route()
+	listed, err := s.findRoutes(ctx, r)
+	if err != nil {
+		return err
+	}
+	for _, l := range listed {
+		if _, err := retrying(ctx, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, s.routes.DeleteRoute(ctx, s.cfg.ClusterName, l)
+		}); err != nil {
+			return fmt.Errorf("DeleteRoute(%s → %s): %w", l.DestinationCIDR, l.TargetNode, err)
+		}
+	}
+	return nil
 }
 
 // deleteListed deletes the route listed for r's CIDR, times times in a

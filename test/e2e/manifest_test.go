@@ -57,7 +57,7 @@ func TestDefaultManifestRunsStratus(t *testing.T) {
 	installManifest(ctx, t, env, lc, objs, d)
 	args := podArgs(ctx, t, env, d)
 
-	bin := buildStratus(t)
+	bin := imageEntrypoint(t)
 	ports := map[int]*testbed.Process{}
 	for i := range int(*d.Spec.Replicas) {
 		port := testbed.FreePort(t)
@@ -82,6 +82,20 @@ func TestDefaultManifestRunsStratus(t *testing.T) {
 	})
 	checkInitialized(r)
 	r.loadBalancer()
+}
+
+// imageEntrypoint is the stratus binary as the image's entrypoint runs it:
+// through the cloud-controller-manager symlink, so that it is the daemon and
+// a container's args are its flags alone, as in every upstream-based CCM
+// image.
+func imageEntrypoint(t *testing.T) string {
+	t.Helper()
+	bin := buildStratus(t)
+	link := filepath.Join(filepath.Dir(bin), "cloud-controller-manager")
+	if err := os.Symlink(filepath.Base(bin), link); err != nil {
+		t.Fatal(err)
+	}
+	return link
 }
 
 // manifestDeployment returns the manifest's Deployment.

@@ -8,11 +8,13 @@
 {{- end -}}
 
 {{/*
-The daemon's ServiceAccount. Upstream's name, so that RBAC and audit
-tooling written for an upstream-based CCM recognizes it.
+The daemon's ServiceAccount: serviceAccount.name, upstream's name
+(cloud-controller-manager) by default, so that RBAC and audit tooling
+written for an upstream-based CCM recognizes it. Beside an installed
+upstream-based CCM, which owns that name, choose another.
 */}}
 {{- define "stratus.serviceAccountName" -}}
-cloud-controller-manager
+{{- .Values.serviceAccount.name -}}
 {{- end -}}
 
 {{- define "stratus.selectorLabels" -}}
@@ -41,7 +43,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 /etc/stratus/cloud-config
 {{- end -}}
 
-{{- define "stratus.args" -}}
+{{/*
+stratus.defaultArgs are the arguments the chart sets from its values;
+removeArgs drops some of them by flag name (stratus.args).
+*/}}
+{{- define "stratus.defaultArgs" -}}
 - --cloud-provider={{ .Values.cloudProvider }}
 {{- if .Values.cloudConfig.secretName }}
 - --cloud-config={{ include "stratus.cloudConfigDir" . }}/{{ .Values.cloudConfig.key }}
@@ -60,9 +66,58 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - --load-balancer-class={{ . }}
 {{- end }}
 - --secure-port={{ .Values.securePort }}
+{{- end -}}
+
+{{/*
+stratus.args: the default arguments less those removeArgs names, then
+extraArgs. A name in removeArgs that the chart does not set fails the
+render, so a typo does not leave the argument in place unnoticed.
+*/}}
+{{- define "stratus.args" -}}
+{{- $defaults := include "stratus.defaultArgs" . | fromYamlArray -}}
+{{- $names := list -}}
+{{- range $defaults }}{{ $names = append $names (regexReplaceAll "=.*$" . "") }}{{ end -}}
+{{- range .Values.removeArgs }}
+{{- if not (has . $names) }}
+{{- fail (printf "removeArgs: %s is not an argument the chart sets (%s)" . (join ", " $names)) }}
+{{- end }}
+{{- end }}
+{{- range $defaults }}
+{{- if not (has (regexReplaceAll "=.*$" . "") $.Values.removeArgs) }}
+- {{ . }}
+{{- end }}
+{{- end }}
 {{- range .Values.extraArgs }}
 - {{ . }}
 {{- end }}
+{{- end -}}
+
+{{/*
+stratus.scrapeSecret is the Secret holding the token the ServiceMonitor and
+PodMonitor present: metrics.authorization.secretName, or the token Secret
+the chart has the API server fill for its metrics scraper ServiceAccount.
+*/}}
+{{- define "stratus.scrapeSecret" -}}
+{{- .Values.metrics.authorization.secretName | default (printf "%s-metrics-scraper" (include "stratus.fullname" .)) -}}
+{{- end -}}
+
+{{/* stratus.scrapeEndpoint is one /metrics endpoint of a ServiceMonitor or PodMonitor. */}}
+{{- define "stratus.scrapeEndpoint" -}}
+port: https
+scheme: https
+path: /metrics
+interval: {{ .interval }}
+# The token of a ServiceAccount the metrics-reader role is bound to, from
+# a Secret: the Operator deprecates reading Prometheus' own token file.
+authorization:
+  type: Bearer
+  credentials:
+    name: {{ include "stratus.scrapeSecret" .root }}
+    key: {{ .root.Values.metrics.authorization.key }}
+tlsConfig:
+  # The serving certificate is self-signed unless --tls-cert-file is
+  # given through extraArgs.
+  insecureSkipVerify: true
 {{- end -}}
 
 {{/*

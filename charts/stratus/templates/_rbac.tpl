@@ -19,9 +19,23 @@ kube-system, named after the controller, as Stratus expects), its
 ClusterRole (the rules of "stratus.rules.<name>") and the binding: to that
 ServiceAccount with useServiceAccountCredentials, else to the daemon's.
 */}}
+{{/*
+stratus.ownsControllerServiceAccount renders "true" unless the controller
+ServiceAccount kube-system/.name already exists and belongs to no release
+of this name and namespace: an upstream-based CCM beside this release, or
+kube-controller-manager, may have created it, and Helm would refuse to
+install over it. Its token and roles work the same either way. (helm
+template, which asks no cluster, always renders it.)
+*/}}
+{{- define "stratus.ownsControllerServiceAccount" -}}
+{{- $sa := lookup "v1" "ServiceAccount" "kube-system" .name -}}
+{{- $ann := dig "metadata" "annotations" dict $sa -}}
+{{- if or (not $sa) (and (eq (get $ann "meta.helm.sh/release-name") .root.Release.Name) (eq (get $ann "meta.helm.sh/release-namespace") .root.Release.Namespace)) }}true{{ end -}}
+{{- end -}}
+
 {{- define "stratus.controllerRBAC" -}}
 {{- $root := .root -}}
-{{- if $root.Values.useServiceAccountCredentials }}
+{{- if and $root.Values.useServiceAccountCredentials (include "stratus.ownsControllerServiceAccount" .) }}
 ---
 apiVersion: v1
 kind: ServiceAccount

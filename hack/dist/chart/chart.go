@@ -31,25 +31,52 @@ type Options struct {
 	ShowOnly []string
 }
 
-// Render renders the chart at dir as `helm template` does: values
-// validated against values.schema.json, objects in Helm's install order,
-// each preceded by a "# Source:" comment naming its template.
-func Render(dir string, o Options) (string, error) {
+// notesFile is the suffix of the chart's NOTES.txt among the rendered
+// files: text for the operator, not a manifest.
+const notesFile = "/templates/NOTES.txt"
+
+// renderFiles renders every template of the chart at dir with o's values.
+func renderFiles(dir string, o Options) (map[string]string, *chartutil.Capabilities, string, error) {
 	chrt, err := loader.Load(dir)
 	if err != nil {
-		return "", fmt.Errorf("chart %s: %w", dir, err)
+		return nil, nil, "", fmt.Errorf("chart %s: %w", dir, err)
 	}
 	caps := chartutil.DefaultCapabilities
 	vals, err := chartutil.ToRenderValues(chrt, o.Values, chartutil.ReleaseOptions{
 		Name: ReleaseName, Namespace: Namespace, IsInstall: true, Revision: 1,
 	}, caps)
 	if err != nil {
-		return "", fmt.Errorf("chart %s: %w", dir, err)
+		return nil, nil, "", fmt.Errorf("chart %s: %w", dir, err)
 	}
 	files, err := engine.Render(chrt, vals)
 	if err != nil {
-		return "", fmt.Errorf("chart %s: render: %w", dir, err)
+		return nil, nil, "", fmt.Errorf("chart %s: render: %w", dir, err)
 	}
+	return files, caps, chrt.Name(), nil
+}
+
+// Notes renders the chart's NOTES.txt, as `helm install` prints it.
+func Notes(dir string, o Options) (string, error) {
+	files, _, name, err := renderFiles(dir, o)
+	if err != nil {
+		return "", err
+	}
+	notes, ok := files[name+notesFile]
+	if !ok {
+		return "", fmt.Errorf("chart %s: no %s", dir, notesFile)
+	}
+	return notes, nil
+}
+
+// Render renders the chart at dir as `helm template` does: values
+// validated against values.schema.json, objects in Helm's install order,
+// each preceded by a "# Source:" comment naming its template.
+func Render(dir string, o Options) (string, error) {
+	files, caps, name, err := renderFiles(dir, o)
+	if err != nil {
+		return "", err
+	}
+	delete(files, name+notesFile)
 	hooks, manifests, err := releaseutil.SortManifests(files, caps.APIVersions, releaseutil.InstallOrder)
 	if err != nil {
 		return "", fmt.Errorf("chart %s: %w", dir, err)
@@ -59,7 +86,7 @@ func Render(dir string, o Options) (string, error) {
 	}
 	keep := map[string]bool{}
 	for _, s := range o.ShowOnly {
-		keep[filepath.ToSlash(filepath.Join(chrt.Name(), s))] = true
+		keep[filepath.ToSlash(filepath.Join(name, s))] = true
 	}
 	var b strings.Builder
 	for _, m := range manifests {
@@ -114,8 +141,8 @@ func Variants() []Variant {
 			ShowOnly: []string{"templates/rbac.yaml"},
 		}},
 		{File: "monitoring/stratus-monitoring.yaml", Options: Options{
-			Values:   map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
-			ShowOnly: []string{"templates/metrics.yaml", "templates/servicemonitor.yaml"},
+			Values:   map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "podMonitor": map[string]any{"enabled": true}},
+			ShowOnly: []string{"templates/metrics.yaml", "templates/servicemonitor.yaml", "templates/podmonitor.yaml"},
 		}},
 	}
 }

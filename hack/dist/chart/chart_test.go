@@ -74,15 +74,22 @@ func TestChartRendersEachMode(t *testing.T) {
 // TestValuesAreValidated: a wrong value fails rendering with the field named.
 func TestValuesAreValidated(t *testing.T) {
 	for field, vals := range map[string]map[string]any{
-		"/kind":                  {"kind": "StatefulSet"},
-		"/replicas":              {"replicas": "two"},
-		"/hostNetwork":           {"hostNetwork": "yes"},
-		"/image/pullPolicy":      {"image": map[string]any{"pullPolicy": "Sometimes"}},
-		"/image/digest":          {"image": map[string]any{"digest": "latest"}},
-		"/securePort":            {"securePort": 70000},
-		"/extraArgs/0":           {"extraArgs": []any{"v=2"}},
-		"/clusterCIDR":           {"allocateNodeCIDRs": true},
-		"/serviceMonitor/enable": {"serviceMonitor": map[string]any{"enable": true}},
+		"/kind":                          {"kind": "StatefulSet"},
+		"/replicas":                      {"replicas": "two"},
+		"/hostNetwork":                   {"hostNetwork": "yes"},
+		"/image/pullPolicy":              {"image": map[string]any{"pullPolicy": "Sometimes"}},
+		"/image/digest":                  {"image": map[string]any{"digest": "latest"}},
+		"/securePort":                    {"securePort": 70000},
+		"/extraArgs/0":                   {"extraArgs": []any{"v=2"}},
+		"/clusterCIDR":                   {"allocateNodeCIDRs": true},
+		"/serviceMonitor/enable":         {"serviceMonitor": map[string]any{"enable": true}},
+		"/podMonitor/interval":           {"podMonitor": map[string]any{"interval": "often"}},
+		"/serviceAccount/name":           {"serviceAccount": map[string]any{"name": "Not_A_Name"}},
+		"/removeArgs/0":                  {"removeArgs": []any{"cluster-name"}},
+		"/extraEnv/0/name":               {"extraEnv": []any{map[string]any{"value": "x"}}},
+		"/extraVolumes/0/name":           {"extraVolumes": []any{map[string]any{"name": "cloud-config", "emptyDir": map[string]any{}}}},
+		"/extraVolumeMounts/0/mountPath": {"extraVolumeMounts": []any{map[string]any{"name": "ca", "mountPath": "relative"}}},
+		"/metrics/authorization":         {"metrics": map[string]any{"authorization": map[string]any{"token": "x"}}},
 	} {
 		t.Run(field, func(t *testing.T) {
 			_, err := chart.Render(chartDir, chart.Options{Values: vals})

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,12 @@ type Options struct {
 	// Aliases are symlinks to the binary in BinDir (cloud-controller-manager,
 	// so that upstream manifests' command works unchanged).
 	Aliases []string
+	// Entrypoint is the file in BinDir the image runs: Name (the default) or
+	// one of Aliases. A binary that picks its command by the name it runs
+	// under (stratus as cloud-controller-manager runs the daemon) then
+	// starts its daemon from a manifest that sets only args, as every
+	// upstream-based CCM image does.
+	Entrypoint string
 	// Platforms to build, as os/arch (linux/amd64, linux/arm64).
 	Platforms []string
 	// LDFlags are passed to the linker besides the reproducibility flags,
@@ -64,7 +71,13 @@ func (o *Options) defaults() error {
 	if o.Go == "" {
 		o.Go = "go"
 	}
+	if o.Entrypoint == "" {
+		o.Entrypoint = o.Name
+	}
 	var errs []error
+	if o.Entrypoint != o.Name && !slices.Contains(o.Aliases, o.Entrypoint) {
+		errs = append(errs, fmt.Errorf("image: Entrypoint %q is neither the binary's Name %q nor one of its Aliases %v", o.Entrypoint, o.Name, o.Aliases))
+	}
 	if o.Package == "" {
 		errs = append(errs, errors.New("image: Package is empty"))
 	}
@@ -172,7 +185,7 @@ func (o *Options) image(base v1.Layer, plat *v1.Platform, bin string) (v1.Image,
 	cf.OS, cf.Architecture, cf.Variant = plat.OS, plat.Architecture, plat.Variant
 	cf.Created = created
 	cf.Config = v1.Config{
-		Entrypoint: []string{"/" + path.Join(BinDir, o.Name)},
+		Entrypoint: []string{"/" + path.Join(BinDir, o.Entrypoint)},
 		User:       fmt.Sprintf("%d:%d", UID, UID),
 		WorkingDir: "/",
 		Env:        []string{"PATH=/" + BinDir, "SSL_CERT_FILE=/" + CABundlePath},

@@ -43,7 +43,7 @@ var created = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // assembly is covered by TestMultiPlatformIndex with a small program.
 func stratusOptions() image.Options {
 	return image.Options{
-		ModuleDir: "../../..", Package: "./cmd/stratus", Aliases: []string{"cloud-controller-manager"},
+		ModuleDir: "../../..", Package: "./cmd/stratus", Aliases: []string{"cloud-controller-manager"}, Entrypoint: "cloud-controller-manager",
 		Platforms: []string{image.HostPlatform()},
 		LDFlags:   "-X " + versionPkg + ".version=" + testVersion + " -X " + versionPkg + ".commit=" + testRevision,
 		Version:   testVersion, Revision: testRevision, Source: "https://github.com/stratus-ccm/stratus", Created: created,
@@ -90,6 +90,7 @@ func TestStratusImage(t *testing.T) {
 	checkFiles(t, files)
 	checkStatic(t, files["usr/local/bin/stratus"].data)
 	runVersion(t, files["usr/local/bin/stratus"].data)
+	runEntrypoint(t, img, files)
 	checkOutputs(t, idx, img)
 }
 
@@ -122,8 +123,10 @@ func checkConfig(t *testing.T, img v1.Image, plat *v1.Platform) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cf.Config.Entrypoint; len(got) != 1 || got[0] != "/usr/local/bin/stratus" {
-		t.Errorf("entrypoint %v, want [/usr/local/bin/stratus]", got)
+	// The daemon, as every upstream-based CCM image runs it: a manifest
+	// that sets only args starts it.
+	if got := cf.Config.Entrypoint; len(got) != 1 || got[0] != "/usr/local/bin/cloud-controller-manager" {
+		t.Errorf("entrypoint %v, want [/usr/local/bin/cloud-controller-manager]", got)
 	}
 	if cf.Config.User != "65532:65532" {
 		t.Errorf("user %q, want 65532:65532", cf.Config.User)
@@ -236,6 +239,49 @@ func runVersion(t *testing.T, bin []byte) {
 	}
 }
 
+// runEntrypoint runs the image's entrypoint as a runtime would, from a copy
+// of the image's bin directory (the binary and its symlinks), with the
+// arguments a vendor's manifest passes to its own daemon: the daemon's
+// flags, no subcommand. --version makes the daemon print and exit; an
+// unknown flag or command would fail instead.
+func runEntrypoint(t *testing.T, img v1.Image, files map[string]entry) {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for name, e := range files {
+		if !strings.HasPrefix(name, image.BinDir+"/") {
+			continue
+		}
+		dst := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if e.hdr.Typeflag == tar.TypeSymlink {
+			err = os.Symlink(e.hdr.Linkname, dst)
+		} else {
+			err = os.WriteFile(dst, e.data, 0o755)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := append([]string{"--v=2", "--cloud-provider=localcloud", "--leader-elect=true", "--version"}, cf.Config.Cmd...)
+	out, err := exec.Command(filepath.Join(root, filepath.FromSlash(cf.Config.Entrypoint[0])), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("entrypoint %v with args %v: %v\n%s", cf.Config.Entrypoint, args, err, out)
+	}
+	if !strings.Contains(string(out), testVersion) {
+		t.Errorf("entrypoint %v %v printed %q, want the daemon's version %s", cf.Config.Entrypoint, args, out, testVersion)
+	}
+	cli := filepath.Join(root, image.BinDir, "stratus")
+	if out, err := exec.Command(cli, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "localcloud") {
+		t.Errorf("/%s/stratus --help: %v\n%s; want the command list", image.BinDir, err, out)
+	}
+}
+
 // checkOutputs writes the layout and the tarball and reads them back.
 func checkOutputs(t *testing.T, idx v1.ImageIndex, img v1.Image) {
 	t.Helper()
@@ -319,6 +365,7 @@ func TestOptionsAreChecked(t *testing.T) {
 		"darwin/arm64": {Package: "./x", Platforms: []string{"darwin/arm64"}, Created: created},
 		"Created":      {Package: "./x", Platforms: []string{"linux/amd64"}},
 		"Platforms":    {Package: "./x", Created: created},
+		"Entrypoint":   {Package: "./x", Platforms: []string{"linux/amd64"}, Created: created, Aliases: []string{"y"}, Entrypoint: "z"},
 	} {
 		_, err := image.Build(context.Background(), o, t.TempDir())
 		if err == nil || !strings.Contains(err.Error(), field) {

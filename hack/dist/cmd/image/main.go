@@ -40,6 +40,7 @@ func run(ctx context.Context) error {
 	flag.StringVar(&o.Package, "package", "", "the main package to build, e.g. ./cmd/stratus")
 	flag.StringVar(&o.Name, "name", "", "the binary's name in /usr/local/bin (default: the package's last element)")
 	flag.StringVar(&aliases, "alias", "", "comma-separated symlinks to the binary in /usr/local/bin")
+	flag.StringVar(&o.Entrypoint, "entrypoint", "", "the image's entrypoint: the binary's name or one of -alias (default: the binary's name)")
 	flag.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "comma-separated os/arch list")
 	flag.StringVar(&o.LDFlags, "ldflags", "", "extra linker flags, e.g. -X pkg.version=v1.2.3")
 	flag.StringVar(&o.Version, "version", "", "the org.opencontainers.image.version label (and the default tag)")

@@ -1,0 +1,127 @@
+package vendors_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
+)
+
+// TestChartInstallsBesideAnUpstreamCCM installs, with the helm CLI into a
+// real API server, an upstream-based CCM's release first (a chart made of
+// AWS' published RBAC: the ServiceAccount kube-system/cloud-controller-manager
+// and its roles), and a controller ServiceAccount another CCM created by
+// hand; then charts/stratus beside them. With the default ServiceAccount
+// name Helm refuses (the object belongs to the other release), which is
+// why the name is a value; with a name of the operator's choice the
+// install succeeds, leaves the other release's objects as they were, runs
+// the workload as that ServiceAccount, uses the existing controller
+// ServiceAccount rather than taking it over, and prints the Secret the
+// install still needs.
+func TestChartInstallsBesideAnUpstreamCCM(t *testing.T) {
+	helm := filepath.Join(testbed.RequireBinaries(t, "helm"), "helm")
+	env := testbed.Start(t)
+	ctx := testbed.Context(t, 3*time.Minute)
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := localcluster.WriteKubeconfig(env.Config, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", kubeconfig, "-n", "kube-system")...)
+		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"),
+			"HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("install", "upstream-ccm", upstreamChart(t)); err != nil {
+		t.Fatalf("helm install upstream-ccm: %v\n%s", err, out)
+	}
+	const handMade = "cloud-node-controller"
+	if _, err := env.Clientset.CoreV1().ServiceAccounts("kube-system").Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: handMade}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	const chart = "../../charts/stratus"
+	out, err := run("install", "stratus", chart)
+	if err == nil || !strings.Contains(out, `ServiceAccount "cloud-controller-manager" in namespace "kube-system" exists`) {
+		t.Fatalf("helm install with the default ServiceAccount name beside upstream-ccm: %v\n%s\nwant a refusal naming the ServiceAccount", err, out)
+	}
+	out, err = run("install", "stratus", chart, "--set", "serviceAccount.name=stratus-ccm")
+	if err != nil {
+		t.Fatalf("helm install with serviceAccount.name=stratus-ccm: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "Secret kube-system/cloud-config, key cloud.conf") {
+		t.Errorf("helm install printed\n%s\nwithout the Secret the install needs", out)
+	}
+	checkInstalledBeside(ctx, t, env, handMade)
+}
+
+func checkInstalledBeside(ctx context.Context, t *testing.T, env *testbed.Env, handMade string) {
+	t.Helper()
+	sas := env.Clientset.CoreV1().ServiceAccounts("kube-system")
+	for name, release := range map[string]string{"cloud-controller-manager": "upstream-ccm", "stratus-ccm": "stratus", handMade: ""} {
+		sa, err := sas.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sa.Annotations["meta.helm.sh/release-name"]; got != release {
+			t.Errorf("ServiceAccount %s belongs to release %q, want %q", name, got, release)
+		}
+	}
+	d, err := env.Clientset.AppsV1().Deployments("kube-system").Get(ctx, "stratus", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa := d.Spec.Template.Spec.ServiceAccountName; sa != "stratus-ccm" {
+		t.Errorf("the Deployment runs as %q, want stratus-ccm", sa)
+	}
+	// The controller roles are the chart's, bound to the existing
+	// ServiceAccount as to the ones it created.
+	b, err := env.Clientset.RbacV1().ClusterRoleBindings().Get(ctx, "stratus:"+handMade, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Subjects) != 1 || b.Subjects[0].Name != handMade || b.Subjects[0].Namespace != "kube-system" {
+		t.Errorf("ClusterRoleBinding stratus:%s subjects %+v, want kube-system/%s", handMade, b.Subjects, handMade)
+	}
+}
+
+// upstreamChart is a chart of an upstream-based CCM's RBAC: AWS' published
+// ServiceAccount, ClusterRole and bindings, as its release would install
+// them.
+func upstreamChart(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "upstream-ccm")
+	if err := os.MkdirAll(filepath.Join(dir, "templates"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chart := "apiVersion: v2\nname: upstream-ccm\nversion: 0.1.0\n"
+	if err := os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte(chart), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("testdata/aws/*.rbac.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("testdata/aws/*.rbac.yaml: %v (%d files)", err, len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "templates", filepath.Base(f)), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}

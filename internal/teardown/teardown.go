@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -115,7 +116,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if err != nil {
 		return s, err
 	}
-	s.Objects = append(lbs, routes...)
+	s.Objects = slices.Concat(lbs, routes)
 	if o.Apply {
 		o.deleteAll(ctx, s.Objects)
 		if err := o.confirm(ctx, s.Objects); err != nil {

@@ -79,7 +79,7 @@ func StartCluster(ctx context.Context, binDir, dir string, knobs CloudKnobs) (c 
 			started.Stop()
 		}
 	}()
-	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil { //nolint:gosec // dir is the run's scratch directory, chosen by the runner or its test
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	if err := c.startControlPlane(ctx); err != nil {

@@ -115,13 +115,16 @@ func rotate[T any](xs []T, k int) []T {
 	return append(append(out, xs[k:]...), xs[:k]...)
 }
 
-// recovered, deferred around a run, turns a panic into the run's error,
-// with the stack: the run's own deferred cleanup has stopped its processes
-// by then, and the next runs go on.
-func recovered(err *error) {
-	if p := recover(); p != nil {
-		*err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
-	}
+// guarded runs a run and turns a panic in it into its error, with the
+// stack: the run's own deferred cleanup has stopped its processes by then,
+// and the next runs go on.
+func guarded(run func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return run()
 }
 
 // sweep is the check after a run's own cleanup: no process the run started
@@ -163,10 +166,10 @@ func (e *Env) runOne(ctx context.Context, sc string, c harness.Contestant, cloud
 	name := fmt.Sprintf("%s-%s-%s-%d", sc, cloud, c.Name, rep)
 	dir, err := e.runDir(name)
 	if err == nil {
-		func() {
-			defer recovered(&err)
+		err = guarded(func() (err error) {
 			r.Figures, r.CloudOps, err = singles[sc](e, ctx, c, cloud, dir)
-		}()
+			return err
+		})
 		err = errors.Join(err, sweep(dir))
 	}
 	r.Duration = time.Since(r.Started)

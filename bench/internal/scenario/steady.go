@@ -94,21 +94,25 @@ func (e *Env) steady(ctx context.Context, groups []steadyGroup, rep int, paralle
 		}
 	}
 	one := func(i int, r *steadyRun, before func()) {
-		defer recovered(&r.err)
-		defer r.stop()
 		r.started = time.Now()
-		e.logf("steady: preparing %s (%d nodes, %d Services)", r.c.Name, r.nodes, e.S.Services)
-		if _, r.err = e.runDir(filepath.Base(r.dir)); r.err != nil {
-			return
+		if err := guarded(func() error {
+			defer r.stop()
+			e.logf("steady: preparing %s (%d nodes, %d Services)", r.c.Name, r.nodes, e.S.Services)
+			if _, r.err = e.runDir(filepath.Base(r.dir)); r.err != nil {
+				return nil
+			}
+			if r.err = e.prepareSteady(ctx, r, i); r.err != nil {
+				return nil
+			}
+			before()
+			if r.m, r.err = startMeter(ctx, r.cl, r.ccm, r.token); r.err != nil {
+				return nil
+			}
+			e.window(ctx, r)
+			return nil
+		}); err != nil {
+			r.err = err
 		}
-		if r.err = e.prepareSteady(ctx, r, i); r.err != nil {
-			return
-		}
-		before()
-		if r.m, r.err = startMeter(ctx, r.cl, r.ccm, r.token); r.err != nil {
-			return
-		}
-		e.window(ctx, r)
 	}
 	if !parallel {
 		for i, r := range runs {

@@ -73,6 +73,17 @@ $(BIN)/.helm-$(HELM_VERSION):
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	touch $@
 
+# e2e.test is Kubernetes' own end-to-end suite (go test -c of
+# k8s.io/kubernetes/test/e2e at the version hack/conformance pins, with the
+# same replace lines as hack/tools), for running its LoadBalancer specs
+# against Stratus. It is large (about 200 MB, several minutes cold), so
+# only what runs it depends on it.
+.PHONY: e2e-test
+e2e-test: $(BIN)/e2e.test
+
+$(BIN)/e2e.test: hack/conformance/go.mod hack/conformance/go.sum
+	cd hack/conformance && $(GO) test -c -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/test/e2e
+
 $(BIN)/golangci-lint:
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
@@ -81,8 +92,8 @@ $(BIN)/golangci-lint:
 EXAMPLES := examples/fake-provider
 
 # test: unit and integration tests against the real apiserver, with -race,
-# then each example module's tests, and the benchmark runner's unit tests
-# (its analysis and report; they start no process).
+# then each example module's tests, and the benchmark runner's tests (its
+# analysis and report, and that a failed or killed run leaves no process).
 test: tools build
 	$(GO) test $(TEST_FLAGS) ./...
 	cd hack/dist && $(GO) test $(DIST_TEST_FLAGS) ./...

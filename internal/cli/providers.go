@@ -27,5 +27,5 @@ func NewControllerManagerCommand() *cobra.Command {
 
 // extraCommands are the subcommands other packages provide.
 func extraCommands() []*cobra.Command {
-	return []*cobra.Command{localcloudcli.NewCommand(), newSandboxCommand()}
+	return []*cobra.Command{localcloudcli.NewCommand(), newSandboxCommand(), newTeardownCommand()}
 }

@@ -6,6 +6,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,11 +31,24 @@ func Main(ctx context.Context, args []string) int {
 		cmd = NewRootCommand()
 	}
 	cmd.SetArgs(args[1:])
-	if err := cmd.ExecuteContext(ctx); err != nil {
+	err := cmd.ExecuteContext(ctx)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-		return 1
 	}
-	return 0
+	return exitCode(err)
+}
+
+// exitCode is 0 without an error, the code an error carries (teardown's
+// "objects remain" is 2), else 1.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var coded interface{ ExitCode() int }
+	if errors.As(err, &coded) {
+		return coded.ExitCode()
+	}
+	return 1
 }
 
 // NewRootCommand returns the stratus command with every subcommand.

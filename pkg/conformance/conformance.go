@@ -149,6 +149,7 @@ func groups() []group {
 	return []group{
 		{"Instances", instanceChecks()},
 		{"LoadBalancer", loadBalancerChecks()},
+		{"Ownership", ownershipChecks()},
 		{"Errors", errorChecks()},
 		{"Routes", routeChecks()},
 	}

@@ -22,6 +22,7 @@
 // fails is logged and listed in Report.Recommended; Config.Strict makes it
 // fail the test.
 //
-// The checks create and delete one or two load balancers and one route,
-// named after Config.ClusterName, and leave nothing behind when they pass.
+// The checks create and delete a few load balancers and one route, named
+// after Config.ClusterName (the ownership checks also act as a second
+// cluster, ClusterName-other), and leave nothing behind when they pass.
 package conformance

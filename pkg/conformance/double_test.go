@@ -32,6 +32,7 @@ type defects struct {
 	routeDeleteKept    bool // a deleted route stays listed
 	nilIngressIP       bool // the ingress IP is a nil net.IP's String(), as upstream's fake answers without ExternalIP
 	panicDeleteMissing bool // deleting a missing load balancer panics
+	ignoresCluster     bool // load balancers are found by Service UID whatever the cluster
 }
 
 // memCloud is an in-memory provider: correct unless a defect is set. It
@@ -52,10 +53,11 @@ type memCloud struct {
 }
 
 type memLB struct {
-	name string
-	svc  types.UID
-	ns   string
-	svcN string
+	cluster string
+	name    string
+	svc     types.UID
+	ns      string
+	svcN    string
 }
 
 func newMemCloud(d defects) *memCloud {
@@ -212,22 +214,22 @@ func (c *memCloud) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Serv
 	return "lb-" + string(svc.UID)
 }
 
-func (c *memCloud) lookup(svc *v1.Service) (string, bool) {
+func (c *memCloud) lookup(cluster string, svc *v1.Service) (string, bool) {
 	for id, lb := range c.lbs {
-		if lb.svc == svc.UID {
+		if lb.svc == svc.UID && (lb.cluster == cluster || c.d.ignoresCluster) {
 			return id, true
 		}
 	}
 	return "", false
 }
 
-func (c *memCloud) GetLoadBalancer(_ context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (c *memCloud) GetLoadBalancer(_ context.Context, cluster string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.call(); err != nil {
 		return nil, false, err
 	}
-	if _, ok := c.lookup(svc); !ok {
+	if _, ok := c.lookup(cluster, svc); !ok {
 		return nil, false, nil
 	}
 	return c.ingress(), true, nil
@@ -250,9 +252,9 @@ func (c *memCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *
 	}
 	// The leaky variant forgets, after a lost answer, that it created
 	// the load balancer, and creates another on the retry.
-	if _, ok := c.lookup(svc); !ok || c.d.leakOnRetry && c.lost {
+	if _, ok := c.lookup(cluster, svc); !ok || c.d.leakOnRetry && c.lost {
 		c.nextID++
-		c.lbs[fmt.Sprint("id-", c.nextID)] = memLB{name: c.GetLoadBalancerName(ctx, cluster, svc), svc: svc.UID, ns: svc.Namespace, svcN: svc.Name}
+		c.lbs[fmt.Sprint("id-", c.nextID)] = memLB{cluster: cluster, name: c.GetLoadBalancerName(ctx, cluster, svc), svc: svc.UID, ns: svc.Namespace, svcN: svc.Name}
 	}
 	c.lost = lose
 	if lose {
@@ -266,13 +268,13 @@ func (c *memCloud) UpdateLoadBalancer(ctx context.Context, cluster string, svc *
 	return err
 }
 
-func (c *memCloud) EnsureLoadBalancerDeleted(_ context.Context, _ string, svc *v1.Service) error {
+func (c *memCloud) EnsureLoadBalancerDeleted(_ context.Context, cluster string, svc *v1.Service) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.call(); err != nil {
 		return err
 	}
-	id, ok := c.lookup(svc)
+	id, ok := c.lookup(cluster, svc)
 	if !ok {
 		if c.d.panicDeleteMissing {
 			panic("nil map lookup of " + svc.Name)
@@ -284,12 +286,12 @@ func (c *memCloud) EnsureLoadBalancerDeleted(_ context.Context, _ string, svc *v
 	}
 	for ok {
 		delete(c.lbs, id)
-		id, ok = c.lookup(svc)
+		id, ok = c.lookup(cluster, svc)
 	}
 	return nil
 }
 
-func (c *memCloud) ListLoadBalancers(context.Context, string) ([]cloud.LoadBalancer, error) {
+func (c *memCloud) ListLoadBalancers(_ context.Context, cluster string) ([]cloud.LoadBalancer, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.call(); err != nil {
@@ -297,6 +299,9 @@ func (c *memCloud) ListLoadBalancers(context.Context, string) ([]cloud.LoadBalan
 	}
 	var out []cloud.LoadBalancer
 	for _, lb := range c.lbs {
+		if lb.cluster != cluster && !c.d.ignoresCluster {
+			continue
+		}
 		out = append(out, cloud.LoadBalancer{Name: lb.name, ServiceNamespace: lb.ns, ServiceName: lb.svcN, ServiceUID: lb.svc})
 	}
 	return out, nil

@@ -105,8 +105,13 @@ func TestKitFailsExactlyTheBrokenChecks(t *testing.T) {
 		"nil ingress IP":      {d: defects{nilIngressIP: true}, want: []string{"LoadBalancer/EnsureReturnsIngress"}, says: `ingress[0].ip "<nil>" is not an IP address`},
 		// A panic fails the checks whose calls panic, and only them: the
 		// checks after them run.
-		"panics": {d: defects{panicDeleteMissing: true}, want: []string{"LoadBalancer/DeleteIsIdempotent", "LoadBalancer/DeletingMissingSucceeds"},
-			says: "the provider panicked: nil map lookup of conformance-"},
+		"panics": {d: defects{panicDeleteMissing: true}, want: []string{"LoadBalancer/DeleteIsIdempotent", "LoadBalancer/DeletingMissingSucceeds", "Ownership/ScopedToCluster"},
+			recommend: []string{"Ownership/ScopedToClusterWithTheSameUID"}, says: "the provider panicked: nil map lookup of conformance-"},
+		// Load balancers found by Service UID in every cluster: another
+		// cluster's orphan collector sees them, and a cluster restored
+		// from a backup (same UIDs) takes them over.
+		"ignores cluster": {d: defects{ignoresCluster: true}, want: []string{"Ownership/ScopedToCluster"},
+			recommend: []string{"Ownership/ScopedToClusterWithTheSameUID"}, says: "its orphan collector would delete it"},
 		// Stratus lists routes before it creates or deletes one, so
 		// idempotent route calls are recommended, not required. The route
 		// CreateIsIdempotent leaves behind when its second call fails is
@@ -184,6 +189,7 @@ func TestUpstreamFakeConforms(t *testing.T) {
 		"Instances/ExistingInstancesExist", "Instances/MetadataOfExistingInstances", "Instances/MetadataIsStable",
 		"LoadBalancer/NameIsStable", "LoadBalancer/MissingIsReportedMissing", "LoadBalancer/DeletingMissingSucceeds",
 		"LoadBalancer/EnsureReturnsIngress", "LoadBalancer/EnsureIsIdempotent", "LoadBalancer/DeleteIsIdempotent",
+		"Ownership/ScopedToCluster", "Ownership/ScopedToClusterWithTheSameUID",
 	}
 	if !slices.Equal(rep.Ran, wantRan) {
 		t.Errorf("ran %v, want %v", rep.Ran, wantRan)

@@ -49,7 +49,9 @@ func StartKwok(ctx context.Context, binary, kubeconfig, workDir, logFile string)
 	}
 	cmd := exec.CommandContext(ctx, binary, KwokArgs(kubeconfig, stages)...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: kwok dies with whatever started it (a sandbox, a test
+	// binary, the benchmark runner), also when that is killed outright.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = out.Close()
 		return nil, fmt.Errorf("start kwok: %w", err)

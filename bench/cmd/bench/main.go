@@ -21,9 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/stratus-ccm/stratus/bench/internal/config"
 	"github.com/stratus-ccm/stratus/bench/internal/harness"
 	"github.com/stratus-ccm/stratus/bench/internal/report"
@@ -44,9 +41,6 @@ func run() error {
 	work := flag.String("work", "", "scratch directory for the runs (default: a new temporary directory)")
 	reportOnly := flag.Bool("report-only", false, "regenerate the report from the results file without running anything")
 	flag.Parse()
-	// envtest logs through controller-runtime; the runner's own output is
-	// the progress it prints, and each process has its log file.
-	ctrllog.SetLogger(logr.Discard())
 	var err error
 	if *root == "" {
 		if *root, err = findRoot(); err != nil {
@@ -68,10 +62,8 @@ func run() error {
 		}
 		return write(cfg, res)
 	}
-	for _, b := range []string{"kube-apiserver", "etcd", "kwok", "stratus", "upstream-ccm"} {
-		if _, err := os.Stat(filepath.Join(*binDir, b)); err != nil {
-			return fmt.Errorf("%s is missing from %s: run `make bench` (it builds tools, bin/stratus and bin/upstream-ccm)", b, *binDir)
-		}
+	if err := harness.CheckBinaries(*binDir, "kube-apiserver", "etcd", "kwok", "stratus", "upstream-ccm"); err != nil {
+		return err
 	}
 	if *work == "" {
 		if *work, err = os.MkdirTemp("", "stratus-bench-"); err != nil {

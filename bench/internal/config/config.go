@@ -27,6 +27,17 @@ type Config struct {
 	ChartLink string
 }
 
+// The largest sizes a run can have, refused up front beyond: every cluster
+// gives localcloud room for MaxInstances instances and MaxLoadBalancers
+// load balancers, and claims a /20 VIP pool whose usable addresses (its
+// first and last are not handed out) bound the Services of one cluster.
+const (
+	MaxInstances     = 20000
+	MaxLoadBalancers = 5000
+	VIPPoolBits      = 20
+	MaxServices      = 1<<(32-VIPPoolBits) - 2
+)
+
 // Scenario names (kept here to avoid importing the runner).
 var scenarios = []string{"nodeinit", "lb", "steady", "steady5k", "limitdrop", "failover"}
 
@@ -126,6 +137,22 @@ func Load(getenv func(string) string, root string) (Config, error) {
 			bad("BENCH_LATENCY", v, "want a duration such as 20ms")
 		} else {
 			s.Latency, custom = d, true
+		}
+	}
+	for _, p := range []struct {
+		name string
+		n    int
+	}{{"BENCH_NODES", s.Nodes}, {"BENCH_IDLE_NODES", s.IdleNodes}, {"BENCH_LB_NODES + BENCH_JOIN_NODES", s.LBNodes + s.JoinNodes}} {
+		if p.n > MaxInstances {
+			bad(p.name, strconv.Itoa(p.n), fmt.Sprintf("at most %d: each cluster's cloud holds that many instances", MaxInstances))
+		}
+	}
+	for _, p := range []struct {
+		name string
+		n    int
+	}{{"BENCH_SERVICES", s.Services}, {"failover Services", s.FailoverSvcs}} {
+		if p.n > min(MaxServices, MaxLoadBalancers) {
+			bad(p.name, strconv.Itoa(p.n), fmt.Sprintf("at most %d: a cluster's /%d VIP pool has that many addresses", min(MaxServices, MaxLoadBalancers), VIPPoolBits))
 		}
 	}
 	if s.LowRateLimit >= s.RateLimit {

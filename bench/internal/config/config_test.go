@@ -103,3 +103,33 @@ func TestCloudKnobsWriteElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// Sizes a cluster's cloud cannot hold are refused before anything starts,
+// naming the setting and the bound.
+func TestSizesBeyondTheCloudAreRefusedUpFront(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{"BENCH_SERVICES": "4095"}, []string{"BENCH_SERVICES", "4095", "at most 4094"}},
+		{map[string]string{"BENCH_NODES": "20001"}, []string{"BENCH_NODES", "20001", "at most 20000"}},
+		{map[string]string{"BENCH_IDLE_NODES": "30000"}, []string{"BENCH_IDLE_NODES", "30000"}},
+		{map[string]string{"BENCH_LB_NODES": "19990", "BENCH_JOIN_NODES": "20"}, []string{"BENCH_LB_NODES + BENCH_JOIN_NODES", "20010"}},
+	} {
+		_, err := Load(env(tc.env), "/r")
+		if err == nil {
+			t.Errorf("%v: want an error", tc.env)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: error %q lacks %q", tc.env, err, w)
+			}
+		}
+	}
+	// The largest sizes that fit are taken.
+	c, err := Load(env(map[string]string{"BENCH_SERVICES": "4094", "BENCH_NODES": "20000", "BENCH_IDLE_NODES": "10000"}), "/r")
+	if err != nil || c.S.Services != 4094 || c.S.Nodes != 20000 || c.S.IdleNodes != 10000 {
+		t.Fatalf("settings at the bounds: %+v, %v", c.S, err)
+	}
+}

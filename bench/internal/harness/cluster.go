@@ -15,8 +15,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/stratus-ccm/stratus/bench/internal/config"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 )
@@ -54,11 +54,16 @@ type Cluster struct {
 	CloudURL     string
 	CloudConfig  string // provider --cloud-config file
 
-	plane      *envtest.Environment
+	plane      *localcluster.ControlPlane
 	kwok       *localcluster.Kwok
 	localcloud *Proc
 	vipClaim   io.Closer
+	logs       []io.Closer
 }
+
+// ServiceCIDR is the cluster's Service range: a /16 holds 65,534
+// ClusterIPs, far more than any run's Services.
+const ServiceCIDR = "10.96.0.0/16"
 
 // ClusterName is the --cluster-name of every contestant.
 const ClusterName = "bench"
@@ -74,10 +79,10 @@ func StartCluster(ctx context.Context, binDir, dir string, knobs CloudKnobs) (c 
 			started.Stop()
 		}
 	}()
-	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil { //nolint:gosec // dir is the run's scratch directory, chosen by the runner or its test
 		return nil, fmt.Errorf("harness: %w", err)
 	}
-	if err := c.startControlPlane(); err != nil {
+	if err := c.startControlPlane(ctx); err != nil {
 		return nil, err
 	}
 	if err := c.startKwok(ctx); err != nil {
@@ -91,29 +96,31 @@ func StartCluster(ctx context.Context, binDir, dir string, knobs CloudKnobs) (c 
 
 func (c *Cluster) logFile(name string) string { return filepath.Join(c.Dir, "logs", name+".log") }
 
-func (c *Cluster) startControlPlane() error {
+func (c *Cluster) startControlPlane(ctx context.Context) error {
 	apiLog, err := os.Create(c.logFile("kube-apiserver"))
 	if err != nil {
 		return fmt.Errorf("harness: %w", err)
 	}
 	etcdLog, err := os.Create(c.logFile("etcd"))
 	if err != nil {
+		_ = apiLog.Close()
 		return fmt.Errorf("harness: %w", err)
 	}
-	api := &envtest.APIServer{Path: filepath.Join(c.BinDir, "kube-apiserver"), Out: apiLog, Err: apiLog, StartTimeout: 3 * time.Minute}
-	// Room for thousands of nodes and hundreds of Services: the envtest
-	// default service range (/24) holds only 254 ClusterIPs.
-	api.Configure().
-		Set("max-requests-inflight", "1000").
-		Set("max-mutating-requests-inflight", "500").
-		Set("service-cluster-ip-range", "10.96.0.0/16")
-	c.plane = &envtest.Environment{
-		ControlPlane:             envtest.ControlPlane{APIServer: api, Etcd: &envtest.Etcd{Path: filepath.Join(c.BinDir, "etcd"), Out: etcdLog, Err: etcdLog, StartTimeout: 2 * time.Minute}},
-		BinaryAssetsDirectory:    c.BinDir,
-		ControlPlaneStartTimeout: 3 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
+	c.logs = append(c.logs, apiLog, etcdLog)
+	// localcluster's processes get SIGKILL when the runner dies, however it
+	// dies, so a crashed or killed run leaves no cluster behind.
+	c.plane = &localcluster.ControlPlane{
+		BinDir: c.BinDir, EtcdDataDir: filepath.Join(c.Dir, "etcd"), CertDir: filepath.Join(c.Dir, "pki"),
+		EtcdLog: etcdLog, APIServerLog: apiLog, StartTimeout: 3 * time.Minute,
+		// Room for thousands of nodes and Services: the default service
+		// range (/24) holds only 254 ClusterIPs.
+		APIServerArgs: []string{
+			"--max-requests-inflight=1000",
+			"--max-mutating-requests-inflight=500",
+			"--service-cluster-ip-range=" + ServiceCIDR,
+		},
 	}
-	cfg, err := c.plane.Start()
+	cfg, err := c.plane.Start(ctx)
 	if err != nil {
 		c.plane = nil
 		return fmt.Errorf("harness: start etcd and kube-apiserver (logs in %s): %w", filepath.Dir(c.logFile("x")), err)
@@ -169,8 +176,8 @@ func (c *Cluster) startLocalcloud(ctx context.Context, k CloudKnobs) error {
 		"--latency="+k.Latency.String(),
 		"--rate-limit="+strconv.FormatFloat(k.RateLimit, 'f', -1, 64),
 		"--rate-burst="+strconv.Itoa(burst),
-		"--quota-instances=20000",
-		"--quota-lbs=5000",
+		"--quota-instances="+strconv.Itoa(config.MaxInstances),
+		"--quota-lbs="+strconv.Itoa(config.MaxLoadBalancers),
 		"--vip-pool="+vipPool)
 	if err != nil {
 		return err
@@ -220,7 +227,10 @@ func (c *Cluster) Stop() {
 		c.kwok.Stop()
 	}
 	if c.plane != nil {
-		_ = c.plane.Stop()
+		c.plane.Stop()
+	}
+	for _, l := range c.logs {
+		_ = l.Close()
 	}
 }
 
@@ -273,8 +283,9 @@ func Poll(ctx context.Context, interval, timeout time.Duration, what string, con
 // address, which localcloud never hands out.
 const vipPoolClaimPort = 64999
 
-// vipPools is how many /20 VIP pools 127.170.0.0/16 holds.
-const vipPools = 16
+// vipPools is how many VIP pools (each a /config.VIPPoolBits, a /20)
+// 127.170.0.0/16 holds.
+const vipPools = 1 << (config.VIPPoolBits - 16)
 
 // ClaimVIPPool returns a /20 of 127.170.0.0/16 that no other cluster on
 // this machine holds, trying the from-th first, and the claim to close
@@ -285,8 +296,9 @@ const vipPools = 16
 func ClaimVIPPool(from int) (string, io.Closer, error) {
 	for i := range vipPools {
 		n := (from + i) % vipPools
-		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{127, 170, byte(16 * n), 0}), 20)
-		last := netip.AddrFrom4([4]byte{127, 170, byte(16*n + 15), 255})
+		stride := 256 / vipPools
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{127, 170, byte(stride * n), 0}), config.VIPPoolBits)
+		last := netip.AddrFrom4([4]byte{127, 170, byte(stride*(n+1) - 1), 255})
 		ln, err := net.Listen("tcp", netip.AddrPortFrom(last, vipPoolClaimPort).String())
 		if err == nil {
 			return p.String(), ln, nil

@@ -1,5 +1,5 @@
 // Package harness starts and measures the real processes a benchmark run
-// needs: etcd and kube-apiserver (envtest), kwok, `stratus localcloud
+// needs: etcd and kube-apiserver (localcluster's control plane), kwok, `stratus localcloud
 // serve`, and the contestant controller managers. It reads CPU time and
 // peak RSS from /proc and client request counts from a manager's /metrics.
 //

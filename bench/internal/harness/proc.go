@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,4 +211,15 @@ func operationOf(method, path string) string {
 		return "CreateInstance"
 	}
 	return "Other"
+}
+
+// CheckBinaries returns an error naming the first of names missing from
+// binDir and the make target that builds it.
+func CheckBinaries(binDir string, names ...string) error {
+	for _, b := range names {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			return fmt.Errorf("%s is missing from %s: run `make tools build` (`make bench` does both, and builds bin/upstream-ccm)", b, binDir)
+		}
+	}
+	return nil
 }

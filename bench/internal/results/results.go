@@ -132,6 +132,13 @@ const (
 // balancer is created.
 const FigFirstAction = "first_action_s"
 
+// Failover: the resident sets of the two replicas right before the leader
+// is killed, every node initialized and a third of the Services created.
+const (
+	FigLeaderRSS  = "leader_rss_mib"
+	FigStandbyRSS = "standby_rss_mib"
+)
+
 // Summary is the median of a figure over repetitions, with its range.
 type Summary struct {
 	Median, Min, Max float64

@@ -223,8 +223,12 @@ type ready struct {
 	ids map[string]string
 }
 
-// stop stops the contestant, then the cluster.
+// stop stops the contestant, then the cluster; what did not start is
+// skipped, so a half-ready cluster stops cleanly.
 func (r *ready) stop() {
+	if r == nil {
+		return
+	}
 	if r.ccm != nil {
 		r.ccm.Stop(30 * time.Second)
 		r.ccm = nil
@@ -237,27 +241,34 @@ func (r *ready) stop() {
 
 // readyCluster starts a cluster, creates the instances, starts c as the
 // leader and registers the nodes named in initialized, waiting until they
-// are initialized. On error, what was started is stopped.
-func (e *Env) readyCluster(ctx context.Context, dir, cloud string, pool int, c harness.Contestant, instances, initialized []string) (r *ready, err error) {
-	r = &ready{}
-	defer func() {
-		if err != nil {
-			r.stop()
-		}
-	}()
-	if r.cl, r.token, err = e.startCluster(ctx, dir, cloud, pool); err != nil {
-		return nil, err
-	}
-	if r.ids, err = r.cl.CreateInstances(ctx, instances); err != nil {
-		return nil, err
-	}
-	if r.ccm, err = e.startLeader(ctx, r.cl, c); err != nil {
-		return nil, err
-	}
-	if _, err = e.initNodes(ctx, r.cl, initialized, r.ccm); err != nil {
+// are initialized. On error, what was started is stopped and the error
+// says which step failed.
+func (e *Env) readyCluster(ctx context.Context, dir, cloud string, pool int, c harness.Contestant, instances, initialized []string) (*ready, error) {
+	// The results are not named: a `return nil, err` must not clear the
+	// value the cleanup below stops.
+	r := &ready{}
+	if err := e.fill(ctx, r, dir, cloud, pool, c, instances, initialized); err != nil {
+		r.stop()
 		return nil, err
 	}
 	return r, nil
+}
+
+func (e *Env) fill(ctx context.Context, r *ready, dir, cloud string, pool int, c harness.Contestant, instances, initialized []string) error {
+	var err error
+	if r.cl, r.token, err = e.startCluster(ctx, dir, cloud, pool); err != nil {
+		return fmt.Errorf("start the cluster: %w", err)
+	}
+	if r.ids, err = r.cl.CreateInstances(ctx, instances); err != nil {
+		return fmt.Errorf("create %d instances: %w", len(instances), err)
+	}
+	if r.ccm, err = e.startLeader(ctx, r.cl, c); err != nil {
+		return fmt.Errorf("start %s: %w", c.Name, err)
+	}
+	if _, err = e.initNodes(ctx, r.cl, initialized, r.ccm); err != nil {
+		return fmt.Errorf("initialize %d nodes: %w", len(initialized), err)
+	}
+	return nil
 }
 
 // startLeader starts replica "a" and waits until it holds the lease.

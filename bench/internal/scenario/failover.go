@@ -55,8 +55,12 @@ func (e *Env) failover(ctx context.Context, c harness.Contestant, cloud, dir str
 	defer tr.Stop()
 	killAt := len(svcs) / 3
 	var tKill time.Time
+	figs := map[string]float64{}
 	for i, s := range svcs {
 		if i == killAt {
+			if err := replicasRSS(figs, leader, standby); err != nil {
+				return nil, nil, err
+			}
 			leader.Kill()
 			tKill = time.Now()
 		}
@@ -65,7 +69,6 @@ func (e *Env) failover(ctx context.Context, c harness.Contestant, cloud, dir str
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	figs := map[string]float64{}
 	if err := harness.Poll(ctx, 100*time.Millisecond, 2*time.Minute, "the standby to take over", func(ctx context.Context) (bool, error) {
 		h, err := cl.LeaseHolder(ctx)
 		return err == nil && h != "" && h != holderA, nil
@@ -92,6 +95,21 @@ func (e *Env) failover(ctx context.Context, c harness.Contestant, cloud, dir str
 	}
 	ops, err := m.finish(ctx, figs)
 	return figs, ops, err
+}
+
+// replicasRSS records the leader's and the standby's resident sets: what
+// a warm standby costs next to the replica doing the work.
+func replicasRSS(figs map[string]float64, leader, standby *harness.CCM) error {
+	l, err := harness.RSSMiB(leader.Pid())
+	if err != nil {
+		return err
+	}
+	s, err := harness.RSSMiB(standby.Pid())
+	if err != nil {
+		return err
+	}
+	figs[results.FigLeaderRSS], figs[results.FigStandbyRSS] = l, s
+	return nil
 }
 
 // duplicates counts load balancers beyond the first for each Service,

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,7 +37,11 @@ func (e *Env) limitDrop(ctx context.Context, cs []harness.Contestant, rep int, p
 		r := results.Run{Scenario: LimitDrop, Cloud: results.CloudRealistic, Contestant: c.Name, Rep: rep, Started: time.Now()}
 		dir, err := e.runDir(fmt.Sprintf("%s-%s-%d", LimitDrop, c.Name, rep))
 		if err == nil {
-			r.Figures, r.CloudOps, err = e.limitDropOne(ctx, c, dir, i)
+			err = guarded(func() (err error) {
+				r.Figures, r.CloudOps, err = e.limitDropOne(ctx, c, dir, i)
+				return err
+			})
+			err = errors.Join(err, sweep(dir))
 		}
 		r.Duration = time.Since(r.Started)
 		if err != nil {

@@ -2,8 +2,10 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -113,6 +115,32 @@ func rotate[T any](xs []T, k int) []T {
 	return append(append(out, xs[k:]...), xs[:k]...)
 }
 
+// guarded runs a run and turns a panic in it into its error, with the
+// stack: the run's own deferred cleanup has stopped its processes by then,
+// and the next runs go on.
+func guarded(run func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return run()
+}
+
+// sweep is the check after a run's own cleanup: no process the run started
+// may still be running. Any that is gets SIGKILL, and the run fails naming
+// it, since a cleanup path missed it.
+func sweep(dir string) error {
+	left, err := harness.KillLeftovers(dir)
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("processes left running after the run's cleanup, now killed: %v", left)
+	}
+	return nil
+}
+
 func report(e *Env, r results.Run) {
 	if r.Error != "" {
 		_, _ = fmt.Fprintf(e.Log, "   %s %s FAILED after %v: %s\n", r.Scenario, r.Contestant, r.Duration.Round(time.Second), r.Error)
@@ -125,7 +153,7 @@ func brief(f map[string]float64) string {
 	out := ""
 	for _, k := range []string{results.FigConverge, results.FigJoin, results.FigFailover, results.FigTakeover, results.FigFirstAction, results.FigDuplicates,
 		results.FigCloudCalls, results.FigJoinUpdates, results.FigBackUnder, results.FigLowThrottle, results.FigCloudThrottle,
-		results.FigCloudPerHour, results.FigCycle, results.FigWindow, results.FigAPIRequests, results.FigCPU, results.FigIdlePeakRSS, results.FigPeakRSS} {
+		results.FigCloudPerHour, results.FigCycle, results.FigWindow, results.FigAPIRequests, results.FigCPU, results.FigIdlePeakRSS, results.FigLeaderRSS, results.FigStandbyRSS, results.FigPeakRSS} {
 		if v, ok := f[k]; ok {
 			out += fmt.Sprintf("%s=%.4g ", k, v)
 		}
@@ -138,7 +166,11 @@ func (e *Env) runOne(ctx context.Context, sc string, c harness.Contestant, cloud
 	name := fmt.Sprintf("%s-%s-%s-%d", sc, cloud, c.Name, rep)
 	dir, err := e.runDir(name)
 	if err == nil {
-		r.Figures, r.CloudOps, err = singles[sc](e, ctx, c, cloud, dir)
+		err = guarded(func() (err error) {
+			r.Figures, r.CloudOps, err = singles[sc](e, ctx, c, cloud, dir)
+			return err
+		})
+		err = errors.Join(err, sweep(dir))
 	}
 	r.Duration = time.Since(r.Started)
 	if err != nil {

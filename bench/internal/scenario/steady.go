@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -93,20 +94,25 @@ func (e *Env) steady(ctx context.Context, groups []steadyGroup, rep int, paralle
 		}
 	}
 	one := func(i int, r *steadyRun, before func()) {
-		defer r.stop()
 		r.started = time.Now()
-		e.logf("steady: preparing %s (%d nodes, %d Services)", r.c.Name, r.nodes, e.S.Services)
-		if _, r.err = e.runDir(filepath.Base(r.dir)); r.err != nil {
-			return
+		if err := guarded(func() error {
+			defer r.stop()
+			e.logf("steady: preparing %s (%d nodes, %d Services)", r.c.Name, r.nodes, e.S.Services)
+			if _, r.err = e.runDir(filepath.Base(r.dir)); r.err != nil {
+				return nil
+			}
+			if r.err = e.prepareSteady(ctx, r, i); r.err != nil {
+				return nil
+			}
+			before()
+			if r.m, r.err = startMeter(ctx, r.cl, r.ccm, r.token); r.err != nil {
+				return nil
+			}
+			e.window(ctx, r)
+			return nil
+		}); err != nil {
+			r.err = err
 		}
-		if r.err = e.prepareSteady(ctx, r, i); r.err != nil {
-			return
-		}
-		before()
-		if r.m, r.err = startMeter(ctx, r.cl, r.ccm, r.token); r.err != nil {
-			return
-		}
-		e.window(ctx, r)
 	}
 	if !parallel {
 		for i, r := range runs {
@@ -147,8 +153,8 @@ func (e *Env) steady(ctx context.Context, groups []steadyGroup, rep int, paralle
 	for i, r := range runs {
 		out[i] = results.Run{Scenario: r.scenario, Cloud: results.CloudRealistic, Contestant: r.c.Name, Rep: rep,
 			Figures: r.figs, CloudOps: r.ops, Started: r.started, Duration: time.Since(r.started)}
-		if r.err != nil {
-			out[i].Error = r.err.Error()
+		if err := errors.Join(r.err, sweep(r.dir)); err != nil {
+			out[i].Error = err.Error()
 		}
 	}
 	return out

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/controller-manager/pkg/clientbuilder"
+	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/internal/teardown"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+	localcloudprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+)
+
+type teardownFlags struct {
+	provider, config, cluster, kubeconfig, output string
+	cidrs                                         []string
+	yes                                           bool
+	wait                                          time.Duration
+}
+
+func newTeardownCommand() *cobra.Command {
+	var f teardownFlags
+	cmd := &cobra.Command{
+		Use:   "teardown --cluster-name NAME --cloud-provider NAME [--cloud-config FILE] [--yes]",
+		Short: "List, and with --yes delete, the load balancers and routes a cluster owns in its cloud",
+		Long: `Lists the load balancers and routes the cloud holds for --cluster-name, through the
+provider's own scoping by cluster name, and with --yes deletes them with the calls the
+controller manager uses, then waits until the cloud no longer lists them. Without --yes
+it is a dry run. It refuses, and leaves, what it cannot prove is the cluster's: a load
+balancer without the Service it was made for, a route outside --cluster-cidr.
+
+Run it after a cluster's Services are gone or its API server is, before deleting the
+cloud credentials: load balancers and routes outlive a cluster torn down without
+deleting every Service first.
+
+Exit codes: 0 nothing is left (dry run: everything found can be deleted), 1 the
+teardown could not run, 2 objects remain (refused, failed, or still listed).`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := klog.NewContext(cmd.Context(), klog.Background())
+			o, err := f.options(ctx)
+			if err != nil {
+				return err
+			}
+			s, err := teardown.Run(ctx, o)
+			if err != nil {
+				return err
+			}
+			if err := teardown.Write(cmd.OutOrStdout(), s, f.output); err != nil {
+				return err
+			}
+			if !s.Clean() {
+				return &teardown.NotCleanError{Summary: s}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.cluster, "cluster-name", "", "The cluster's --cluster-name, as its controller manager ran with it (required)")
+	fl.StringVar(&f.provider, "cloud-provider", localcloudprovider.ProviderName, "The cloud provider, as the controller manager's --cloud-provider")
+	fl.StringVar(&f.config, "cloud-config", "", "The provider's configuration file, as the controller manager's --cloud-config")
+	fl.StringSliceVar(&f.cidrs, "cluster-cidr", nil, "CIDRs the cluster's pod routes lie in; a route outside them is refused (comma-separated, or repeated)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "A kubeconfig for a provider whose Initialize needs the cluster's API server (most need none)")
+	fl.BoolVar(&f.yes, "yes", false, "Delete; without it, only list what would be deleted")
+	fl.DurationVar(&f.wait, "wait", 5*time.Minute, "How long to wait for the cloud to stop listing what was deleted")
+	fl.StringVarP(&f.output, "output", "o", teardown.OutputText, "Output format: text or json")
+	return cmd
+}
+
+// options checks the flags and builds the provider as the controller
+// manager does.
+func (f teardownFlags) options(ctx context.Context) (teardown.Options, error) {
+	if f.cluster == "" {
+		return teardown.Options{}, fmt.Errorf("--cluster-name is required: it scopes every list and deletion")
+	}
+	if f.output != teardown.OutputText && f.output != teardown.OutputJSON {
+		return teardown.Options{}, fmt.Errorf("--output=%q: want %s or %s", f.output, teardown.OutputText, teardown.OutputJSON)
+	}
+	if f.wait <= 0 {
+		return teardown.Options{}, fmt.Errorf("--wait=%v: want a positive duration", f.wait)
+	}
+	o := teardown.Options{ClusterName: f.cluster, Apply: f.yes, Wait: f.wait}
+	for _, c := range f.cidrs {
+		p, err := netip.ParsePrefix(strings.TrimSpace(c))
+		if err != nil {
+			return teardown.Options{}, fmt.Errorf("--cluster-cidr=%q: %w", c, err)
+		}
+		o.ClusterCIDRs = append(o.ClusterCIDRs, p.Masked())
+	}
+	p, err := f.buildProvider(ctx)
+	if err != nil {
+		return teardown.Options{}, err
+	}
+	o.Cloud = p
+	return o, nil
+}
+
+func (f teardownFlags) buildProvider(ctx context.Context) (p cloudprovider.Interface, err error) {
+	reg := cloud.NewRegistry()
+	if err := reg.Register(localcloudprovider.ProviderName, localcloudprovider.New); err != nil {
+		return nil, err
+	}
+	in := cloud.Inputs{Name: f.provider, ClusterName: f.cluster}
+	if f.config != "" {
+		b, err := os.ReadFile(f.config)
+		if err != nil {
+			return nil, fmt.Errorf("--cloud-config: %w", err)
+		}
+		in.Config = bytes.NewReader(b)
+	}
+	if p, err = reg.Build(ctx, in); err != nil {
+		return nil, err
+	}
+	return p, f.initialize(p)
+}
+
+// initialize calls the provider's Initialize, as the controller manager
+// does before any other call, with a client builder for --kubeconfig, or
+// one that refuses when none was given; a provider that insists (its
+// Initialize panics, as with ClientOrDie) is reported, not a crash.
+func (f teardownFlags) initialize(p cloudprovider.Interface) (err error) {
+	var builder cloudprovider.ControllerClientBuilder = noClusterBuilder{}
+	if f.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig: %w", err)
+		}
+		builder = clientbuilder.SimpleControllerClientBuilder{ClientConfig: cfg}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cloud provider %q: Initialize failed (%v); pass --kubeconfig if it needs the cluster's API server", f.provider, r)
+		}
+	}()
+	// Never closed: what the provider starts lives as long as the command.
+	p.Initialize(builder, make(chan struct{}))
+	return nil
+}
+
+// errNoCluster is what a provider gets when it asks for a client and no
+// --kubeconfig was given.
+var errNoCluster = errors.New("no --kubeconfig given: teardown runs without the cluster's API server")
+
+// noClusterBuilder is the client builder without a cluster: Config and
+// Client fail, and their OrDie forms panic as upstream's do on failure
+// (Initialize's panic is then reported by initialize).
+type noClusterBuilder struct{}
+
+func (noClusterBuilder) Config(string) (*rest.Config, error) { return nil, errNoCluster }
+func (noClusterBuilder) ConfigOrDie(string) *rest.Config     { panic(errNoCluster) }
+func (noClusterBuilder) Client(string) (kubernetes.Interface, error) {
+	return nil, errNoCluster
+}
+func (noClusterBuilder) ClientOrDie(string) kubernetes.Interface { panic(errNoCluster) }

@@ -139,7 +139,7 @@ func write(cfg config.Config, res results.Results) error {
 	if _, err := report.WriteCharts(cfg.ChartsDir, in); err != nil {
 		return err
 	}
-	return report.UpdateFile(cfg.DocPath, report.Render(in))
+	return report.UpdateFileSection(cfg.DocPath, cfg.Section, report.Render(in))
 }
 
 // keptRuns returns the runs of an earlier results file that this

@@ -25,6 +25,10 @@ type Config struct {
 	DocPath, ResultsPath, ChartsDir string
 	// ChartLink is the charts' directory relative to the doc.
 	ChartLink string
+	// Section names the doc's generated section: "" for the default
+	// scale, the scale's name for the others, so that each scale keeps
+	// its own figures.
+	Section string
 }
 
 // The largest sizes a run can have, refused up front beyond: every cluster
@@ -72,8 +76,22 @@ func Load(getenv func(string) string, root string) (Config, error) {
 		// steady itself idles at 5,000 nodes then.
 		s.Scale, s.Nodes = "large", 5000
 		s.Scenarios = slices.DeleteFunc(slices.Clone(s.Scenarios), func(sc string) bool { return sc == "steady5k" })
+	case "xlarge":
+		// 10,000 nodes: node initialization, 2,000 Services on a few
+		// hundred nodes then 100 joins, and the idle cluster, against
+		// upstream at its defaults. One 10,000-node cluster at a time:
+		// two (with their kube-apiserver, etcd and kwok) and the
+		// contestants' caches do not fit this machine's memory side by
+		// side with room to spare, and the steady figures are CPU and
+		// memory, which a neighbour would disturb.
+		s.Scale, s.Nodes, s.IdleNodes = "xlarge", 10000, 10000
+		s.Services, s.LBNodes, s.JoinNodes = 2000, 300, 100
+		s.Scenarios = []string{"nodeinit", "lb", "steady"}
+		s.Contestants = []string{"upstream", "stratus"}
+		c.SteadyParallel = false
+		c.PhaseTimeout = 30 * time.Minute
 	default:
-		bad("BENCH_SCALE", v, "want default or large")
+		bad("BENCH_SCALE", v, "want default, large or xlarge")
 	}
 	if v := getenv("BENCH_QUICK"); v != "" && v != "0" {
 		s.Quick, s.Scale = true, "quick"
@@ -178,17 +196,24 @@ func Load(getenv func(string) string, root string) (Config, error) {
 	c.ChartsDir = filepath.Join(root, "docs", "benchmarks")
 	c.ChartLink = "benchmarks"
 	c.ResultsPath = filepath.Join(root, "bench", "results", s.Scale+".json")
+	if s.Scale != "default" {
+		// A scale of its own: a section of the doc and a charts directory
+		// of its own, beside the default scale's.
+		c.Section = s.Scale
+		c.ChartsDir = filepath.Join(c.ChartsDir, s.Scale)
+		c.ChartLink = "benchmarks/" + s.Scale
+	}
 	switch {
 	case s.Quick:
 		// A smoke run must not overwrite the published figures.
 		out := filepath.Join(root, "bench", "results", "quick")
-		c.DocPath, c.ChartsDir, c.ChartLink = filepath.Join(out, "benchmarks.md"), filepath.Join(out, "charts"), "charts"
+		c.DocPath, c.ChartsDir, c.ChartLink, c.Section = filepath.Join(out, "benchmarks.md"), filepath.Join(out, "charts"), "charts", ""
 		c.ResultsPath = filepath.Join(root, "bench", "results", "quick.json")
 	case custom:
 		// Nor a run at other sizes or against another cloud: its figures go
 		// beside the published ones, with their settings.
 		out := filepath.Join(root, "bench", "results", "custom")
-		c.DocPath, c.ChartsDir, c.ChartLink = filepath.Join(out, "benchmarks.md"), filepath.Join(out, "charts"), "charts"
+		c.DocPath, c.ChartsDir, c.ChartLink, c.Section = filepath.Join(out, "benchmarks.md"), filepath.Join(out, "charts"), "charts", ""
 		c.ResultsPath = filepath.Join(root, "bench", "results", "custom-"+s.Scale+".json")
 	}
 	return c, nil

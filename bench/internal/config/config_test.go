@@ -133,3 +133,28 @@ func TestSizesBeyondTheCloudAreRefusedUpFront(t *testing.T) {
 		t.Fatalf("settings at the bounds: %+v, %v", c.S, err)
 	}
 }
+
+// The 10,000-node scale: the sizes of issue's scale targets, one cluster
+// at a time, its own results file, doc section and charts.
+func TestXLargeScale(t *testing.T) {
+	c, err := Load(env(map[string]string{"BENCH_SCALE": "xlarge"}), "/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.S
+	if s.Nodes != 10000 || s.IdleNodes != 10000 || s.Services != 2000 || s.LBNodes != 300 || s.JoinNodes != 100 {
+		t.Fatalf("sizes = %+v", s)
+	}
+	if strings.Join(s.Scenarios, ",") != "nodeinit,lb,steady" || strings.Join(s.Contestants, ",") != "upstream,stratus" || c.SteadyParallel {
+		t.Fatalf("scenarios %v, contestants %v, side by side %v", s.Scenarios, s.Contestants, c.SteadyParallel)
+	}
+	if c.ResultsPath != "/r/bench/results/xlarge.json" || c.DocPath != "/r/docs/benchmarks.md" || c.Section != "xlarge" ||
+		c.ChartsDir != "/r/docs/benchmarks/xlarge" || c.ChartLink != "benchmarks/xlarge" {
+		t.Fatalf("outputs = %s %s %q %s %s", c.ResultsPath, c.DocPath, c.Section, c.ChartsDir, c.ChartLink)
+	}
+	// The default scale keeps the doc's first section.
+	d, err := Load(env(nil), "/r")
+	if err != nil || d.Section != "" || d.ChartsDir != "/r/docs/benchmarks" {
+		t.Fatalf("default: section %q, charts %s, %v", d.Section, d.ChartsDir, err)
+	}
+}

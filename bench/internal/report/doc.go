@@ -36,13 +36,29 @@ For each target the generated section marks as missed, say why here.
 `
 }
 
+// markers returns the markers of the section called name: the default
+// scale's section ("") or one of its own per scale ("xlarge"), so that a
+// run at one scale keeps the others' figures.
+func markers(name string) (begin, end string) {
+	if name == "" {
+		return BeginMarker, EndMarker
+	}
+	return "<!-- BEGIN make bench " + name + " -->", "<!-- END make bench " + name + " -->"
+}
+
 // ReplaceSection puts section between the markers of doc, keeping
 // everything outside them byte for byte. A document without markers gets
 // them appended; one with a marker missing or out of order is an error,
 // since guessing could destroy hand-written text.
 func ReplaceSection(doc, section string) (string, error) {
-	b := strings.Index(doc, BeginMarker)
-	e := strings.Index(doc, EndMarker)
+	return ReplaceNamedSection(doc, "", section)
+}
+
+// ReplaceNamedSection is ReplaceSection for the section called name.
+func ReplaceNamedSection(doc, name, section string) (string, error) {
+	begin, end := markers(name)
+	b := strings.Index(doc, begin)
+	e := strings.Index(doc, end)
 	switch {
 	case b < 0 && e < 0:
 		sep := "\n"
@@ -51,20 +67,23 @@ func ReplaceSection(doc, section string) (string, error) {
 		} else if !strings.HasSuffix(doc, "\n") {
 			sep = "\n\n"
 		}
-		return doc + sep + BeginMarker + "\n" + strings.TrimRight(section, "\n") + "\n" + EndMarker + "\n", nil
+		return doc + sep + begin + "\n" + strings.TrimRight(section, "\n") + "\n" + end + "\n", nil
 	case b < 0 || e < 0 || e < b:
-		return "", errors.New("report: the document has a broken pair of make bench markers; fix them by hand")
-	case strings.Count(doc, BeginMarker) > 1 || strings.Count(doc, EndMarker) > 1:
-		return "", errors.New("report: the document has more than one pair of make bench markers")
+		return "", fmt.Errorf("report: the document has a broken pair of %q markers; fix them by hand", begin)
+	case strings.Count(doc, begin) > 1 || strings.Count(doc, end) > 1:
+		return "", fmt.Errorf("report: the document has more than one pair of %q markers", begin)
 	}
-	head := doc[:b+len(BeginMarker)]
+	head := doc[:b+len(begin)]
 	tail := doc[e:]
 	return head + "\n" + strings.TrimRight(section, "\n") + "\n" + tail, nil
 }
 
 // UpdateFile rewrites the generated section of the file at path, creating
 // the file from NewDocument when it does not exist.
-func UpdateFile(path, section string) error {
+func UpdateFile(path, section string) error { return UpdateFileSection(path, "", section) }
+
+// UpdateFileSection is UpdateFile for the section called name.
+func UpdateFileSection(path, name, section string) error {
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -72,7 +91,7 @@ func UpdateFile(path, section string) error {
 	case err != nil:
 		return fmt.Errorf("report: read %s: %w", path, err)
 	}
-	out, err := ReplaceSection(string(data), section)
+	out, err := ReplaceNamedSection(string(data), name, section)
 	if err != nil {
 		return fmt.Errorf("report: %s: %w", path, err)
 	}

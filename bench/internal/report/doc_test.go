@@ -85,3 +85,23 @@ func TestNiceCeilRoundsUpToRoundAxisEnds(t *testing.T) {
 		}
 	}
 }
+
+// A scale's section lives between markers of its own: replacing it keeps
+// the default section, and the default's replacement keeps it.
+func TestNamedSectionsAreIndependent(t *testing.T) {
+	doc := "# T\n" + BeginMarker + "\ndefault figures\n" + EndMarker + "\n"
+	withX, err := ReplaceNamedSection(doc, "xlarge", "10k figures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(withX, "default figures") || !strings.Contains(withX, "<!-- BEGIN make bench xlarge -->\n10k figures\n<!-- END make bench xlarge -->") {
+		t.Fatalf("after the xlarge section:\n%s", withX)
+	}
+	again, err := ReplaceSection(withX, "new default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(again, "10k figures") || !strings.Contains(again, BeginMarker+"\nnew default\n"+EndMarker) || strings.Contains(again, "default figures") {
+		t.Fatalf("after the default section:\n%s", again)
+	}
+}

@@ -139,7 +139,32 @@ func write(cfg config.Config, res results.Results) error {
 	if _, err := report.WriteCharts(cfg.ChartsDir, in); err != nil {
 		return err
 	}
-	return report.UpdateFileSection(cfg.DocPath, cfg.Section, report.Render(in))
+	if err := report.UpdateFileSection(cfg.DocPath, cfg.Section, report.Render(in)); err != nil {
+		return err
+	}
+	if !cfg.Published {
+		return nil
+	}
+	return writeGrowth(cfg, in.Contestants)
+}
+
+// writeGrowth renders how the figures grow with the node count from every
+// scale's published results, once two scales' are there.
+func writeGrowth(cfg config.Config, cs []report.Contestant) error {
+	var all []results.Results
+	for _, scale := range []string{"default", "large", "xlarge"} {
+		if r, err := load(filepath.Join(filepath.Dir(cfg.ResultsPath), scale+".json")); err == nil {
+			all = append(all, r)
+		}
+	}
+	gs := report.CollectGrowth(all)
+	docs := filepath.Dir(cfg.DocPath)
+	files, err := report.WriteGrowthCharts(filepath.Join(docs, "benchmarks"), gs, cs)
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	return report.UpdateFileSection(cfg.DocPath, report.GrowthSection,
+		report.RenderGrowth(gs, cs, func(f string) string { return "benchmarks/" + f }))
 }
 
 // keptRuns returns the runs of an earlier results file that this

@@ -25,6 +25,9 @@ type Config struct {
 	DocPath, ResultsPath, ChartsDir string
 	// ChartLink is the charts' directory relative to the doc.
 	ChartLink string
+	// Published is true when the run writes the published figures
+	// (docs/benchmarks.md), false for a smoke or custom run.
+	Published bool
 	// Section names the doc's generated section: "" for the default
 	// scale, the scale's name for the others, so that each scale keeps
 	// its own figures.
@@ -196,6 +199,7 @@ func Load(getenv func(string) string, root string) (Config, error) {
 	c.ChartsDir = filepath.Join(root, "docs", "benchmarks")
 	c.ChartLink = "benchmarks"
 	c.ResultsPath = filepath.Join(root, "bench", "results", s.Scale+".json")
+	c.Published = !s.Quick && !custom
 	if s.Scale != "default" {
 		// A scale of its own: a section of the doc and a charts directory
 		// of its own, beside the default scale's.

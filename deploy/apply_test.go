@@ -22,8 +22,9 @@ import (
 
 // TestManifestsApplyToAnAPIServer applies every rendered file to a real
 // kube-apiserver with strict server-side field validation. The
-// ServiceMonitor is validated by the Prometheus Operator's own CRD, which
-// the test installs first (deploy/testdata). Then it reads the stored
+// ServiceMonitor, PodMonitor and PrometheusRule are validated by the
+// Prometheus Operator's own CRDs, which the test installs first
+// (deploy/testdata). Then it reads the stored
 // workloads back, checks the pod against the restricted Pod Security
 // Standard, and asks what each ServiceAccount may do.
 func TestManifestsApplyToAnAPIServer(t *testing.T) {
@@ -82,7 +83,8 @@ func checkApplyIsStrict(ctx context.Context, t *testing.T, cfg *rest.Config) {
 
 func applyMonitoring(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	t.Helper()
-	for _, file := range []string{"testdata/monitoring.coreos.com_servicemonitors.yaml", "testdata/monitoring.coreos.com_podmonitors.yaml"} {
+	for _, file := range []string{"testdata/monitoring.coreos.com_servicemonitors.yaml", "testdata/monitoring.coreos.com_podmonitors.yaml",
+		"testdata/monitoring.coreos.com_prometheusrules.yaml"} {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -99,7 +101,7 @@ func applyMonitoring(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"ServiceMonitor", "PodMonitor"} {
+	for _, kind := range []string{"ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap"} {
 		if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == kind }) {
 			t.Fatalf("%s holds no %s", deploy.Monitoring, kind)
 		}

@@ -7,5 +7,9 @@
 //     the plain manifests in deploy/ equal to what the chart renders
 //     (cmd/manifests writes them: make manifests);
 //   - image assembles the OCI image without a container engine (cmd/image:
-//     make image).
+//     make image);
+//   - monitoring reads the PromQL of the chart's Grafana dashboard and
+//     Prometheus rules, and its tests hold them to the metrics a running
+//     Stratus exports and run the rules' unit tests through promtool, the
+//     Prometheus rule-test code as a library.
 package dist

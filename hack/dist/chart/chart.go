@@ -126,6 +126,10 @@ type Variant struct {
 	// File is the path under deploy/.
 	File    string
 	Options Options
+	// Extract, if set, turns the rendered objects into the file's content
+	// (a plain file rather than manifests); it is written without Header
+	// when it returns JSON.
+	Extract func(rendered string) ([]byte, error)
 }
 
 // Variants are what deploy/ holds. Only stratus.yaml sits at the top, so
@@ -140,11 +144,23 @@ func Variants() []Variant {
 			Values:   map[string]any{"allocateNodeCIDRs": true, "configureCloudRoutes": true, "clusterCIDR": "10.244.0.0/16"},
 			ShowOnly: []string{"templates/rbac.yaml"},
 		}},
-		{File: "monitoring/stratus-monitoring.yaml", Options: Options{
-			Values:   map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "podMonitor": map[string]any{"enabled": true}},
-			ShowOnly: []string{"templates/metrics.yaml", "templates/servicemonitor.yaml", "templates/podmonitor.yaml"},
-		}},
+		{File: "monitoring/stratus-monitoring.yaml", Options: monitoringOptions},
+		// The same dashboard and alerts as plain files, for a Grafana
+		// without the sidecar and a Prometheus without the operator.
+		{File: "monitoring/stratus-dashboard.json", Options: monitoringOptions, Extract: dashboardJSON},
+		{File: "monitoring/stratus-rules.yaml", Options: monitoringOptions, Extract: rulesFile},
 	}
+}
+
+// monitoringOptions render everything the chart offers Prometheus and
+// Grafana.
+var monitoringOptions = Options{
+	Values: map[string]any{
+		"serviceMonitor": map[string]any{"enabled": true}, "podMonitor": map[string]any{"enabled": true},
+		"grafanaDashboard": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true},
+	},
+	ShowOnly: []string{"templates/metrics.yaml", "templates/servicemonitor.yaml", "templates/podmonitor.yaml",
+		"templates/dashboard.yaml", "templates/prometheusrule.yaml"},
 }
 
 // Header starts every file in deploy/.
@@ -162,7 +178,13 @@ func WriteManifests(chartDir, deployDir string) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // checked-in sources are world-readable
 			return fmt.Errorf("%s: %w", v.File, err)
 		}
-		if err := os.WriteFile(path, []byte(Header+out), 0o644); err != nil { //nolint:gosec // checked-in sources are world-readable
+		content := []byte(Header + out)
+		if v.Extract != nil {
+			if content, err = v.Extract(out); err != nil {
+				return fmt.Errorf("%s: %w", v.File, err)
+			}
+		}
+		if err := os.WriteFile(path, content, 0o644); err != nil { //nolint:gosec // checked-in sources are world-readable
 			return fmt.Errorf("%s: %w", v.File, err)
 		}
 	}

@@ -1,0 +1,59 @@
+{{/*
+stratus.alertGroups: the rule groups of the PrometheusRule and of the plain
+rules file, built only from metrics Stratus exports. Failing syncs are
+measured over 10m windows because a failing Node or Service is retried at
+least every 5 minutes (the controllers' maximum backoff): a shorter window
+would see gaps between retries and reset the alert's "for".
+Grafana/Prometheus template braces are escaped as {{`{{ ... }}`}}.
+*/}}
+{{- define "stratus.alertGroups" -}}
+{{- $r := .Values.prometheusRule -}}
+groups:
+  - name: stratus
+    rules:
+      - alert: StratusNodeInitializationFailing
+        expr: sum(rate(stratus_node_initializations_total{result!="success"}[10m])) > 0
+        for: {{ $r.nodeInitFailingFor }}
+        labels:
+          severity: {{ $r.severity }}
+        annotations:
+          summary: Nodes have stayed uninitialized for more than {{ $r.nodeInitFailingFor }}.
+          description: {{`Stratus has failed to initialize Nodes for more than `}}{{ $r.nodeInitFailingFor }}{{` ({{ $value | humanize }} failed attempts per second); they keep the uninitialized taint and get no pods.`}}
+          runbook_url: https://github.com/stratus-ccm/stratus/blob/main/docs/operations.md#stratusnodeinitializationfailing
+      - alert: StratusServiceSyncFailing
+        expr: sum(rate(stratus_service_syncs_total{result="error"}[10m])) > 0
+        for: {{ $r.serviceSyncFailingFor }}
+        labels:
+          severity: {{ $r.severity }}
+        annotations:
+          summary: A Service of type LoadBalancer has failed to sync for more than {{ $r.serviceSyncFailingFor }}.
+          description: {{`Service syncs have kept failing for more than `}}{{ $r.serviceSyncFailingFor }}{{` ({{ $value | humanize }} errors per second); its load balancer is pending or out of date.`}}
+          runbook_url: https://github.com/stratus-ccm/stratus/blob/main/docs/operations.md#stratusservicesyncfailing
+      - alert: StratusCloudThrottled
+        expr: sum(rate(stratus_cloud_throttled_total[5m])) / sum(rate(stratus_cloud_requests_total[5m])) > {{ $r.throttledRatio }}
+        for: {{ $r.throttledFor }}
+        labels:
+          severity: {{ $r.severity }}
+        annotations:
+          summary: The cloud has throttled a share above {{ $r.throttledRatio }} of Stratus' cloud calls for {{ $r.throttledFor }}.
+          description: "{{`{{ $value | humanizePercentage }}`}} of cloud calls are answered with throttling although Stratus paces them."
+          runbook_url: https://github.com/stratus-ccm/stratus/blob/main/docs/operations.md#stratuscloudthrottled
+      - alert: StratusNoLeader
+        expr: sum(stratus_leader_is_leading) < 1 or absent(stratus_leader_is_leading)
+        for: {{ $r.noLeaderFor }}
+        labels:
+          severity: {{ $r.severity }}
+        annotations:
+          summary: No Stratus replica has led for {{ $r.noLeaderFor }}.
+          description: No replica holds the Lease, so no controller runs; new Nodes stay uninitialized and Services pending.
+          runbook_url: https://github.com/stratus-ccm/stratus/blob/main/docs/operations.md#stratusnoleader
+      - alert: StratusCloudErrors
+        expr: sum(rate(stratus_cloud_requests_total{result="error"}[5m])) / sum(rate(stratus_cloud_requests_total[5m])) > {{ $r.cloudErrorRatio }}
+        for: {{ $r.cloudErrorFor }}
+        labels:
+          severity: {{ $r.severity }}
+        annotations:
+          summary: A share above {{ $r.cloudErrorRatio }} of Stratus' cloud calls has failed for {{ $r.cloudErrorFor }}.
+          description: "{{`{{ $value | humanizePercentage }}`}} of cloud calls fail."
+          runbook_url: https://github.com/stratus-ccm/stratus/blob/main/docs/operations.md#stratusclouderrors
+{{- end }}

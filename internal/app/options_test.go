@@ -222,13 +222,13 @@ func TestResolveControllers(t *testing.T) {
 		spec []string
 		want string
 	}{
-		{[]string{"*"}, strings.Join(allControllers, ",")},
+		{[]string{"*"}, strings.Join(names(builtinControllers()), ",")},
 		{[]string{"*", "-route"}, "cloud-node-controller,cloud-node-lifecycle-controller,service-lb-controller,node-ipam-controller"},
 		{[]string{"service", "cloud-node"}, "cloud-node-controller,service-lb-controller"},
 		{[]string{"nodeipam"}, "node-ipam-controller"},
 	}
 	for _, c := range cases {
-		got, err := resolveControllers(c.spec, builtinKnown())
+		got, err := resolveControllers(c.spec, builtinControllers())
 		if err != nil {
 			t.Fatalf("%v: %v", c.spec, err)
 		}

@@ -46,9 +46,6 @@ type Deps struct {
 		prometheus.Registerer
 		prometheus.Gatherer
 	}
-	// Starters maps controller names to their start functions; nil uses the
-	// built-in table. Tests replace it to observe what runs.
-	Starters map[string]StartFunc
 	// Extra are controllers a provider's own binary adds to the built-in
 	// ones; --controllers enables and disables them by name like the rest.
 	Extra []ExtraController
@@ -67,23 +64,23 @@ type Deps struct {
 // leader lease, which returns an error so the process exits non-zero.
 func Run(ctx context.Context, o *Options, deps Deps) error {
 	log := klog.FromContext(ctx)
-	starters, known, err := controllerTable(deps)
+	table, err := controllerTable(deps)
 	if err != nil {
 		return err
 	}
 	// The flags and the provider's cloud config, all errors at once and
 	// before anything seeks the lease.
-	if err := errors.Join(o.validate(known), checkCloudConfig(o, deps.Providers)); err != nil {
+	if err := errors.Join(o.validate(table), checkCloudConfig(o, deps.Providers)); err != nil {
 		return err
 	}
 	for _, w := range o.Warnings() {
 		log.Info("Warning: flag has no effect", "reason", w)
 	}
-	enabled, err := resolveControllers(o.Controllers, known)
+	enabled, err := resolveControllers(o.Controllers, table)
 	if err != nil {
 		return err
 	}
-	migration, err := loadMigration(o)
+	migration, err := loadMigration(o, table)
 	if err != nil {
 		return err
 	}
@@ -144,7 +141,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 			return err
 		}
 	}
-	if err := mgr.Add(&cacheWarmer{cache: mgr.GetCache(), kinds: kindsFor(enabled), synced: synced, l: lead}); err != nil {
+	if err := mgr.Add(&cacheWarmer{cache: mgr.GetCache(), kinds: kindsFor(enabled, table), synced: synced, l: lead}); err != nil {
 		return fmt.Errorf("add cache warmer: %w", err)
 	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics}
@@ -152,7 +149,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters, restCfg: restCfg,
+	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters(table), restCfg: restCfg,
 		informers: informerFactory, ids: ids, migration: migration, lead: lead, synced: synced,
 		startInterval: o.ControllerStartInterval, wait: waitContext}); err != nil {
 		return fmt.Errorf("add controllers: %w", err)

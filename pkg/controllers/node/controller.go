@@ -32,6 +32,13 @@ import (
 // logs and the --controllers flag carry it.
 const ControllerName = "cloud-node-controller"
 
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&v1.Node{}} }
+
 // Event reasons. Synced is upstream's; the warnings name why a Node stays
 // uninitialized.
 const (

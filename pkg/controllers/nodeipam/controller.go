@@ -35,6 +35,13 @@ import (
 // ControllerName is the upstream name of this controller.
 const ControllerName = "node-ipam-controller"
 
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&corev1.Node{}} }
+
 // Event reasons. CIDRNotAvailable and CIDRAssignmentFailed are upstream's.
 const (
 	ReasonCIDRNotAvailable      = "CIDRNotAvailable"

@@ -30,6 +30,13 @@ import (
 // ControllerName is the upstream name of this controller.
 const ControllerName = "node-route-controller"
 
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&corev1.Node{}} }
+
 // Event reasons and condition reasons, as upstream spells them.
 const (
 	ReasonFailedToCreateRoute = "FailedToCreateRoute"

@@ -30,6 +30,13 @@ import (
 // logs, the field manager of its writes and the --controllers flag carry it.
 const ControllerName = "service-lb-controller"
 
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes and Services). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&v1.Node{}, &v1.Service{}} }
+
 // Defaults of Config.
 const (
 	// DefaultWorkers: Services are independent, so syncs run in parallel;

@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // RefreshResult summarises one refresh period.
@@ -34,7 +34,7 @@ type RefreshResult struct {
 // time at once, until ctx ends.
 func (c *Controller) runRefresh(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", ControllerName))
-	ctx = observe.WithController(ctx, ControllerName)
+	ctx = kit.WithController(ctx, ControllerName)
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if _, err := c.Refresh(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Refreshing node addresses and labels failed; next period retries")

@@ -13,6 +13,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // apiError marks a failed write to the API server, so that the failure is
@@ -170,7 +172,11 @@ func (c *Controller) initFailed(ctx context.Context, node *v1.Node, err error) e
 	}
 	reason, result := classify(err)
 	c.metrics.inits.WithLabelValues(result).Inc()
-	c.event(node, v1.EventTypeWarning, reason, actionInitialize, "Node not initialized: %v", err)
+	if _, later := cloud.RetryAfter(err); !later {
+		// A RetryError is the cloud's work in progress, not a failure
+		// worth a warning (see kit.RetryLater).
+		c.event(node, v1.EventTypeWarning, reason, actionInitialize, "Node not initialized: %v", err)
+	}
 	logger(ctx, node).Info("Node not initialized, will retry", "reason", reason, "err", err)
 	if result != resultAPIError {
 		// The next attempt needs a list answer newer than this failure.

@@ -203,6 +203,10 @@ func TestSyncHonoursRetryAfter(t *testing.T) {
 	if err != nil || res.RequeueAfter != 7*time.Second {
 		t.Fatalf("Reconcile = %+v, %v; want RequeueAfter 7s", res, err)
 	}
+	// The cloud's work in progress is no failure worth a warning.
+	if ev := h.events(); len(ev) != 0 {
+		t.Errorf("events after a RetryError = %v, want none", ev)
+	}
 }
 
 func TestSyncFailureDoesNotAffectOtherNodes(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
@@ -20,10 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // ControllerName is the controller's name, as upstream spells it; events,
@@ -66,6 +64,9 @@ type Deps struct {
 	Lister cloud.InstanceLister
 	// Recorder emits events on Nodes; nil emits none.
 	Recorder events.EventRecorder
+	// Recovery, when set, tells the controller that the cloud answers again
+	// after an outage: a monitor period runs at once.
+	Recovery cloud.RecoveryNotifier
 	// Registerer receives the metrics; nil registers none.
 	Registerer prometheus.Registerer
 }
@@ -86,6 +87,8 @@ type Controller struct {
 	recorder  events.EventRecorder
 	metrics   *metrics
 	cfg       Config
+	// queue is captured when the controller starts, for recovery.
+	queue kit.Queue[pass]
 }
 
 // New builds the controller; it starts nothing.
@@ -106,9 +109,15 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
-		recorder: deps.Recorder, metrics: m, cfg: cfg}, nil
+	c := &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
+		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg}
+	kit.OnRecovered(deps.Recovery, c.recovered)
+	return c, nil
 }
+
+// recovered runs a monitor period now that the cloud answers again: the
+// one that failed during the outage would otherwise wait for the next.
+func (c *Controller) recovered() { c.queue.Add(pass{}) }
 
 // pass is the controller's one work item: every period covers every Node,
 // so the queue never holds more than one.
@@ -123,10 +132,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 	}
 	err := builder.TypedControllerManagedBy[pass](mgr).
 		Named(ControllerName).
-		WatchesRawSource(source.TypedFunc[pass](func(_ context.Context, q workqueue.TypedRateLimitingInterface[pass]) error {
-			q.Add(pass{})
-			return nil
-		})).
+		WatchesRawSource(c.queue.Source(pass{})).
 		WithOptions(controller.TypedOptions[pass]{MaxConcurrentReconciles: 1}).
 		Complete(c)
 	if err != nil {
@@ -140,7 +146,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 // not sooner, as upstream's monitor does: a cloud that failed to answer is
 // not asked again at once.
 func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
-	ctx = observe.WithController(ctx, ControllerName)
+	ctx = kit.WithController(ctx, ControllerName)
 	if _, err := c.sync(ctx, p); err != nil && ctx.Err() == nil {
 		klog.FromContext(ctx).Error(err, "Monitoring nodes failed; next period retries")
 	}
@@ -350,9 +356,7 @@ func (c *Controller) removeShutdownTaint(ctx context.Context, n *v1.Node) error 
 }
 
 func (c *Controller) event(n *v1.Node, typ, reason, action, note string, args ...any) {
-	if c.recorder != nil {
-		c.recorder.Eventf(n, nil, typ, reason, action, note, args...)
-	}
+	c.recorder.Eventf(n, nil, typ, reason, action, note, args...)
 }
 
 // isReady reports whether the Node's Ready condition is True; a missing

@@ -196,7 +196,7 @@ func newHarness(t *testing.T, cfg Config, objs ...client.Object) *harness {
 	}
 	h.q = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[key]())
 	t.Cleanup(h.q.ShutDown)
-	c.queue.Store(&h.q)
+	c.queue.Set(h.q)
 	h.c = c
 	for _, o := range objs {
 		if n, ok := o.(*v1.Node); ok {

@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 func TestNodeTrackerVersion(t *testing.T) {
@@ -98,7 +100,7 @@ func TestNodePassQueuesOnlyOutdated(t *testing.T) {
 }
 
 // A RetryError is not a failure: the Service comes back after the delay
-// the cloud asked for (at least minRetryAfter). Any other error is
+// the cloud asked for (at least kit.MinRetryAfter). Any other error is
 // returned, for the queue's per-Service backoff.
 func TestReconcileRetryErrorAndBackoff(t *testing.T) {
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
@@ -111,8 +113,8 @@ func TestReconcileRetryErrorAndBackoff(t *testing.T) {
 		t.Errorf("after a RetryError of 2s: %+v, %v; want RequeueAfter 2s and no error", res, err)
 	}
 	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 0))
-	if res, _ := h.c.Reconcile(ctx, k); res.RequeueAfter != minRetryAfter {
-		t.Errorf("after a RetryError without delay: RequeueAfter %v, want %v", res.RequeueAfter, minRetryAfter)
+	if res, _ := h.c.Reconcile(ctx, k); res.RequeueAfter != kit.MinRetryAfter {
+		t.Errorf("after a RetryError without delay: RequeueAfter %v, want %v", res.RequeueAfter, kit.MinRetryAfter)
 	}
 	h.lb.failNext("EnsureLoadBalancer", errors.New("boom"))
 	if res, err := h.c.Reconcile(ctx, k); err == nil || res != (reconcile.Result{}) {
@@ -121,7 +123,7 @@ func TestReconcileRetryErrorAndBackoff(t *testing.T) {
 	if res, err := h.c.Reconcile(ctx, k); err != nil || res != (reconcile.Result{}) {
 		t.Errorf("success: %+v, %v", res, err)
 	}
-	for result, want := range map[string]float64{resultRetry: 2, resultError: 1, resultSuccess: 1} {
+	for result, want := range map[string]float64{kit.ResultRetry: 2, kit.ResultError: 1, kit.ResultSuccess: 1} {
 		if got := testutil.ToFloat64(h.c.metrics.syncs.WithLabelValues(result)); got != want {
 			t.Errorf("%s{result=%s} = %v, want %v", MetricSyncsTotal, result, got, want)
 		}

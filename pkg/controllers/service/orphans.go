@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // orphanTracker remembers since when each orphan has been seen, so that
@@ -108,11 +109,11 @@ func (c *Controller) deleteOrphan(ctx context.Context, lb cloud.LoadBalancer) bo
 		Namespace: lb.ServiceNamespace, Name: lb.ServiceName, UID: lb.ServiceUID,
 	}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}}
 	if err := c.lb.EnsureLoadBalancerDeleted(ctx, c.cfg.ClusterName, svc); err != nil {
-		c.metrics.orphanDeletes.WithLabelValues(resultError).Inc()
+		c.metrics.orphanDeletes.WithLabelValues(kit.ResultError).Inc()
 		logger.Error(err, "Deleting orphaned load balancer failed")
 		return false
 	}
-	c.metrics.orphanDeletes.WithLabelValues(resultSuccess).Inc()
+	c.metrics.orphanDeletes.WithLabelValues(kit.ResultSuccess).Inc()
 	logger.Info("Deleted orphaned load balancer", "service", klog.KRef(lb.ServiceNamespace, lb.ServiceName), "serviceUID", lb.ServiceUID)
 	return true
 }

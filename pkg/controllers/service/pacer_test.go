@@ -112,7 +112,7 @@ func newPacerRig(t *testing.T, services int, delay time.Duration) *pacerRig {
 	h.c.now = clk.Now
 	q := &simQueue{clk: clk, due: map[key]time.Time{}}
 	var qi queue = q
-	h.c.queue.Store(&qi)
+	h.c.queue.Set(qi)
 	for i := range services {
 		h.mustSync(fmt.Sprintf("ns/s%02d", i))
 	}

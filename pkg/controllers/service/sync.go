@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // maxNodeNamesInEvents bounds the node list in events and logs.
@@ -158,7 +159,7 @@ func (c *Controller) updateHosts(ctx context.Context, key types.NamespacedName, 
 	logger.V(2).Info("Updating load balancer hosts", "nodes", len(nodes.nodes), "names", nodeNames(nodes.nodes, maxNodeNamesInEvents))
 	err = c.lb.UpdateLoadBalancer(ctx, c.cfg.ClusterName, svc, nodes.nodes)
 	if err == nil || errors.Is(err, cloudprovider.ImplementedElsewhere) {
-		c.metrics.updates.WithLabelValues(resultSuccess).Inc()
+		c.metrics.updates.WithLabelValues(kit.ResultSuccess).Inc()
 		c.state.set(key, &lbState{uid: st.uid, applied: st.applied, status: st.status, nodes: nodes})
 		if len(nodes.nodes) == 0 {
 			c.event(svc, v1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionUpdate, "There are no available nodes for LoadBalancer")
@@ -168,10 +169,10 @@ func (c *Controller) updateHosts(ctx context.Context, key types.NamespacedName, 
 		return false, nil
 	}
 	if _, ok := cloud.RetryAfter(err); ok {
-		c.metrics.updates.WithLabelValues(resultRetry).Inc()
+		c.metrics.updates.WithLabelValues(kit.ResultRetry).Inc()
 		return false, fmt.Errorf("sync service %s: update load balancer: %w", key, err)
 	}
-	c.metrics.updates.WithLabelValues(resultError).Inc()
+	c.metrics.updates.WithLabelValues(kit.ResultError).Inc()
 	if _, exists, gerr := c.lb.GetLoadBalancer(ctx, c.cfg.ClusterName, svc); gerr == nil && !exists {
 		logger.Info("Load balancer is gone; ensuring it again")
 		c.state.forget(key)

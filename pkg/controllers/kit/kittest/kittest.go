@@ -174,3 +174,33 @@ func (c *recordingCache) List(ctx context.Context, list client.ObjectList, opts 
 	c.record(list)
 	return c.fake.List(ctx, list, opts...)
 }
+
+// Recovery is a cloud.RecoveryNotifier a test fires by hand.
+type Recovery struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+// OnRecovered implements cloud.RecoveryNotifier.
+func (r *Recovery) OnRecovered(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fns = append(r.fns, fn)
+}
+
+// Subscribers returns how many functions subscribed.
+func (r *Recovery) Subscribers() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.fns)
+}
+
+// Fire tells every subscriber that the cloud answers again.
+func (r *Recovery) Fire() {
+	r.mu.Lock()
+	fns := append([]func(){}, r.fns...)
+	r.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}

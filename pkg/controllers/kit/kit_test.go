@@ -8,8 +8,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/client-go/util/workqueue"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/controllers/kit/kittest"
@@ -19,9 +19,9 @@ func TestRetryLater(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
-		name   string
-		err    error
-		ok     bool
+		name    string
+		err     error
+		ok      bool
 		requeue time.Duration
 	}{
 		{"nil", nil, false, 0},

@@ -49,7 +49,7 @@ func NewRootCommand() *cobra.Command {
 	for _, c := range extraCommands() {
 		root.AddCommand(c)
 	}
-	return root
+	return strict(root)
 }
 
 func newVersionCommand() *cobra.Command {

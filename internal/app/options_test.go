@@ -346,3 +346,18 @@ func TestRunReportsFlagAndCloudConfigErrorsAtOnce(t *testing.T) {
 		t.Errorf("Run went on to connect before reporting the validation errors: %v", err)
 	}
 }
+
+// The help of the delegated authentication and authorization kubeconfig
+// flags says what an empty value does here: the daemon's own kubeconfig,
+// not upstream's anonymous or forbidden requests.
+func TestDelegationKubeconfigHelpSaysFallback(t *testing.T) {
+	t.Parallel()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	NewOptions().AddFlags(fs)
+	for _, name := range []string{"authentication-kubeconfig", "authorization-kubeconfig"} {
+		usage := fs.Lookup(name).Usage
+		if !strings.Contains(usage, "--kubeconfig is used") || strings.Contains(usage, "anonymous") || strings.Contains(usage, "forbidden") {
+			t.Errorf("--%s help = %q; want the fallback to --kubeconfig", name, usage)
+		}
+	}
+}

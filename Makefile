@@ -79,6 +79,12 @@ test: tools build
 	cd bench && $(GO) test $(TEST_FLAGS) ./...
 	for m in $(EXAMPLES); do (cd $$m && $(GO) test $(TEST_FLAGS) ./...) || exit 1; done
 
+# unit: the unit tests alone (-short), which need no test bed and no bin/;
+# each integration test says, as it skips, that it needs `make tools`.
+.PHONY: unit
+unit:
+	$(GO) test -short $(TEST_FLAGS) ./...
+
 # golangci-lint holds a machine-wide lock; a second run on the same machine
 # waits for it rather than failing.
 LINT := $(BIN)/golangci-lint run --allow-serial-runners

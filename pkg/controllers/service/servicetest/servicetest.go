@@ -17,21 +17,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
@@ -150,20 +146,12 @@ func StartController(t testing.TB, restCfg *rest.Config, c *Cloud, cfg service.C
 // directly (a benchmark wraps them to observe the calls).
 func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.LoadBalancer, lister cloud.LoadBalancerLister, cfg service.Config) *Controller {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	opts, err := kit.ManagerOptions(nil, true)
+	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := manager.New(restCfg, manager.Options{
-		Scheme: scheme, Logger: klog.Background(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()},
-		// A test process builds the controller once per test under the
-		// same name; controller-runtime's check of unique names guards
-		// its own process-wide metrics, which no test reads.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	opts.Logger = klog.Background()
+	mgr, err := manager.New(restCfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -89,20 +89,20 @@ type cacheNodeLister struct{ r client.Reader }
 
 var _ corelisters.NodeLister = cacheNodeLister{}
 
-func (l cacheNodeLister) List(selector labels.Selector) ([]*v1.Node, error) {
-	var list v1.NodeList
+func (l cacheNodeLister) List(selector labels.Selector) ([]*corev1.Node, error) {
+	var list corev1.NodeList
 	if err := l.r.List(context.Background(), &list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return nil, fmt.Errorf("list nodes from cache: %w", err)
 	}
-	out := make([]*v1.Node, len(list.Items))
+	out := make([]*corev1.Node, len(list.Items))
 	for i := range list.Items {
 		out[i] = &list.Items[i]
 	}
 	return out, nil
 }
 
-func (l cacheNodeLister) Get(name string) (*v1.Node, error) {
-	n := &v1.Node{}
+func (l cacheNodeLister) Get(name string) (*corev1.Node, error) {
+	n := &corev1.Node{}
 	if err := l.r.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, err // a lister's NotFound, unwrapped, as callers test it with IsNotFound

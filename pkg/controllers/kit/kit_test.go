@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
@@ -45,7 +45,7 @@ func TestRecorderNilDropsEvents(t *testing.T) {
 	if r == nil {
 		t.Fatal("Recorder(nil) is nil; controllers call it without checking")
 	}
-	r.Eventf(&v1.Node{}, nil, v1.EventTypeNormal, "Reason", "Action", "note %d", 1) // must not panic
+	r.Eventf(&corev1.Node{}, nil, corev1.EventTypeNormal, "Reason", "Action", "note %d", 1) // must not panic
 }
 
 func TestQueueBeforeAndAfterStart(t *testing.T) {

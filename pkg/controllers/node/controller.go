@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
@@ -37,7 +37,7 @@ const ControllerName = "cloud-node-controller"
 // every replica before the lease is won, so a standby that takes over
 // hands this controller complete caches; a test pins it to what
 // SetupWithManager really watches.
-func Watches() []client.Object { return []client.Object{&v1.Node{}} }
+func Watches() []client.Object { return []client.Object{&corev1.Node{}} }
 
 // Event reasons. Synced is upstream's; the warnings name why a Node stays
 // uninitialized.
@@ -188,21 +188,21 @@ func orDefault(d, def time.Duration) time.Duration {
 // SetupWithManager adds the initializing controller and, when refreshes
 // are on, the refresh loop to mgr (which may already be running).
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	h := handler.TypedFuncs[*v1.Node, reconcile.Request]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*v1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h := handler.TypedFuncs[*corev1.Node, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			c.observe(e.Object, q)
 		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*v1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			c.observe(e.ObjectNew, q)
 		},
-		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*v1.Node], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*corev1.Node], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			c.forget(e.Object.Name)
 			c.clearWritten(e.Object.Name)
 		},
 	}
 	err := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &v1.Node{}, h)).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{}, h)).
 		WatchesRawSource(c.queue.Source()).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.cfg.Workers,
@@ -222,7 +222,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 
 // observe enqueues uninitialized Nodes only: initialized ones change often
 // (heartbeats) and are the refresh loop's business.
-func (c *Controller) observe(n *v1.Node, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (c *Controller) observe(n *corev1.Node, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if !isUninitialized(n) {
 		c.clearWritten(n.Name)
 		return
@@ -281,7 +281,7 @@ func (c *Controller) markWritten(name string, rvs ...string) {
 // predatesWrite reports whether a cached Node is older than the
 // controller's own initialization of it: the cache has not caught up yet,
 // and the watch event that brings it up to date needs no sync.
-func (c *Controller) predatesWrite(n *v1.Node) bool {
+func (c *Controller) predatesWrite(n *corev1.Node) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Contains(c.written[n.Name], n.ResourceVersion)
@@ -306,7 +306,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // event records an event on the Node.
-func (c *Controller) event(n *v1.Node, typ, reason, action, note string, args ...any) {
+func (c *Controller) event(n *corev1.Node, typ, reason, action, note string, args ...any) {
 	c.recorder.Eventf(n, nil, typ, reason, action, note, args...)
 }
 
@@ -314,6 +314,6 @@ func (c *Controller) event(n *v1.Node, typ, reason, action, note string, args ..
 var _ reconcile.Reconciler = (*Controller)(nil)
 
 // logger returns ctx's logger with the Node.
-func logger(ctx context.Context, n *v1.Node) klog.Logger {
+func logger(ctx context.Context, n *corev1.Node) klog.Logger {
 	return klog.FromContext(ctx).WithValues("node", klog.KObj(n))
 }

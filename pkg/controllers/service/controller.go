@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -34,7 +34,7 @@ const ControllerName = "service-lb-controller"
 // every replica before the lease is won, so a standby that takes over
 // hands this controller complete caches; a test pins it to what
 // SetupWithManager really watches.
-func Watches() []client.Object { return []client.Object{&v1.Node{}, &v1.Service{}} }
+func Watches() []client.Object { return []client.Object{&corev1.Node{}, &corev1.Service{}} }
 
 // Defaults of Config.
 const (
@@ -119,7 +119,7 @@ var (
 	orphansKey = key{Pass: "orphans"}
 )
 
-func serviceKey(svc *v1.Service) key {
+func serviceKey(svc *corev1.Service) key {
 	return key{Service: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}}
 }
 
@@ -219,8 +219,8 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		// the next.
 		WatchesRawSource(c.queue.Source(c.firstKeys()...)).
 		// Nodes first: their replay of existing objects starts first too.
-		WatchesRawSource(source.TypedKind(mgr.GetCache(), &v1.Node{}, c.nodeHandler())).
-		WatchesRawSource(source.TypedKind(mgr.GetCache(), &v1.Service{}, c.serviceHandler())).
+		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
+		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Service{}, c.serviceHandler())).
 		WithOptions(controller.TypedOptions[key]{
 			MaxConcurrentReconciles: c.cfg.Workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[key](c.cfg.MinRetryDelay, c.cfg.MaxRetryDelay),

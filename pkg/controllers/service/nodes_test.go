@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -21,7 +21,7 @@ func TestNodeTrackerVersion(t *testing.T) {
 	tr.upsert(node("a"))
 	s1 := tr.snapshot()
 	hb := node("a")
-	hb.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	hb.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	tr.upsert(hb)
 	s2 := tr.snapshot()
 	if s1.version != s2.version {
@@ -30,7 +30,7 @@ func TestNodeTrackerVersion(t *testing.T) {
 	if s2.nodes[0] != hb {
 		t.Error("snapshot does not carry the latest node object")
 	}
-	tr.upsert(node("b", func(n *v1.Node) { n.Labels[v1.LabelNodeExcludeBalancers] = "true" }))
+	tr.upsert(node("b", func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "true" }))
 	s3 := tr.snapshot()
 	if !sameNodes(s2, s3) {
 		t.Error("an excluded node changed the eligible set")
@@ -56,7 +56,7 @@ func TestNodeTrackerSharesIdentityAcrossHeartbeats(t *testing.T) {
 	}
 	s1 := tr.snapshot()
 	hb := node("b")
-	hb.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	hb.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	tr.upsert(hb)
 	s2 := tr.snapshot()
 	if reflect.ValueOf(s1.ids).Pointer() != reflect.ValueOf(s2.ids).Pointer() {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -124,7 +124,7 @@ type Controller struct {
 // WaitForCacheSync returns once the manager's caches of Nodes and Services,
 // which the controller reads, hold every existing object.
 func (c *Controller) WaitForCacheSync(ctx context.Context) error {
-	for _, obj := range []client.Object{&v1.Node{}, &v1.Service{}} {
+	for _, obj := range []client.Object{&corev1.Node{}, &corev1.Service{}} {
 		// GetInformer blocks until the informer has synced.
 		if _, err := c.cache.GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("wait for the %T cache: %w", obj, err)
@@ -195,7 +195,7 @@ func (c *Controller) Stop() {
 // NewNode registers a node for an existing localcloud instance, the way
 // the node controller leaves it: providerID localcloud://<id>, the
 // instance's internal address, and (with kwok) kept Ready.
-func NewNode(inst api.Instance, labels map[string]string, kwok bool) *v1.Node {
+func NewNode(inst api.Instance, labels map[string]string, kwok bool) *corev1.Node {
 	n := localcluster.NewNode(inst.Name, localcluster.NodeOptions{
 		ProviderID: lcprovider.ProviderIDPrefix + inst.ID, Labels: labels, Unmanaged: !kwok,
 	})
@@ -205,7 +205,7 @@ func NewNode(inst api.Instance, labels map[string]string, kwok bool) *v1.Node {
 
 // AddNode creates a localcloud instance and its Node, with the node's
 // addresses set from the instance.
-func AddNode(ctx context.Context, cs kubernetes.Interface, lc *lcclient.Client, name string, labels map[string]string, kwok bool) (*v1.Node, api.Instance, error) {
+func AddNode(ctx context.Context, cs kubernetes.Interface, lc *lcclient.Client, name string, labels map[string]string, kwok bool) (*corev1.Node, api.Instance, error) {
 	inst, err := lc.CreateInstance(ctx, api.CreateInstanceRequest{Name: name, Zone: "zone-a", Region: "region-1", Type: "small"})
 	if err != nil {
 		return nil, api.Instance{}, fmt.Errorf("create instance %s: %w", name, err)
@@ -216,9 +216,9 @@ func AddNode(ctx context.Context, cs kubernetes.Interface, lc *lcclient.Client, 
 	}
 	// A merge patch, not an update: kwok writes the same Node's status
 	// concurrently, and an update would lose that race now and then.
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"addresses": []v1.NodeAddress{
-		{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal},
-		{Type: v1.NodeHostName, Address: inst.Addresses.Hostname},
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"addresses": []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: inst.Addresses.Internal},
+		{Type: corev1.NodeHostName, Address: inst.Addresses.Hostname},
 	}}})
 	if err != nil {
 		return nil, *inst, fmt.Errorf("set addresses of node %s: %w", name, err)

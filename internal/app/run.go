@@ -63,30 +63,11 @@ type Deps struct {
 // leader lease, which returns an error so the process exits non-zero.
 func Run(ctx context.Context, o *Options, deps Deps) error {
 	log := klog.FromContext(ctx)
-	table, err := controllerTable(deps)
+	p, err := plan(ctx, o, deps)
 	if err != nil {
 		return err
 	}
-	// The flags and the provider's cloud config, all errors at once and
-	// before anything seeks the lease.
-	cloudConfig, configErr := readCloudConfig(o)
-	if configErr == nil {
-		configErr = checkCloudConfig(o, deps.Providers, cloudConfig)
-	}
-	if err := errors.Join(o.validate(table), configErr); err != nil {
-		return err
-	}
-	for _, w := range o.Warnings() {
-		log.Info("Warning: flag has no effect", "reason", w)
-	}
-	enabled, err := resolveControllers(o.Controllers, table)
-	if err != nil {
-		return err
-	}
-	migration, err := loadMigration(o, table)
-	if err != nil {
-		return err
-	}
+	table, enabled, migration := p.table, p.enabled, p.migration
 	restCfg, err := kubeConfig(o)
 	if err != nil {
 		return err
@@ -101,19 +82,11 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		restCfg = observeConfig(restCfg, rec)
 		defer logObserveSummary(ctx, rec)
 	}
-	var lock *observedLock
-	if o.LeaderElect && !o.Observe {
-		l, stopEvents, err := newLeaseLock(o, restCfg)
-		if err != nil {
-			return err
-		}
-		defer stopEvents()
-		lock = l
-		watchCtx, stopWatch := context.WithCancel(ctx)
-		watched := make(chan struct{})
-		go func() { defer close(watched); lock.watch(watchCtx) }()
-		defer func() { stopWatch(); <-watched }()
+	lock, stopLock, err := startLeaseLock(ctx, o, restCfg)
+	if err != nil {
+		return err
 	}
+	defer stopLock()
 	scheme, err := newScheme()
 	if err != nil {
 		return err
@@ -130,7 +103,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	provider, err := newProvider(ctx, o, deps.Providers, cloudConfig, providerInputs(o, mgr, informerFactory))
+	provider, err := newProvider(ctx, o, deps.Providers, p.cloudConfig, providerInputs(o, mgr, informerFactory))
 	if err != nil {
 		return err
 	}
@@ -164,6 +137,61 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		return fmt.Errorf("controller manager: %w", err)
 	}
 	return nil
+}
+
+// runPlan is what Run settles before it talks to anything: the controller
+// table, the controllers enabled, the leader migration plan and the cloud
+// config's contents.
+type runPlan struct {
+	table       []controllerEntry
+	enabled     []string
+	migration   *migrationPlan
+	cloudConfig []byte
+}
+
+// plan checks the flags and the provider's cloud config, all errors at
+// once and before anything seeks the lease, and settles what runs.
+func plan(ctx context.Context, o *Options, deps Deps) (*runPlan, error) {
+	table, err := controllerTable(deps)
+	if err != nil {
+		return nil, err
+	}
+	cloudConfig, configErr := readCloudConfig(o)
+	if configErr == nil {
+		configErr = checkCloudConfig(o, deps.Providers, cloudConfig)
+	}
+	if err := errors.Join(o.validate(table), configErr); err != nil {
+		return nil, err
+	}
+	for _, w := range o.Warnings() {
+		klog.FromContext(ctx).Info("Warning: flag has no effect", "reason", w)
+	}
+	enabled, err := resolveControllers(o.Controllers, table)
+	if err != nil {
+		return nil, err
+	}
+	migration, err := loadMigration(o, table)
+	if err != nil {
+		return nil, err
+	}
+	return &runPlan{table: table, enabled: enabled, migration: migration, cloudConfig: cloudConfig}, nil
+}
+
+// startLeaseLock builds the observed Lease lock and starts its watch, when
+// this replica campaigns (leader election on, not observe mode); stop ends
+// the watch and the lock's event broadcaster. Without one, lock is nil.
+func startLeaseLock(ctx context.Context, o *Options, restCfg *rest.Config) (*observedLock, func(), error) {
+	if !o.LeaderElect || o.Observe {
+		return nil, func() {}, nil
+	}
+	l, stopEvents, err := newLeaseLock(o, restCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); l.watch(watchCtx) }()
+	return l, func() { stopWatch(); <-watched; stopEvents() }, nil
 }
 
 func kubeConfig(o *Options) (*rest.Config, error) {

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
@@ -169,7 +169,7 @@ func newHarness(t *testing.T, cfg Config, objs ...client.Object) *harness {
 	t.Helper()
 	h := &harness{t: t, lb: newFakeLB(), lister: &fakeLister{},
 		recorder: events.NewFakeRecorder(100), reg: prometheus.NewRegistry()}
-	h.cl = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
+	h.cl = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 				h.writes.Add(1)

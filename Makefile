@@ -100,14 +100,26 @@ test: tools build
 	cd bench && $(GO) test $(TEST_FLAGS) ./...
 	for m in $(EXAMPLES); do (cd $$m && $(GO) test $(TEST_FLAGS) ./...) || exit 1; done
 
+# unit: the unit tests alone (-short), which need no test bed and no bin/;
+# each integration test says, as it skips, that it needs `make tools`.
+.PHONY: unit
+unit:
+	$(GO) test -short $(TEST_FLAGS) ./...
+
 # golangci-lint holds a machine-wide lock; a second run on the same machine
 # waits for it rather than failing.
 LINT := $(BIN)/golangci-lint run --allow-serial-runners
+
+# logcheck is Kubernetes' check for contextual logging (klog.FromContext,
+# never the global klog functions), run as a vet-style analyzer from the
+# module proxy at a pinned version; it is not a dependency of the module.
+LOGCHECK := sigs.k8s.io/logtools/logcheck@v0.11.0
 
 lint: $(BIN)/golangci-lint
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	$(LINT) ./...
+	$(GO) run $(LOGCHECK) -check-contextual ./...
 	cd hack/dist && $(GO) vet ./... && $(LINT) ./...
 	cd bench && $(GO) mod tidy -diff && $(GO) vet ./... && $(LINT) ./...
 	@# An example requires this module through a replace, so a dependency

@@ -13,36 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/controllers/node"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
-	"github.com/stratus-ccm/stratus/pkg/controllers/route"
-	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 )
 
-// controllerAliases maps upstream's pre-1.28 names to the current ones, so
-// that old manifests keep working. The current names are the controller
-// packages' ControllerName constants.
-var controllerAliases = map[string]string{
-	"cloud-node":           node.ControllerName,
-	"cloud-node-lifecycle": nodelifecycle.ControllerName,
-	"service":              service.ControllerName,
-	"route":                route.ControllerName,
-	"nodeipam":             nodeipam.ControllerName,
-}
-
-// allControllers lists every controller; all are on by default. The network
-// controllers additionally need their own flags (--allocate-node-cidrs,
-// --configure-cloud-routes) and skip themselves without them, as upstream's do.
-var allControllers = []string{
-	node.ControllerName,
-	nodelifecycle.ControllerName,
-	service.ControllerName,
-	route.ControllerName,
-	nodeipam.ControllerName,
-}
-
-func controllerList() string { return strings.Join(allControllers, ", ") }
+// controllerList names the built-in controllers, for --controllers' help.
+func controllerList() string { return strings.Join(names(builtinControllers()), ", ") }
 
 // ControllerContext is what a controller's start function receives. A start
 // function takes everything a controller talks to from here, never from a
@@ -113,22 +87,23 @@ type StartFunc func(ctx context.Context, cc ControllerContext) (started bool, re
 
 // resolveControllers turns the --controllers list into the set of enabled
 // names, with upstream's semantics: '*' enables every default controller,
-// 'name' enables one, '-name' disables one; a disabled name wins. known
+// 'name' enables one, '-name' disables one; a disabled name wins. table
 // lists every controller in start order, built-in ones first.
-func resolveControllers(spec []string, known []knownController) ([]string, error) {
+func resolveControllers(spec []string, table []controllerEntry) ([]string, error) {
 	byName := map[string]bool{}
-	for _, k := range known {
+	for _, k := range table {
 		byName[k.name] = true
 	}
+	alias := aliases(table)
 	canonical := func(n string) (string, error) {
-		if a, ok := controllerAliases[n]; ok {
+		if a, ok := alias[n]; ok {
 			return a, nil
 		}
 		if byName[n] {
 			return n, nil
 		}
 		return "", fmt.Errorf("--controllers=%s: unknown controller %q (known: %s; aliases: %s)",
-			strings.Join(spec, ","), n, knownList(known), aliasList())
+			strings.Join(spec, ","), n, strings.Join(names(table), ", "), aliasList(alias))
 	}
 	star := false
 	enabled, disabled := map[string]bool{}, map[string]bool{}
@@ -164,7 +139,7 @@ func resolveControllers(spec []string, known []knownController) ([]string, error
 		return nil, fmt.Errorf("--controllers=%s: %s both enabled and disabled", strings.Join(spec, ","), strings.Join(both, ", "))
 	}
 	var out []string
-	for _, k := range known {
+	for _, k := range table {
 		if disabled[k.name] {
 			continue
 		}
@@ -175,9 +150,9 @@ func resolveControllers(spec []string, known []knownController) ([]string, error
 	return out, nil
 }
 
-func aliasList() string {
+func aliasList(alias map[string]string) string {
 	var out []string
-	for a, n := range controllerAliases {
+	for a, n := range alias {
 		out = append(out, a+"="+n)
 	}
 	sort.Strings(out)

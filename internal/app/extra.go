@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -32,66 +32,30 @@ type ExtraController struct {
 	OffByDefault bool
 }
 
-// knownController is one entry of the --controllers vocabulary.
-type knownController struct {
-	name         string
-	offByDefault bool
-}
-
-// builtinKnown is the vocabulary without extra controllers.
-func builtinKnown() []knownController {
-	known := make([]knownController, 0, len(allControllers))
-	for _, n := range allControllers {
-		known = append(known, knownController{name: n})
-	}
-	return known
-}
-
-func knownList(known []knownController) string {
-	names := make([]string, len(known))
-	for i, k := range known {
-		names[i] = k.name
-	}
-	return strings.Join(names, ", ")
-}
-
-// controllerTable merges the built-in controllers (or deps.Starters, which
-// tests use to observe what runs) with deps.Extra, refusing a name that is
-// empty, taken or an alias.
-func controllerTable(deps Deps) (map[string]StartFunc, []knownController, error) {
-	starters := deps.Starters
-	if starters == nil {
-		starters = builtinStarters()
-	}
-	known := builtinKnown()
-	if len(deps.Extra) == 0 {
-		return starters, known, nil
-	}
-	merged := make(map[string]StartFunc, len(starters)+len(deps.Extra))
-	for n, f := range starters {
-		merged[n] = f
-	}
+// controllerTable is the built-in table followed by deps.Extra, refusing
+// an extra name that is empty, taken or an alias.
+func controllerTable(deps Deps) ([]controllerEntry, error) {
+	table := builtinControllers()
 	taken := map[string]bool{}
-	for _, n := range allControllers {
-		taken[n] = true
-	}
-	for a := range controllerAliases {
-		taken[a] = true
+	for _, e := range table {
+		taken[e.name] = true
+		for _, a := range e.aliases {
+			taken[a] = true
+		}
 	}
 	for _, e := range deps.Extra {
 		switch {
 		case e.Name == "" || strings.HasPrefix(e.Name, "-") || e.Name == "*" || strings.Contains(e.Name, ","):
-			return nil, nil, fmt.Errorf("extra controller %q: a name must be non-empty and contain no ',' nor start with '-' or be '*'", e.Name)
+			return nil, fmt.Errorf("extra controller %q: a name must be non-empty and contain no ',' nor start with '-' or be '*'", e.Name)
 		case taken[e.Name]:
-			return nil, nil, fmt.Errorf("extra controller %q: the name is already taken by a built-in controller, an alias or another extra controller", e.Name)
+			return nil, fmt.Errorf("extra controller %q: the name is already taken by a built-in controller, an alias or another extra controller", e.Name)
 		case e.Start == nil:
-			return nil, nil, fmt.Errorf("extra controller %q: a start function is required", e.Name)
+			return nil, fmt.Errorf("extra controller %q: a start function is required", e.Name)
 		}
 		taken[e.Name] = true
-		merged[e.Name] = e.Start
-		known = append(known, knownController{name: e.Name, offByDefault: e.OffByDefault})
+		table = append(table, controllerEntry{name: e.Name, start: e.Start, offByDefault: e.OffByDefault})
 	}
-	return merged, known, nil
+	return table, nil
 }
 
 // newInformerFactory is the client-go factory offered to providers (upstream
@@ -125,20 +89,20 @@ type cacheNodeLister struct{ r client.Reader }
 
 var _ corelisters.NodeLister = cacheNodeLister{}
 
-func (l cacheNodeLister) List(selector labels.Selector) ([]*v1.Node, error) {
-	var list v1.NodeList
+func (l cacheNodeLister) List(selector labels.Selector) ([]*corev1.Node, error) {
+	var list corev1.NodeList
 	if err := l.r.List(context.Background(), &list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return nil, fmt.Errorf("list nodes from cache: %w", err)
 	}
-	out := make([]*v1.Node, len(list.Items))
+	out := make([]*corev1.Node, len(list.Items))
 	for i := range list.Items {
 		out[i] = &list.Items[i]
 	}
 	return out, nil
 }
 
-func (l cacheNodeLister) Get(name string) (*v1.Node, error) {
-	n := &v1.Node{}
+func (l cacheNodeLister) Get(name string) (*corev1.Node, error) {
+	n := &corev1.Node{}
 	if err := l.r.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, err // a lister's NotFound, unwrapped, as callers test it with IsNotFound

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,12 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-
-	"github.com/stratus-ccm/stratus/pkg/controllers/node"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
-	"github.com/stratus-ccm/stratus/pkg/controllers/route"
-	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 )
 
 // Metric names of the leadership tracker.
@@ -39,27 +32,25 @@ const (
 	phaseStandby, phaseLeader = "standby", "leading"
 )
 
-// watchedKinds are the objects each built-in controller reads through the
-// shared cache. Every replica starts and syncs these informers at once,
-// leader or not, so that a standby that wins the lease hands its
-// controllers caches that are already complete: their first reconcile acts
-// without waiting for a list of every Node and Service. A kind missing here
-// still works; its informer is then started after the lease is won, which
-// the leadership tracker counts and logs as a cold start.
-var watchedKinds = map[string][]client.Object{
-	node.ControllerName:          {&corev1.Node{}},
-	nodelifecycle.ControllerName: {&corev1.Node{}},
-	service.ControllerName:       {&corev1.Node{}, &corev1.Service{}},
-	route.ControllerName:         {&corev1.Node{}},
-	nodeipam.ControllerName:      {&corev1.Node{}},
-}
-
-// kindsFor returns the kinds the enabled controllers watch, each once.
-func kindsFor(enabled []string) []client.Object {
+// kindsFor returns the kinds the enabled controllers of table watch, each
+// once. Every replica starts and syncs these informers at once, leader or
+// not, so that a standby that wins the lease hands its controllers caches
+// that are already complete: their first reconcile acts without waiting
+// for a list of every Node and Service. A kind missing from a controller's
+// watches still works; its informer is then started after the lease is
+// won, which the leadership tracker counts and logs as a cold start.
+func kindsFor(enabled []string, table []controllerEntry) []client.Object {
+	on := map[string]bool{}
+	for _, name := range enabled {
+		on[name] = true
+	}
 	seen := map[string]bool{}
 	var out []client.Object
-	for _, name := range enabled {
-		for _, obj := range watchedKinds[name] {
+	for _, e := range table {
+		if !on[e.name] || e.watches == nil {
+			continue
+		}
+		for _, obj := range e.watches() {
 			k := fmt.Sprintf("%T", obj)
 			if !seen[k] {
 				seen[k] = true

@@ -17,17 +17,6 @@ import (
 // cloud-controller-manager's place, so it answers to that name (and "*").
 const ComponentName = "cloud-controller-manager"
 
-// legacyMigrationNames are controller names that upstream's own default
-// LeaderMigrationConfiguration still uses (the kube-controller-manager's
-// names from before 1.28). A cloud-controller-manager matches migration
-// entries by exact name, so these match none of its controllers, in
-// upstream and in Stratus alike; they are accepted so that upstream's
-// default and files written against it load unchanged.
-var legacyMigrationNames = map[string]bool{
-	"route-controller":   true,
-	"service-controller": true,
-}
-
 // MigrationOptions are upstream's leader migration flags.
 type MigrationOptions struct {
 	// Enabled is --enable-leader-migration.
@@ -88,7 +77,7 @@ func (p *migrationPlan) place(controller string) place {
 // loadMigration reads, decodes (with upstream's scheme, strictly) and
 // validates the leader migration configuration, and checks it against the
 // rest of the flags. It returns nil when migration is off.
-func loadMigration(o *Options) (*migrationPlan, error) {
+func loadMigration(o *Options, table []controllerEntry) (*migrationPlan, error) {
 	m := o.Migration
 	if o.Observe && m.Enabled {
 		return nil, errors.New("--observe with --enable-leader-migration: observe mode takes no lease and runs no controller for real; choose one")
@@ -113,7 +102,7 @@ func loadMigration(o *Options) (*migrationPlan, error) {
 		}
 	}
 	errs := migrationconfig.ValidateLeaderMigrationConfiguration(cfg)
-	errs = append(errs, validateMigrationForStratus(cfg, o)...)
+	errs = append(errs, validateMigrationForStratus(cfg, o, table)...)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
 	}
@@ -132,7 +121,7 @@ func loadMigration(o *Options) (*migrationPlan, error) {
 // validation: only Lease locks, a lease distinct from the main one, and
 // controller names that exist (a typo would otherwise silently leave the
 // controller under the main lock, in two processes at once).
-func validateMigrationForStratus(cfg *cmconfig.LeaderMigrationConfiguration, o *Options) field.ErrorList {
+func validateMigrationForStratus(cfg *cmconfig.LeaderMigrationConfiguration, o *Options, table []controllerEntry) field.ErrorList {
 	var errs field.ErrorList
 	if cfg.ResourceLock != migrationconfig.ResourceLockLeases {
 		errs = append(errs, field.NotSupported(field.NewPath("resourceLock"), cfg.ResourceLock, []string{migrationconfig.ResourceLockLeases}))
@@ -141,9 +130,12 @@ func validateMigrationForStratus(cfg *cmconfig.LeaderMigrationConfiguration, o *
 		errs = append(errs, field.Invalid(field.NewPath("leaderName"), cfg.LeaderName,
 			"must differ from --leader-elect-resource-name: the migration lease sits next to the main one"))
 	}
-	known := map[string]bool{}
-	for _, n := range allControllers {
-		known[n] = true
+	known, legacy, alias := map[string]bool{}, map[string]bool{}, aliases(table)
+	for _, e := range table {
+		known[e.name] = true
+		for _, n := range e.legacyMigrationNames {
+			legacy[n] = true
+		}
 	}
 	seen := map[string]bool{}
 	for i, l := range cfg.ControllerLeaders {
@@ -151,10 +143,10 @@ func validateMigrationForStratus(cfg *cmconfig.LeaderMigrationConfiguration, o *
 		switch {
 		case l.Name == "":
 			// upstream's validation reports it
-		case controllerAliases[l.Name] != "":
-			errs = append(errs, field.Invalid(p, l.Name, fmt.Sprintf("migration entries match controllers by their full name; use %q", controllerAliases[l.Name])))
-		case !known[l.Name] && !legacyMigrationNames[l.Name]:
-			errs = append(errs, field.NotSupported(p, l.Name, migrationNames()))
+		case alias[l.Name] != "":
+			errs = append(errs, field.Invalid(p, l.Name, fmt.Sprintf("migration entries match controllers by their full name; use %q", alias[l.Name])))
+		case !known[l.Name] && !legacy[l.Name]:
+			errs = append(errs, field.NotSupported(p, l.Name, migrationNames(table)))
 		case seen[l.Name]:
 			errs = append(errs, field.Duplicate(p, l.Name))
 		}
@@ -163,10 +155,13 @@ func validateMigrationForStratus(cfg *cmconfig.LeaderMigrationConfiguration, o *
 	return errs
 }
 
-func migrationNames() []string {
-	out := append([]string(nil), allControllers...)
-	for n := range legacyMigrationNames {
-		out = append(out, n)
+// migrationNames are the names a migration entry may use: the
+// controllers' and upstream's legacy ones, which match no controller.
+func migrationNames(table []controllerEntry) []string {
+	var out []string
+	for _, e := range table {
+		out = append(out, e.name)
+		out = append(out, e.legacyMigrationNames...)
 	}
 	sort.Strings(out)
 	return out

@@ -34,14 +34,14 @@ func TestLeaderMigrationConfigLoaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := loadMigration(o)
+	plan, err := loadMigration(o, builtinControllers())
 	if err != nil || plan == nil {
 		t.Fatalf("plan %v, err %v", plan, err)
 	}
 	if plan.LeaseName != "ccm-migration" {
 		t.Errorf("lease %q", plan.LeaseName)
 	}
-	mainSet, migrated, unowned := plan.split(allControllers)
+	mainSet, migrated, unowned := plan.split(names(builtinControllers()))
 	if want := []string{"cloud-node-controller", "node-ipam-controller"}; !slices.Equal(mainSet, want) {
 		t.Errorf("main lease runs %v, want %v", mainSet, want)
 	}
@@ -61,14 +61,14 @@ func TestLeaderMigrationDefaultIsUpstreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := loadMigration(o)
+	plan, err := loadMigration(o, builtinControllers())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plan.LeaseName != "cloud-provider-extraction-migration" {
 		t.Errorf("default lease %q", plan.LeaseName)
 	}
-	_, migrated, unowned := plan.split(allControllers)
+	_, migrated, unowned := plan.split(names(builtinControllers()))
 	if !slices.Equal(migrated, []string{"cloud-node-lifecycle-controller"}) || len(unowned) != 0 {
 		t.Errorf("migrated %v, unowned %v", migrated, unowned)
 	}
@@ -79,12 +79,12 @@ func TestLeaderMigrationOffRunsAllUnderMain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := loadMigration(o)
+	plan, err := loadMigration(o, builtinControllers())
 	if err != nil || plan != nil {
 		t.Fatalf("plan %v, err %v", plan, err)
 	}
-	mainSet, migrated, unowned := plan.split(allControllers)
-	if !slices.Equal(mainSet, allControllers) || len(migrated)+len(unowned) != 0 {
+	mainSet, migrated, unowned := plan.split(names(builtinControllers()))
+	if !slices.Equal(mainSet, names(builtinControllers())) || len(migrated)+len(unowned) != 0 {
 		t.Errorf("split without migration: %v %v %v", mainSet, migrated, unowned)
 	}
 }

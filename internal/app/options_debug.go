@@ -179,6 +179,7 @@ func (o *Options) PrintVersionIfRequested(w io.Writer) (bool, error) {
 	case VersionRaw:
 		_, err := fmt.Fprintf(w, "%#v\n", info)
 		return true, err
+	case VersionFalse:
 	}
 	return false, nil
 }

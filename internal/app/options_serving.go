@@ -46,7 +46,16 @@ func (o *Options) addServingFlags(fs *pflag.FlagSet) {
 	o.Authorization.AddFlags(fs)
 	o.Webhook.AddFlags(fs, nil, nil)
 	o.WebhookServing.AddFlags(fs)
+	// Upstream's help says an empty kubeconfig makes every request
+	// anonymous (or forbidden); newServingConfig falls back to the
+	// daemon's own kubeconfig instead, and the help says so.
+	fs.Lookup("authentication-kubeconfig").Usage = "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io. " + kubeconfigFallback
+	fs.Lookup("authorization-kubeconfig").Usage = "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. " + kubeconfigFallback
 }
+
+// kubeconfigFallback is what an empty --authentication-kubeconfig or
+// --authorization-kubeconfig means (see kubeconfigPath).
+const kubeconfigFallback = "If empty, the daemon's own --kubeconfig is used ($KUBECONFIG outside a cluster without --kubeconfig or --master), else the in-cluster configuration."
 
 // validateServing runs upstream's validation of each serving group and
 // adds what Stratus checks on top (both TLS files or neither, TLS names

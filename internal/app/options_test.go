@@ -222,13 +222,13 @@ func TestResolveControllers(t *testing.T) {
 		spec []string
 		want string
 	}{
-		{[]string{"*"}, strings.Join(allControllers, ",")},
+		{[]string{"*"}, strings.Join(names(builtinControllers()), ",")},
 		{[]string{"*", "-route"}, "cloud-node-controller,cloud-node-lifecycle-controller,service-lb-controller,node-ipam-controller"},
 		{[]string{"service", "cloud-node"}, "cloud-node-controller,service-lb-controller"},
 		{[]string{"nodeipam"}, "node-ipam-controller"},
 	}
 	for _, c := range cases {
-		got, err := resolveControllers(c.spec, builtinKnown())
+		got, err := resolveControllers(c.spec, builtinControllers())
 		if err != nil {
 			t.Fatalf("%v: %v", c.spec, err)
 		}
@@ -344,5 +344,20 @@ func TestRunReportsFlagAndCloudConfigErrorsAtOnce(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), "/nonexistent/kubeconfig") {
 		t.Errorf("Run went on to connect before reporting the validation errors: %v", err)
+	}
+}
+
+// The help of the delegated authentication and authorization kubeconfig
+// flags says what an empty value does here: the daemon's own kubeconfig,
+// not upstream's anonymous or forbidden requests.
+func TestDelegationKubeconfigHelpSaysFallback(t *testing.T) {
+	t.Parallel()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	NewOptions().AddFlags(fs)
+	for _, name := range []string{"authentication-kubeconfig", "authorization-kubeconfig"} {
+		usage := fs.Lookup(name).Usage
+		if !strings.Contains(usage, "--kubeconfig is used") || strings.Contains(usage, "anonymous") || strings.Contains(usage, "forbidden") {
+			t.Errorf("--%s help = %q; want the fallback to --kubeconfig", name, usage)
+		}
 	}
 }

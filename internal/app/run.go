@@ -22,13 +22,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
@@ -46,9 +45,6 @@ type Deps struct {
 		prometheus.Registerer
 		prometheus.Gatherer
 	}
-	// Starters maps controller names to their start functions; nil uses the
-	// built-in table. Tests replace it to observe what runs.
-	Starters map[string]StartFunc
 	// Extra are controllers a provider's own binary adds to the built-in
 	// ones; --controllers enables and disables them by name like the rest.
 	Extra []ExtraController
@@ -67,26 +63,11 @@ type Deps struct {
 // leader lease, which returns an error so the process exits non-zero.
 func Run(ctx context.Context, o *Options, deps Deps) error {
 	log := klog.FromContext(ctx)
-	starters, known, err := controllerTable(deps)
+	p, err := plan(ctx, o, deps)
 	if err != nil {
 		return err
 	}
-	// The flags and the provider's cloud config, all errors at once and
-	// before anything seeks the lease.
-	if err := errors.Join(o.validate(known), checkCloudConfig(o, deps.Providers)); err != nil {
-		return err
-	}
-	for _, w := range o.Warnings() {
-		log.Info("Warning: flag has no effect", "reason", w)
-	}
-	enabled, err := resolveControllers(o.Controllers, known)
-	if err != nil {
-		return err
-	}
-	migration, err := loadMigration(o)
-	if err != nil {
-		return err
-	}
+	table, enabled, migration := p.table, p.enabled, p.migration
 	restCfg, err := kubeConfig(o)
 	if err != nil {
 		return err
@@ -101,19 +82,11 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		restCfg = observeConfig(restCfg, rec)
 		defer logObserveSummary(ctx, rec)
 	}
-	var lock *observedLock
-	if o.LeaderElect && !o.Observe {
-		l, stopEvents, err := newLeaseLock(o, restCfg)
-		if err != nil {
-			return err
-		}
-		defer stopEvents()
-		lock = l
-		watchCtx, stopWatch := context.WithCancel(ctx)
-		watched := make(chan struct{})
-		go func() { defer close(watched); lock.watch(watchCtx) }()
-		defer func() { stopWatch(); <-watched }()
+	lock, stopLock, err := startLeaseLock(ctx, o, restCfg)
+	if err != nil {
+		return err
 	}
+	defer stopLock()
 	scheme, err := newScheme()
 	if err != nil {
 		return err
@@ -130,7 +103,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	provider, err := newProvider(ctx, o, deps.Providers, providerInputs(o, mgr, informerFactory))
+	provider, err := newProvider(ctx, o, deps.Providers, p.cloudConfig, providerInputs(o, mgr, informerFactory))
 	if err != nil {
 		return err
 	}
@@ -144,7 +117,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 			return err
 		}
 	}
-	if err := mgr.Add(&cacheWarmer{cache: mgr.GetCache(), kinds: kindsFor(enabled), synced: synced, l: lead}); err != nil {
+	if err := mgr.Add(&cacheWarmer{cache: mgr.GetCache(), kinds: kindsFor(enabled, table), synced: synced, l: lead}); err != nil {
 		return fmt.Errorf("add cache warmer: %w", err)
 	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics}
@@ -152,7 +125,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters, restCfg: restCfg,
+	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters(table), restCfg: restCfg,
 		informers: informerFactory, ids: ids, migration: migration, lead: lead, synced: synced,
 		startInterval: o.ControllerStartInterval, wait: waitContext}); err != nil {
 		return fmt.Errorf("add controllers: %w", err)
@@ -164,6 +137,61 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		return fmt.Errorf("controller manager: %w", err)
 	}
 	return nil
+}
+
+// runPlan is what Run settles before it talks to anything: the controller
+// table, the controllers enabled, the leader migration plan and the cloud
+// config's contents.
+type runPlan struct {
+	table       []controllerEntry
+	enabled     []string
+	migration   *migrationPlan
+	cloudConfig []byte
+}
+
+// plan checks the flags and the provider's cloud config, all errors at
+// once and before anything seeks the lease, and settles what runs.
+func plan(ctx context.Context, o *Options, deps Deps) (*runPlan, error) {
+	table, err := controllerTable(deps)
+	if err != nil {
+		return nil, err
+	}
+	cloudConfig, configErr := readCloudConfig(o)
+	if configErr == nil {
+		configErr = checkCloudConfig(o, deps.Providers, cloudConfig)
+	}
+	if err := errors.Join(o.validate(table), configErr); err != nil {
+		return nil, err
+	}
+	for _, w := range o.Warnings() {
+		klog.FromContext(ctx).Info("Warning: flag has no effect", "reason", w)
+	}
+	enabled, err := resolveControllers(o.Controllers, table)
+	if err != nil {
+		return nil, err
+	}
+	migration, err := loadMigration(o, table)
+	if err != nil {
+		return nil, err
+	}
+	return &runPlan{table: table, enabled: enabled, migration: migration, cloudConfig: cloudConfig}, nil
+}
+
+// startLeaseLock builds the observed Lease lock and starts its watch, when
+// this replica campaigns (leader election on, not observe mode); stop ends
+// the watch and the lock's event broadcaster. Without one, lock is nil.
+func startLeaseLock(ctx context.Context, o *Options, restCfg *rest.Config) (*observedLock, func(), error) {
+	if !o.LeaderElect || o.Observe {
+		return nil, func() {}, nil
+	}
+	l, stopEvents, err := newLeaseLock(o, restCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); l.watch(watchCtx) }()
+	return l, func() { stopWatch(); <-watched; stopEvents() }, nil
 }
 
 func kubeConfig(o *Options) (*rest.Config, error) {
@@ -190,41 +218,49 @@ func tuneKubeConfig(o *Options, cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// newProvider reads --cloud-config and builds the provider from it and the
-// other inputs.
+// readCloudConfig reads the --cloud-config file once, for the provider's
+// config check before anything starts and for its construction after; nil
+// without the flag.
+func readCloudConfig(o *Options) ([]byte, error) {
+	if o.CloudConfig == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(o.CloudConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--cloud-config=%s: %w", o.CloudConfig, err)
+	}
+	return data, nil
+}
+
+// configReader is the provider's view of the cloud config: nil without
+// the flag, as upstream hands it.
+func configReader(data []byte) io.Reader {
+	if data == nil {
+		return nil
+	}
+	return bytes.NewReader(data)
+}
+
 // checkCloudConfig runs the provider's config check, when it has one, on
-// the --cloud-config file.
-func checkCloudConfig(o *Options, reg *cloud.Registry) error {
+// the --cloud-config contents.
+func checkCloudConfig(o *Options, reg *cloud.Registry, data []byte) error {
 	if reg == nil || o.CloudProvider == "" {
 		return nil
 	}
-	var cfg io.Reader
-	if o.CloudConfig != "" {
-		data, err := os.ReadFile(o.CloudConfig)
-		if err != nil {
-			return fmt.Errorf("--cloud-config=%s: %w", o.CloudConfig, err)
-		}
-		cfg = bytes.NewReader(data)
-	}
-	if err := reg.CheckConfig(o.CloudProvider, cfg); err != nil {
+	if err := reg.CheckConfig(o.CloudProvider, configReader(data)); err != nil {
 		return fmt.Errorf("--cloud-config=%s: %w", o.CloudConfig, err)
 	}
 	return nil
 }
 
-func newProvider(ctx context.Context, o *Options, reg *cloud.Registry, in cloud.Inputs) (cloudprovider.Interface, error) {
+// newProvider builds the provider from the --cloud-config contents and the
+// other inputs, and refuses one without a cluster ID unless
+// --allow-untagged-cloud.
+func newProvider(ctx context.Context, o *Options, reg *cloud.Registry, data []byte, in cloud.Inputs) (cloudprovider.Interface, error) {
 	if reg == nil {
 		reg = cloud.NewRegistry()
 	}
-	var cfg io.Reader
-	if o.CloudConfig != "" {
-		data, err := os.ReadFile(o.CloudConfig)
-		if err != nil {
-			return nil, fmt.Errorf("--cloud-config=%s: %w", o.CloudConfig, err)
-		}
-		cfg = bytes.NewReader(data)
-	}
-	in.Name, in.Config = o.CloudProvider, cfg
+	in.Name, in.Config = o.CloudProvider, configReader(data)
 	p, err := reg.Build(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("--cloud-provider=%s: %w", o.CloudProvider, err)
@@ -257,31 +293,27 @@ func newManager(o *Options, restCfg *rest.Config, lock *observedLock, lead *lead
 			return nil, err
 		}
 	}
-	resync := o.MinResyncPeriod
-	mgr, err := manager.New(restCfg, manager.Options{
-		NewCache:               newCache,
-		Scheme:                 scheme,
-		Logger:                 managerLogger(klog.Background()),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Observe mode takes no lease: it must not displace the
-		// controller manager in charge, and it changes nothing anyway.
-		LeaderElection:                o.LeaderElect && !o.Observe,
-		LeaderElectionResourceLock:    "leases",
-		LeaderElectionID:              o.LeaderElectName,
-		LeaderElectionNamespace:       o.LeaderElectNamespace,
-		LeaseDuration:                 ptr.To(o.LeaseDuration),
-		RenewDeadline:                 ptr.To(o.RenewDeadline),
-		RetryPeriod:                   ptr.To(o.RetryPeriod),
-		LeaderElectionReleaseOnCancel: true,
-		// Lease requests are observed for /readyz (lease.go).
-		LeaderElectionResourceLockInterface: resourceLockOrNil(lock),
-		GracefulShutdownTimeout:             ptr.To(30 * time.Second),
-		// managedFields are never read by a CCM; dropping them roughly
-		// halves the memory a cached Node takes.
-		Cache:      cache.Options{SyncPeriod: &resync, DefaultTransform: cache.TransformStripManagedFields()},
-		Controller: config.Controller{SkipNameValidation: ptr.To(skipNames)},
-	})
+	opts, err := kit.ManagerOptions(scheme, skipNames)
+	if err != nil {
+		return nil, err
+	}
+	opts.NewCache = newCache
+	opts.Logger = managerLogger(klog.Background())
+	// Observe mode takes no lease: it must not displace the controller
+	// manager in charge, and it changes nothing anyway.
+	opts.LeaderElection = o.LeaderElect && !o.Observe
+	opts.LeaderElectionResourceLock = "leases"
+	opts.LeaderElectionID = o.LeaderElectName
+	opts.LeaderElectionNamespace = o.LeaderElectNamespace
+	opts.LeaseDuration = ptr.To(o.LeaseDuration)
+	opts.RenewDeadline = ptr.To(o.RenewDeadline)
+	opts.RetryPeriod = ptr.To(o.RetryPeriod)
+	opts.LeaderElectionReleaseOnCancel = true
+	// Lease requests are observed for /readyz (lease.go).
+	opts.LeaderElectionResourceLockInterface = resourceLockOrNil(lock)
+	opts.GracefulShutdownTimeout = ptr.To(30 * time.Second)
+	opts.Cache.SyncPeriod = ptr.To(o.MinResyncPeriod)
+	mgr, err := manager.New(restCfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)
 	}

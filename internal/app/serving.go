@@ -15,7 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/apiserver/pkg/server/routes"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/component-base/logs"
 	"k8s.io/klog/v2"
 )
@@ -82,8 +82,8 @@ func newServer(o *Options, cfg *servingConfig, gatherer prometheus.Gatherer, che
 // valid one without RBAC 403, as with any Kubernetes component.
 func buildHandlerChain(h http.Handler, cfg *servingConfig) http.Handler {
 	resolver := &apirequest.RequestInfoFactory{}
-	handler := genericapifilters.WithAuthorization(h, cfg.authz.Authorizer, scheme.Codecs)
-	handler = genericapifilters.WithAuthentication(handler, cfg.authn.Authenticator, genericapifilters.Unauthorized(scheme.Codecs), nil, nil)
+	handler := genericapifilters.WithAuthorization(h, cfg.authz.Authorizer, clientgoscheme.Codecs)
+	handler = genericapifilters.WithAuthentication(handler, cfg.authn.Authenticator, genericapifilters.Unauthorized(clientgoscheme.Codecs), nil, nil)
 	handler = genericapifilters.WithRequestInfo(handler, resolver)
 	handler = genericapifilters.WithCacheControl(handler)
 	handler = genericfilters.WithHTTPLogging(handler)

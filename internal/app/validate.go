@@ -12,11 +12,11 @@ import (
 
 // Validate checks every setting and returns one error listing each bad
 // flag with its value, so an operator can fix a manifest in one go.
-func (o *Options) Validate() error { return o.validate(builtinKnown()) }
+func (o *Options) Validate() error { return o.validate(builtinControllers()) }
 
-// validate is Validate with --controllers checked against known, which
+// validate is Validate with --controllers checked against table, which
 // includes a provider binary's extra controllers.
-func (o *Options) validate(known []knownController) error {
+func (o *Options) validate(table []controllerEntry) error {
 	var errs []error
 	bad := func(flag string, value any, why string) {
 		errs = append(errs, fmt.Errorf("--%s=%v: %s", flag, value, why))
@@ -31,10 +31,10 @@ func (o *Options) validate(known []knownController) error {
 		// refuses every load balancer otherwise): refuse it here, once.
 		bad("cluster-name", o.ClusterName, strings.Join(msgs, "; "))
 	}
-	if _, err := resolveControllers(o.Controllers, known); err != nil {
+	if _, err := resolveControllers(o.Controllers, table); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := loadMigration(o); err != nil {
+	if _, err := loadMigration(o, table); err != nil {
 		errs = append(errs, err)
 	}
 	if o.KubeAPIQPS <= 0 {

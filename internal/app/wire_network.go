@@ -35,6 +35,7 @@ func startNodeRouteController(_ context.Context, cc ControllerContext) (bool, st
 		Client:     cl.Client,
 		Routes:     routes,
 		Recorder:   cl.Recorder,
+		Recovery:   cc.Cloud,
 		Registerer: cc.Metrics,
 	}, route.Config{
 		ClusterName:     cc.ClusterName,

@@ -46,6 +46,7 @@ func startCloudNodeController(_ context.Context, cc ControllerContext) (bool, st
 		Instances:  in,
 		Lister:     instanceLister(cc),
 		Recorder:   cl.Recorder,
+		Recovery:   cc.Cloud,
 		Registerer: cc.Metrics,
 	}, node.Config{
 		Workers:       int(cc.Options.ConcurrentNodeSyncs),
@@ -80,6 +81,7 @@ func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext
 		Instances:  in,
 		Lister:     instanceLister(cc),
 		Recorder:   cl.Recorder,
+		Recovery:   cc.Cloud,
 		Registerer: cc.Metrics,
 	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod})
 	if err != nil {

@@ -63,7 +63,7 @@ func NewRootCommand() *cobra.Command {
 	for _, c := range extraCommands() {
 		root.AddCommand(c)
 	}
-	return root
+	return strict(root)
 }
 
 func newVersionCommand() *cobra.Command {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
@@ -46,7 +46,7 @@ func teardownCloud(t *testing.T) (string, *client.Client) {
 		t.Fatal(err)
 	}
 	for i, cluster := range []string{"gone", "kept"} {
-		svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: types.UID(fmt.Sprintf("%d0000000-0000-0000-0000-000000000000", i+1))}}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: types.UID(fmt.Sprintf("%d0000000-0000-0000-0000-000000000000", i+1))}}
 		if _, err := admin.CreateLoadBalancer(ctx, api.CreateLoadBalancerRequest{Name: cloudprovider.DefaultLoadBalancerName(svc), Cluster: cluster,
 			Tags:             map[string]string{api.TagServiceNamespace: "default", api.TagServiceName: "web", api.TagServiceUID: string(svc.UID)},
 			LoadBalancerSpec: api.LoadBalancerSpec{Listeners: []api.Listener{{Protocol: "TCP", Port: 80, NodePort: 30080}}}}); err != nil {

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -69,7 +69,7 @@ type Object struct {
 	// Reason says why an object failed, was refused or is pending.
 	Reason string `json:"reason,omitempty"`
 
-	svc   *v1.Service
+	svc   *corev1.Service
 	route *cloudprovider.Route
 }
 
@@ -154,7 +154,7 @@ func (o Options) listLoadBalancers(ctx context.Context) ([]Object, error) {
 		if f.ServiceNamespace == "" || f.ServiceName == "" || f.ServiceUID == "" {
 			obj.State, obj.Reason = StateRefused, "the cloud did not record the Service it was made for, so it cannot be proved to be this cluster's"
 		} else {
-			obj.svc = &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.ServiceNamespace, Name: f.ServiceName, UID: f.ServiceUID}}
+			obj.svc = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.ServiceNamespace, Name: f.ServiceName, UID: f.ServiceUID}}
 		}
 		out = append(out, obj)
 	}

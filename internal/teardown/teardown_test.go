@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
@@ -68,19 +68,19 @@ func newWorld(t *testing.T) *world {
 
 func (w *world) populate(t *testing.T, cluster string) {
 	t.Helper()
-	var nodes []*v1.Node
+	var nodes []*corev1.Node
 	for i := range 2 {
 		inst, err := w.admin.CreateInstance(w.ctx, api.CreateInstanceRequest{Name: fmt.Sprintf("%s-node-%d", cluster, i), Zone: "zone-a", Region: "region-1", Type: "small"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes = append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: inst.Name}, Spec: v1.NodeSpec{ProviderID: localcloud.ProviderID(inst.ID)}})
+		nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: inst.Name}, Spec: corev1.NodeSpec{ProviderID: localcloud.ProviderID(inst.ID)}})
 	}
 	lb, _ := w.cloud.LoadBalancer()
 	for i, name := range []string{"web", "api"} {
-		svc := &v1.Service{
+		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(fmt.Sprintf("%s-%04d-0000-0000-000000000000", cluster[:4]+"abcd", i))},
-			Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80, NodePort: int32(30080 + i)}}},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: int32(30080 + i)}}},
 		}
 		if _, err := lb.EnsureLoadBalancer(w.ctx, cluster, svc, nodes); err != nil {
 			t.Fatalf("%s: load balancer for %s: %v", cluster, name, err)

@@ -3,7 +3,7 @@ package cloud
 import (
 	"context"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 )
@@ -69,5 +69,5 @@ type LoadBalancerLister interface {
 // controller can warn about a misspelt annotation instead of letting it be
 // ignored in silence. It makes no cloud call.
 type AnnotationChecker interface {
-	UnknownAnnotations(svc *v1.Service) (unknown, known []string)
+	UnknownAnnotations(svc *corev1.Service) (unknown, known []string)
 }

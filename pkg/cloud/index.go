@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ErrAmbiguousName is returned for a Node without providerID whose name
@@ -47,7 +47,7 @@ func NewInstanceIndex(list []Instance) *InstanceIndex {
 
 // Lookup finds a Node's instance. ok is false when the list did not contain
 // it, which, the list being complete, means the instance is gone.
-func (x *InstanceIndex) Lookup(node *v1.Node) (inst *Instance, ok bool, err error) {
+func (x *InstanceIndex) Lookup(node *corev1.Node) (inst *Instance, ok bool, err error) {
 	if node.Spec.ProviderID != "" {
 		inst, ok = x.byProviderID[node.Spec.ProviderID]
 		return inst, ok, nil

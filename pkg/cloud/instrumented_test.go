@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 )
@@ -33,17 +33,17 @@ func (p *stubProvider) Routes() (cloudprovider.Routes, bool)                    
 func (p *stubProvider) ProviderName() string                                              { return "stub" }
 func (p *stubProvider) HasClusterID() bool                                                { return true }
 
-func (p *stubProvider) InstanceExists(context.Context, *v1.Node) (bool, error) {
+func (p *stubProvider) InstanceExists(context.Context, *corev1.Node) (bool, error) {
 	p.calls.Add(1)
 	return p.err == nil, p.err
 }
 
-func (p *stubProvider) InstanceShutdown(context.Context, *v1.Node) (bool, error) {
+func (p *stubProvider) InstanceShutdown(context.Context, *corev1.Node) (bool, error) {
 	p.calls.Add(1)
 	return false, p.err
 }
 
-func (p *stubProvider) InstanceMetadata(context.Context, *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+func (p *stubProvider) InstanceMetadata(context.Context, *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	p.calls.Add(1)
 	return &cloudprovider.InstanceMetadata{ProviderID: "stub://1"}, p.err
 }
@@ -81,14 +81,14 @@ func TestCountsCallsByOperationAndResult(t *testing.T) {
 	}
 	ctx := context.Background()
 	for range 3 {
-		if _, err := in.InstanceExists(ctx, &v1.Node{}); err != nil {
+		if _, err := in.InstanceExists(ctx, &corev1.Node{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	p.err = cloudprovider.InstanceNotFound
-	_, _ = in.InstanceMetadata(ctx, &v1.Node{})
+	_, _ = in.InstanceMetadata(ctx, &corev1.Node{})
 	p.err = errors.New("boom")
-	_, _ = in.InstanceShutdown(ctx, &v1.Node{})
+	_, _ = in.InstanceShutdown(ctx, &corev1.Node{})
 
 	if got := requests(t, c, "InstanceExists", ResultSuccess); got != 3 {
 		t.Errorf("InstanceExists success = %v, want 3", got)
@@ -109,7 +109,7 @@ func TestErrorsPassThroughWrapped(t *testing.T) {
 	p := &stubProvider{err: cloudprovider.InstanceNotFound}
 	c, _ := instrument(t, p, Options{})
 	in, _ := c.InstancesV2()
-	_, err := in.InstanceExists(context.Background(), &v1.Node{})
+	_, err := in.InstanceExists(context.Background(), &corev1.Node{})
 	if !errors.Is(err, cloudprovider.InstanceNotFound) {
 		t.Fatalf("errors.Is(InstanceNotFound) lost: %v", err)
 	}
@@ -121,7 +121,7 @@ func TestErrorsPassThroughWrapped(t *testing.T) {
 	}
 
 	p.err = cloudproviderapi.NewRetryError("provisioning", 7*time.Second)
-	_, err = in.InstanceExists(context.Background(), &v1.Node{})
+	_, err = in.InstanceExists(context.Background(), &corev1.Node{})
 	d, ok := RetryAfter(err)
 	if !ok || d != 7*time.Second {
 		t.Fatalf("RetryAfter = %v, %v; want 7s", d, ok)
@@ -138,12 +138,12 @@ func TestRateLimitHoldsCallsBack(t *testing.T) {
 	// reaching the provider.
 	c, _ := instrument(t, p, Options{QPS: 0.001, Burst: 1})
 	in, _ := c.InstancesV2()
-	if _, err := in.InstanceExists(context.Background(), &v1.Node{}); err != nil {
+	if _, err := in.InstanceExists(context.Background(), &corev1.Node{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_, err := in.InstanceExists(ctx, &v1.Node{})
+	_, err := in.InstanceExists(ctx, &corev1.Node{})
 	if err == nil {
 		t.Fatal("second call within the limit window succeeded")
 	}
@@ -234,7 +234,7 @@ func TestRecoveredAfterOutage(t *testing.T) {
 	c.OnRecovered(func() { recovered.Add(1) })
 	inst, _ := c.InstancesV2()
 	ctx := context.Background()
-	n := &v1.Node{}
+	n := &corev1.Node{}
 	step := func(err error, want int32) {
 		t.Helper()
 		p.err = err
@@ -265,13 +265,13 @@ func TestNotifyNextCall(t *testing.T) {
 	c, _ := instrument(t, &stubProvider{}, Options{})
 	in, _ := c.InstancesV2()
 	ctx := context.Background()
-	if _, err := in.InstanceExists(ctx, &v1.Node{}); err != nil {
+	if _, err := in.InstanceExists(ctx, &corev1.Node{}); err != nil {
 		t.Fatal(err)
 	}
 	var ops []string
 	c.NotifyNextCall(func(_ context.Context, op string) { ops = append(ops, op) })
-	_, _ = in.InstanceMetadata(ctx, &v1.Node{})
-	_, _ = in.InstanceExists(ctx, &v1.Node{})
+	_, _ = in.InstanceMetadata(ctx, &corev1.Node{})
+	_, _ = in.InstanceExists(ctx, &corev1.Node{})
 	if len(ops) != 1 || ops[0] != "InstanceMetadata" {
 		t.Fatalf("notified of %v, want [InstanceMetadata]", ops)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/pkg/observe"
@@ -28,7 +28,7 @@ const ResultRefused = "refused"
 // existing load balancer as a possible update, since only the provider
 // knows how a Service maps onto its load balancers.
 type LoadBalancerPlanner interface {
-	PlanLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) ([]string, error)
+	PlanLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) ([]string, error)
 }
 
 // refuse records a planned change and returns the error a mutating call
@@ -45,12 +45,12 @@ func (c *Cloud) refuse(ctx context.Context, op string, ch observe.Change) error 
 	return fmt.Errorf("cloud %s: %w", op, ErrObserveOnly)
 }
 
-func lbChange(name string, svc *v1.Service) observe.Change {
+func lbChange(name string, svc *corev1.Service) observe.Change {
 	return observe.Change{Kind: "load-balancer",
 		Object: name + " (service " + svc.Namespace + "/" + svc.Name + ")"}
 }
 
-func nodeNames(nodes []*v1.Node) string {
+func nodeNames(nodes []*corev1.Node) string {
 	names := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		names = append(names, n.Name)
@@ -63,7 +63,7 @@ func nodeNames(nodes []*v1.Node) string {
 // LoadBalancerPlanner, whether anything would change. When nothing would,
 // it answers as the provider would (the current status) so the controller
 // carries on as it does beside an up-to-date load balancer.
-func (w *loadBalancer) observeEnsure(ctx context.Context, op, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (w *loadBalancer) observeEnsure(ctx context.Context, op, cluster string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	ch := lbChange(w.lb.GetLoadBalancerName(ctx, cluster, svc), svc)
 	st, exists, err := w.GetLoadBalancer(ctx, cluster, svc)
 	if err != nil {
@@ -96,7 +96,7 @@ func (w *loadBalancer) observeEnsure(ctx context.Context, op, cluster string, sv
 	return nil, w.c.refuse(ctx, op, ch)
 }
 
-func (w *loadBalancer) observeDelete(ctx context.Context, cluster string, svc *v1.Service) error {
+func (w *loadBalancer) observeDelete(ctx context.Context, cluster string, svc *corev1.Service) error {
 	_, exists, err := w.GetLoadBalancer(ctx, cluster, svc)
 	if err != nil || !exists {
 		return err
@@ -106,7 +106,7 @@ func (w *loadBalancer) observeDelete(ctx context.Context, cluster string, svc *v
 	return w.c.refuse(ctx, "EnsureLoadBalancerDeleted", ch)
 }
 
-func ports(svc *v1.Service) string {
+func ports(svc *corev1.Service) string {
 	var out []string
 	for _, p := range svc.Spec.Ports {
 		out = append(out, fmt.Sprintf("%s/%d", p.Protocol, p.Port))

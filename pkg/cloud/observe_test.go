@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
@@ -55,37 +55,37 @@ func (p *everything) Routes() (cloudprovider.Routes, bool)                      
 func (p *everything) ProviderName() string                                              { return "everything" }
 func (p *everything) HasClusterID() bool                                                { return true }
 
-func (p *everything) GetLoadBalancer(context.Context, string, *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (p *everything) GetLoadBalancer(context.Context, string, *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	p.hit("GetLoadBalancer")
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "192.0.2.1"}}}, true, nil
+	return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}}, true, nil
 }
 
-func (p *everything) GetLoadBalancerName(context.Context, string, *v1.Service) string {
+func (p *everything) GetLoadBalancerName(context.Context, string, *corev1.Service) string {
 	p.hit("GetLoadBalancerName")
 	return "lb-1"
 }
 
-func (p *everything) EnsureLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (p *everything) EnsureLoadBalancer(context.Context, string, *corev1.Service, []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	p.hit("EnsureLoadBalancer")
-	return &v1.LoadBalancerStatus{}, nil
+	return &corev1.LoadBalancerStatus{}, nil
 }
 
-func (p *everything) UpdateLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) error {
+func (p *everything) UpdateLoadBalancer(context.Context, string, *corev1.Service, []*corev1.Node) error {
 	p.hit("UpdateLoadBalancer")
 	return nil
 }
 
-func (p *everything) EnsureLoadBalancerDeleted(context.Context, string, *v1.Service) error {
+func (p *everything) EnsureLoadBalancerDeleted(context.Context, string, *corev1.Service) error {
 	p.hit("EnsureLoadBalancerDeleted")
 	return nil
 }
 
-func (p *everything) PlanLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) ([]string, error) {
+func (p *everything) PlanLoadBalancer(context.Context, string, *corev1.Service, []*corev1.Node) ([]string, error) {
 	p.hit("PlanLoadBalancer")
 	return []string{"backends: +[i-2] -[]"}, nil
 }
 
-func (p *everything) UnknownAnnotations(*v1.Service) (unknown, known []string) {
+func (p *everything) UnknownAnnotations(*corev1.Service) (unknown, known []string) {
 	p.hit("UnknownAnnotations")
 	return nil, nil
 }
@@ -110,12 +110,12 @@ func (p *everything) DeleteRoute(context.Context, string, *cloudprovider.Route) 
 	return nil
 }
 
-func (p *everything) NodeAddresses(context.Context, types.NodeName) ([]v1.NodeAddress, error) {
+func (p *everything) NodeAddresses(context.Context, types.NodeName) ([]corev1.NodeAddress, error) {
 	p.hit("NodeAddresses")
 	return nil, nil
 }
 
-func (p *everything) NodeAddressesByProviderID(context.Context, string) ([]v1.NodeAddress, error) {
+func (p *everything) NodeAddressesByProviderID(context.Context, string) ([]corev1.NodeAddress, error) {
 	p.hit("NodeAddressesByProviderID")
 	return nil, nil
 }
@@ -155,17 +155,17 @@ func (p *everything) InstanceShutdownByProviderID(context.Context, string) (bool
 	return false, nil
 }
 
-func (p *everything) InstanceExists(context.Context, *v1.Node) (bool, error) {
+func (p *everything) InstanceExists(context.Context, *corev1.Node) (bool, error) {
 	p.hit("InstanceExists")
 	return true, nil
 }
 
-func (p *everything) InstanceShutdown(context.Context, *v1.Node) (bool, error) {
+func (p *everything) InstanceShutdown(context.Context, *corev1.Node) (bool, error) {
 	p.hit("InstanceShutdown")
 	return false, nil
 }
 
-func (p *everything) InstanceMetadata(context.Context, *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+func (p *everything) InstanceMetadata(context.Context, *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	p.hit("InstanceMetadata")
 	return &cloudprovider.InstanceMetadata{}, nil
 }
@@ -228,13 +228,13 @@ func argFor(t reflect.Type) reflect.Value {
 	switch t {
 	case reflect.TypeFor[context.Context]():
 		return reflect.ValueOf(observe.WithController(context.Background(), callingController))
-	case reflect.TypeFor[*v1.Service]():
-		return reflect.ValueOf(&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc", UID: "u1"},
-			Spec: v1.ServiceSpec{Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80}}}})
-	case reflect.TypeFor[[]*v1.Node]():
-		return reflect.ValueOf([]*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}})
-	case reflect.TypeFor[*v1.Node]():
-		return reflect.ValueOf(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	case reflect.TypeFor[*corev1.Service]():
+		return reflect.ValueOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc", UID: "u1"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80}}}})
+	case reflect.TypeFor[[]*corev1.Node]():
+		return reflect.ValueOf([]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}})
+	case reflect.TypeFor[*corev1.Node]():
+		return reflect.ValueOf(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
 	case reflect.TypeFor[*cloudprovider.Route]():
 		return reflect.ValueOf(&cloudprovider.Route{Name: "r1", TargetNode: "n1", DestinationCIDR: "10.0.1.0/24"})
 	}
@@ -343,7 +343,7 @@ func TestObserveWithoutControllerPlansForUnknown(t *testing.T) {
 type inSync struct{ everything }
 
 func (p *inSync) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return p, true }
-func (p *inSync) PlanLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) ([]string, error) {
+func (p *inSync) PlanLoadBalancer(context.Context, string, *corev1.Service, []*corev1.Node) ([]string, error) {
 	p.hit("PlanLoadBalancer")
 	return nil, nil
 }
@@ -356,7 +356,7 @@ func TestObserveEnsureInSyncPlansNothing(t *testing.T) {
 	}
 	c, _ := instrument(t, p, Options{Observe: rec})
 	lb, _ := c.LoadBalancer()
-	svc := argFor(reflect.TypeFor[*v1.Service]()).Interface().(*v1.Service)
+	svc := argFor(reflect.TypeFor[*corev1.Service]()).Interface().(*corev1.Service)
 	st, err := lb.EnsureLoadBalancer(context.Background(), "c", svc, nil)
 	if err != nil || st == nil || st.Ingress[0].IP != "192.0.2.1" {
 		t.Fatalf("ensure in sync: %v, %v", st, err)

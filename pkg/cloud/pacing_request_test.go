@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -31,7 +31,7 @@ func (p *requestPacedProvider) InstancesV2() (cloudprovider.InstancesV2, bool) {
 
 func (p *requestPacedProvider) OperationClass(op string) string { return ReadWriteClass(op) }
 
-func (p *requestPacedProvider) InstanceExists(ctx context.Context, _ *v1.Node) (bool, error) {
+func (p *requestPacedProvider) InstanceExists(ctx context.Context, _ *corev1.Node) (bool, error) {
 	p.calls.Add(1)
 	for range p.perCall {
 		done, err := p.gate(ctx)
@@ -59,7 +59,7 @@ func TestWrapperPacesAProvidersRequests(t *testing.T) {
 	}
 	i, _ := c.InstancesV2()
 	ctx := context.Background()
-	if _, err := i.InstanceExists(ctx, &v1.Node{}); err != nil {
+	if _, err := i.InstanceExists(ctx, &corev1.Node{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := testutil.ToFloat64(c.metrics.throttled.WithLabelValues(ClassRead)); got != 1 {
@@ -82,7 +82,7 @@ func TestWrapperPacesAProvidersRequests(t *testing.T) {
 	// while the call itself reached the provider at once.
 	done := make(chan error, 1)
 	go func() {
-		_, err := i.InstanceExists(ctx, &v1.Node{})
+		_, err := i.InstanceExists(ctx, &corev1.Node{})
 		done <- err
 	}()
 	waitForWaiter(t, clk)

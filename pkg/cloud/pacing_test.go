@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/time/rate"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -256,7 +256,7 @@ func TestWrapperRecognisesThrottling(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 			c, reg := instrument(t, p, Options{Clock: clk})
 			i, _ := c.InstancesV2()
-			_, _ = i.InstanceExists(context.Background(), &v1.Node{})
+			_, _ = i.InstanceExists(context.Background(), &corev1.Node{})
 			want := 0.0
 			if tc.throttled {
 				want = 1
@@ -286,11 +286,11 @@ func TestWrapperHonoursThrottledRetryAfter(t *testing.T) {
 	c, _ := instrument(t, p, Options{Clock: clk})
 	i, _ := c.InstancesV2()
 	ctx := context.Background()
-	_, _ = i.InstanceExists(ctx, &v1.Node{})
+	_, _ = i.InstanceExists(ctx, &corev1.Node{})
 	p.err = nil
 	done := make(chan error, 1)
 	go func() {
-		_, err := i.InstanceExists(ctx, &v1.Node{})
+		_, err := i.InstanceExists(ctx, &corev1.Node{})
 		done <- err
 	}()
 	waitForWaiter(t, clk)

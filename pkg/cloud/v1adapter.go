@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 )
@@ -44,7 +44,7 @@ var _ cloudprovider.InstancesV2 = (*v1Adapter)(nil)
 // providerID returns the Node's providerID, or builds it from the
 // provider's InstanceID as upstream's GetInstanceProviderID does (plain
 // concatenation: AWS's "/zone/i-x" becomes "aws:///zone/i-x").
-func (a *v1Adapter) providerID(ctx context.Context, node *v1.Node) (string, error) {
+func (a *v1Adapter) providerID(ctx context.Context, node *corev1.Node) (string, error) {
 	if node.Spec.ProviderID != "" {
 		return node.Spec.ProviderID, nil
 	}
@@ -55,7 +55,7 @@ func (a *v1Adapter) providerID(ctx context.Context, node *v1.Node) (string, erro
 	return a.providerName + "://" + id, nil
 }
 
-func (a *v1Adapter) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+func (a *v1Adapter) InstanceExists(ctx context.Context, node *corev1.Node) (bool, error) {
 	id, err := a.providerID(ctx, node)
 	if errors.Is(err, cloudprovider.InstanceNotFound) {
 		return false, nil
@@ -70,7 +70,7 @@ func (a *v1Adapter) InstanceExists(ctx context.Context, node *v1.Node) (bool, er
 	return exists, nil
 }
 
-func (a *v1Adapter) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+func (a *v1Adapter) InstanceShutdown(ctx context.Context, node *corev1.Node) (bool, error) {
 	id, err := a.providerID(ctx, node)
 	if errors.Is(err, cloudprovider.InstanceNotFound) {
 		return false, nil
@@ -90,7 +90,7 @@ func (a *v1Adapter) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, 
 	return shutdown, nil
 }
 
-func (a *v1Adapter) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+func (a *v1Adapter) InstanceMetadata(ctx context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	providerID, err := a.providerID(ctx, node)
 	if errors.Is(err, cloudprovider.NotImplemented) {
 		// The one case upstream tolerates: a provider without instance

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
@@ -17,7 +17,7 @@ import (
 
 // fakeInstance is one machine of fakeV1.
 type fakeInstance struct {
-	addrs    []v1.NodeAddress
+	addrs    []corev1.NodeAddress
 	typ      string
 	zone     cloudprovider.Zone
 	shutdown bool
@@ -63,13 +63,13 @@ func lookup[K comparable](m map[K]fakeInstance, k K, err error) (fakeInstance, e
 	return inst, nil
 }
 
-func (f *fakeV1) NodeAddressesByProviderID(_ context.Context, id string) ([]v1.NodeAddress, error) {
+func (f *fakeV1) NodeAddressesByProviderID(_ context.Context, id string) ([]corev1.NodeAddress, error) {
 	f.record("NodeAddressesByProviderID", id)
 	inst, err := lookup(f.byID, id, f.byIDErr)
 	return inst.addrs, err
 }
 
-func (f *fakeV1) NodeAddresses(_ context.Context, name types.NodeName) ([]v1.NodeAddress, error) {
+func (f *fakeV1) NodeAddresses(_ context.Context, name types.NodeName) ([]corev1.NodeAddress, error) {
 	f.record("NodeAddresses", string(name))
 	inst, err := lookup(f.byName, name, f.byNameErr)
 	return inst.addrs, err
@@ -123,7 +123,7 @@ func (f *fakeV1) GetZoneByNodeName(_ context.Context, name types.NodeName) (clou
 
 var (
 	m1 = fakeInstance{
-		addrs:    []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}},
+		addrs:    []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
 		typ:      "m.small",
 		zone:     cloudprovider.Zone{FailureDomain: "zone-a", Region: "region-1"},
 		shutdown: true,
@@ -140,8 +140,8 @@ func newFakeV1() *fakeV1 {
 	}
 }
 
-func testNode(name, providerID string) *v1.Node {
-	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{ProviderID: providerID}}
+func testNode(name, providerID string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
 }
 
 func wantCalls(t *testing.T, f *fakeV1, want ...string) {
@@ -166,7 +166,7 @@ func wantErr(t *testing.T, err error, targets ...error) {
 func TestV1AdapterInstanceExists(t *testing.T) {
 	tests := []struct {
 		name      string
-		node      *v1.Node
+		node      *corev1.Node
 		setup     func(*fakeV1)
 		want      bool
 		wantErrs  []error
@@ -216,7 +216,7 @@ func TestV1AdapterInstanceExists(t *testing.T) {
 func TestV1AdapterInstanceShutdown(t *testing.T) {
 	tests := []struct {
 		name      string
-		node      *v1.Node
+		node      *corev1.Node
 		setup     func(*fakeV1)
 		want      bool
 		wantErrs  []error
@@ -266,7 +266,7 @@ func TestV1AdapterInstanceMetadata(t *testing.T) {
 	byID := []string{"NodeAddressesByProviderID(fake://i-1)", "InstanceTypeByProviderID(fake://i-1)", "GetZoneByProviderID(fake://i-1)"}
 	tests := []struct {
 		name      string
-		node      *v1.Node
+		node      *corev1.Node
 		noZones   bool
 		setup     func(*fakeV1)
 		want      *cloudprovider.InstanceMetadata

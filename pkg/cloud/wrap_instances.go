@@ -3,7 +3,7 @@ package cloud
 import (
 	"context"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
@@ -59,19 +59,19 @@ type instancesV2 struct {
 	in cloudprovider.InstancesV2
 }
 
-func (w *instancesV2) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+func (w *instancesV2) InstanceExists(ctx context.Context, node *corev1.Node) (bool, error) {
 	return call(ctx, w.c, "InstanceExists", func(ctx context.Context) (bool, error) {
 		return w.in.InstanceExists(ctx, node)
 	})
 }
 
-func (w *instancesV2) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+func (w *instancesV2) InstanceShutdown(ctx context.Context, node *corev1.Node) (bool, error) {
 	return call(ctx, w.c, "InstanceShutdown", func(ctx context.Context) (bool, error) {
 		return w.in.InstanceShutdown(ctx, node)
 	})
 }
 
-func (w *instancesV2) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+func (w *instancesV2) InstanceMetadata(ctx context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	return call(ctx, w.c, "InstanceMetadata", func(ctx context.Context) (*cloudprovider.InstanceMetadata, error) {
 		return w.in.InstanceMetadata(ctx, node)
 	})
@@ -100,14 +100,14 @@ type instances struct {
 	in cloudprovider.Instances
 }
 
-func (w *instances) NodeAddresses(ctx context.Context, name types.NodeName) ([]v1.NodeAddress, error) {
-	return call(ctx, w.c, "NodeAddresses", func(ctx context.Context) ([]v1.NodeAddress, error) {
+func (w *instances) NodeAddresses(ctx context.Context, name types.NodeName) ([]corev1.NodeAddress, error) {
+	return call(ctx, w.c, "NodeAddresses", func(ctx context.Context) ([]corev1.NodeAddress, error) {
 		return w.in.NodeAddresses(ctx, name)
 	})
 }
 
-func (w *instances) NodeAddressesByProviderID(ctx context.Context, id string) ([]v1.NodeAddress, error) {
-	return call(ctx, w.c, "NodeAddressesByProviderID", func(ctx context.Context) ([]v1.NodeAddress, error) {
+func (w *instances) NodeAddressesByProviderID(ctx context.Context, id string) ([]corev1.NodeAddress, error) {
+	return call(ctx, w.c, "NodeAddressesByProviderID", func(ctx context.Context) ([]corev1.NodeAddress, error) {
 		return w.in.NodeAddressesByProviderID(ctx, id)
 	})
 }

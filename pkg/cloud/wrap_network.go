@@ -3,7 +3,7 @@ package cloud
 import (
 	"context"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/pkg/observe"
@@ -48,9 +48,9 @@ type loadBalancer struct {
 	lb cloudprovider.LoadBalancer
 }
 
-func (w *loadBalancer) GetLoadBalancer(ctx context.Context, cluster string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (w *loadBalancer) GetLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	type res struct {
-		st     *v1.LoadBalancerStatus
+		st     *corev1.LoadBalancerStatus
 		exists bool
 	}
 	r, err := call(ctx, w.c, "GetLoadBalancer", func(ctx context.Context) (res, error) {
@@ -62,20 +62,20 @@ func (w *loadBalancer) GetLoadBalancer(ctx context.Context, cluster string, svc 
 
 // GetLoadBalancerName is a pure function of the Service in every known
 // provider, so it is neither counted nor rate-limited.
-func (w *loadBalancer) GetLoadBalancerName(ctx context.Context, cluster string, svc *v1.Service) string {
+func (w *loadBalancer) GetLoadBalancerName(ctx context.Context, cluster string, svc *corev1.Service) string {
 	return w.lb.GetLoadBalancerName(ctx, cluster, svc)
 }
 
-func (w *loadBalancer) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (w *loadBalancer) EnsureLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	if w.c.observer != nil {
 		return w.observeEnsure(ctx, "EnsureLoadBalancer", cluster, svc, nodes)
 	}
-	return call(ctx, w.c, "EnsureLoadBalancer", func(ctx context.Context) (*v1.LoadBalancerStatus, error) {
+	return call(ctx, w.c, "EnsureLoadBalancer", func(ctx context.Context) (*corev1.LoadBalancerStatus, error) {
 		return w.lb.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 	})
 }
 
-func (w *loadBalancer) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
+func (w *loadBalancer) UpdateLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) error {
 	if w.c.observer != nil {
 		_, err := w.observeEnsure(ctx, "UpdateLoadBalancer", cluster, svc, nodes)
 		return err
@@ -85,7 +85,7 @@ func (w *loadBalancer) UpdateLoadBalancer(ctx context.Context, cluster string, s
 	})
 }
 
-func (w *loadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {
+func (w *loadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *corev1.Service) error {
 	if w.c.observer != nil {
 		return w.observeDelete(ctx, cluster, svc)
 	}

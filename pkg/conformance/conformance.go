@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
@@ -34,14 +34,14 @@ type Config struct {
 	ClusterName string
 	// Instances are Nodes, as their kubelets register them (a name, and a
 	// spec.providerID when the kubelet sets one), whose machines exist.
-	Instances []*v1.Node
+	Instances []*corev1.Node
 	// Gone are Nodes whose machines do not exist (deleted, or never
 	// created).
-	Gone []*v1.Node
+	Gone []*corev1.Node
 	// Service is the LoadBalancer Service the load-balancer checks ensure
 	// and delete, with a UID no load balancer exists for yet; nil uses a
 	// TCP port 80 Service in namespace "conformance".
-	Service *v1.Service
+	Service *corev1.Service
 	// Route is the route the route checks create and delete; nil uses
 	// 10.254.254.0/24 to the first of Instances.
 	Route *cloudprovider.Route
@@ -244,12 +244,12 @@ func (s *suite) guarded(name string, fn func(context.Context, *suite) error) (er
 	return fn(ctx, s)
 }
 
-func defaultService(name, uid string) *v1.Service {
-	return &v1.Service{
+func defaultService(name, uid string) *corev1.Service {
+	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "conformance", Name: name, UID: types.UID(uid)},
-		Spec: v1.ServiceSpec{
-			Type:  v1.ServiceTypeLoadBalancer,
-			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}},
 		},
 	}
 }
@@ -286,7 +286,7 @@ func (s *suite) needInstances() string { return s.needNodes(s.cfg.Instances, "Co
 func (s *suite) needGone() string { return s.needNodes(s.cfg.Gone, "Config.Gone") }
 
 // needNodes says why checks over nodes (the field called field) cannot run.
-func (s *suite) needNodes(nodes []*v1.Node, field string) string {
+func (s *suite) needNodes(nodes []*corev1.Node, field string) string {
 	if reason := s.needInstancesOrGone(); reason != "" {
 		return reason
 	}

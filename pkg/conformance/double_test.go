@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
@@ -121,7 +121,7 @@ func (c *memCloud) ProviderName() string                                        
 func (c *memCloud) HasClusterID() bool                                                { return true }
 
 // find looks a Node's machine up by providerID or name.
-func (c *memCloud) find(n *v1.Node) (string, bool) {
+func (c *memCloud) find(n *corev1.Node) (string, bool) {
 	for name, id := range c.machines {
 		if n.Spec.ProviderID == "mem://"+id || (n.Spec.ProviderID == "" && n.Name == name) {
 			return name, true
@@ -130,7 +130,7 @@ func (c *memCloud) find(n *v1.Node) (string, bool) {
 	return "", false
 }
 
-func (c *memCloud) notFound(n *v1.Node) error {
+func (c *memCloud) notFound(n *corev1.Node) error {
 	if c.d.unwrappedNotFound {
 		// The defect under test: the sentinel is flattened to text.
 		return fmt.Errorf("machine of %s: %s", n.Name, cloudprovider.InstanceNotFound.Error())
@@ -138,7 +138,7 @@ func (c *memCloud) notFound(n *v1.Node) error {
 	return fmt.Errorf("machine of %s: %w", n.Name, cloudprovider.InstanceNotFound)
 }
 
-func (c *memCloud) InstanceExists(_ context.Context, n *v1.Node) (bool, error) {
+func (c *memCloud) InstanceExists(_ context.Context, n *corev1.Node) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.call(); err != nil {
@@ -148,7 +148,7 @@ func (c *memCloud) InstanceExists(_ context.Context, n *v1.Node) (bool, error) {
 	return ok && !c.d.existsFalse, nil
 }
 
-func (c *memCloud) InstanceShutdown(_ context.Context, n *v1.Node) (bool, error) {
+func (c *memCloud) InstanceShutdown(_ context.Context, n *corev1.Node) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.call(); err != nil {
@@ -161,7 +161,7 @@ func (c *memCloud) InstanceShutdown(_ context.Context, n *v1.Node) (bool, error)
 }
 
 func (c *memCloud) metadata(name string) cloudprovider.InstanceMetadata {
-	addrs := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0." + name[2:]}, {Type: v1.NodeHostName, Address: name}}
+	addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0." + name[2:]}, {Type: corev1.NodeHostName, Address: name}}
 	if c.d.unstableAddresses {
 		if c.flips == nil {
 			c.flips = map[string]bool{}
@@ -174,7 +174,7 @@ func (c *memCloud) metadata(name string) cloudprovider.InstanceMetadata {
 	return cloudprovider.InstanceMetadata{ProviderID: "mem://" + c.machines[name], InstanceType: "t", NodeAddresses: addrs, Zone: "z", Region: "r"}
 }
 
-func (c *memCloud) InstanceMetadata(_ context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+func (c *memCloud) InstanceMetadata(_ context.Context, n *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.call(); err != nil {
@@ -207,14 +207,14 @@ func (c *memCloud) ListInstances(context.Context) ([]cloud.Instance, error) {
 	return out, nil
 }
 
-func (c *memCloud) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+func (c *memCloud) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Service) string {
 	if c.d.nameFromVersion {
 		return "lb-" + string(svc.UID) + svc.ResourceVersion
 	}
 	return "lb-" + string(svc.UID)
 }
 
-func (c *memCloud) lookup(cluster string, svc *v1.Service) (string, bool) {
+func (c *memCloud) lookup(cluster string, svc *corev1.Service) (string, bool) {
 	for id, lb := range c.lbs {
 		if lb.svc == svc.UID && (lb.cluster == cluster || c.d.ignoresCluster) {
 			return id, true
@@ -223,7 +223,7 @@ func (c *memCloud) lookup(cluster string, svc *v1.Service) (string, bool) {
 	return "", false
 }
 
-func (c *memCloud) GetLoadBalancer(_ context.Context, cluster string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (c *memCloud) GetLoadBalancer(_ context.Context, cluster string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.call(); err != nil {
@@ -235,15 +235,15 @@ func (c *memCloud) GetLoadBalancer(_ context.Context, cluster string, svc *v1.Se
 	return c.ingress(), true, nil
 }
 
-func (c *memCloud) ingress() *v1.LoadBalancerStatus {
+func (c *memCloud) ingress() *corev1.LoadBalancerStatus {
 	ip := net.ParseIP("192.0.2.10")
 	if c.d.nilIngressIP {
 		ip = nil
 	}
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip.String()}}}
+	return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: ip.String()}}}
 }
 
-func (c *memCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, _ []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (c *memCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, _ []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	lose, err := c.call()
@@ -263,12 +263,12 @@ func (c *memCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *
 	return c.ingress(), nil
 }
 
-func (c *memCloud) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
+func (c *memCloud) UpdateLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) error {
 	_, err := c.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 	return err
 }
 
-func (c *memCloud) EnsureLoadBalancerDeleted(_ context.Context, cluster string, svc *v1.Service) error {
+func (c *memCloud) EnsureLoadBalancerDeleted(_ context.Context, cluster string, svc *corev1.Service) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.call(); err != nil {

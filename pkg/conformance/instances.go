@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -71,7 +71,7 @@ func (s *suite) needInstancesOrGone() string {
 
 // validMetadata checks what the node controller requires of metadata for
 // a Node (which may already carry a providerID).
-func (s *suite) validMetadata(ctx context.Context, n *v1.Node, md *cloudprovider.InstanceMetadata) error {
+func (s *suite) validMetadata(ctx context.Context, n *corev1.Node, md *cloudprovider.InstanceMetadata) error {
 	if md == nil {
 		return fmt.Errorf("InstanceMetadata(%s) returned nil metadata and no error", n.Name)
 	}
@@ -91,7 +91,7 @@ func (s *suite) validMetadata(ctx context.Context, n *v1.Node, md *cloudprovider
 	return nil
 }
 
-func (s *suite) instanceIDNotImplemented(ctx context.Context, n *v1.Node) bool {
+func (s *suite) instanceIDNotImplemented(ctx context.Context, n *corev1.Node) bool {
 	in, ok := s.cfg.Provider.Instances()
 	if !ok {
 		return false
@@ -125,7 +125,7 @@ func testInstanceLister(ctx context.Context, s *suite) error {
 	return errors.Join(errs...)
 }
 
-func agrees(ctx context.Context, s *suite, n *v1.Node, inst *cloud.Instance) error {
+func agrees(ctx context.Context, s *suite, n *corev1.Node, inst *cloud.Instance) error {
 	md, err := s.instances.InstanceMetadata(ctx, n)
 	if err != nil {
 		return fmt.Errorf("InstanceMetadata(%s): %w", n.Name, err)
@@ -147,7 +147,7 @@ func agrees(ctx context.Context, s *suite, n *v1.Node, inst *cloud.Instance) err
 	return nil
 }
 
-func eachNode(nodes []*v1.Node, f func(*v1.Node) error) error {
+func eachNode(nodes []*corev1.Node, f func(*corev1.Node) error) error {
 	var errs []error
 	for _, n := range nodes {
 		errs = append(errs, f(n))
@@ -156,7 +156,7 @@ func eachNode(nodes []*v1.Node, f func(*v1.Node) error) error {
 }
 
 func testExistingInstancesExist(ctx context.Context, s *suite) error {
-	return eachNode(s.cfg.Instances, func(n *v1.Node) error {
+	return eachNode(s.cfg.Instances, func(n *corev1.Node) error {
 		ok, err := s.instances.InstanceExists(ctx, n)
 		switch {
 		case errors.Is(err, cloudprovider.NotImplemented):
@@ -174,7 +174,7 @@ func testExistingInstancesExist(ctx context.Context, s *suite) error {
 }
 
 func testMetadataOfExistingInstances(ctx context.Context, s *suite) error {
-	return eachNode(s.cfg.Instances, func(n *v1.Node) error {
+	return eachNode(s.cfg.Instances, func(n *corev1.Node) error {
 		md, err := s.instances.InstanceMetadata(ctx, n)
 		if err != nil {
 			return fmt.Errorf("InstanceMetadata(%s) failed for an existing machine: %w", n.Name, err)
@@ -184,7 +184,7 @@ func testMetadataOfExistingInstances(ctx context.Context, s *suite) error {
 }
 
 func testMetadataIsStable(ctx context.Context, s *suite) error {
-	return eachNode(s.cfg.Instances, func(n *v1.Node) error {
+	return eachNode(s.cfg.Instances, func(n *corev1.Node) error {
 		first, err := s.instances.InstanceMetadata(ctx, n)
 		if err != nil {
 			return fmt.Errorf("InstanceMetadata(%s): %w", n.Name, err)
@@ -203,7 +203,7 @@ func testMetadataIsStable(ctx context.Context, s *suite) error {
 }
 
 func testGoneInstancesDoNotExist(ctx context.Context, s *suite) error {
-	return eachNode(s.cfg.Gone, func(n *v1.Node) error {
+	return eachNode(s.cfg.Gone, func(n *corev1.Node) error {
 		ok, err := s.instances.InstanceExists(ctx, n)
 		switch {
 		case err != nil:
@@ -216,7 +216,7 @@ func testGoneInstancesDoNotExist(ctx context.Context, s *suite) error {
 }
 
 func testGoneInstanceMetadataIsInstanceNotFound(ctx context.Context, s *suite) error {
-	return eachNode(s.cfg.Gone, func(n *v1.Node) error {
+	return eachNode(s.cfg.Gone, func(n *corev1.Node) error {
 		md, err := s.instances.InstanceMetadata(ctx, n)
 		switch {
 		case err == nil:

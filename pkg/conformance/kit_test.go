@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/fake"
@@ -72,8 +72,8 @@ func (r *recorder) failed() []string {
 func memConfig(c *memCloud) conformance.Config {
 	return conformance.Config{
 		Provider:  c,
-		Instances: []*v1.Node{node("m-1", ""), node("m-2", "mem://i-2")},
-		Gone:      []*v1.Node{node("m-gone", ""), node("other", "mem://i-9")},
+		Instances: []*corev1.Node{node("m-1", ""), node("m-2", "mem://i-2")},
+		Gone:      []*corev1.Node{node("m-gone", ""), node("other", "mem://i-9")},
 		FailAfter: c.FailAfter,
 		Throttle:  c.Throttle,
 	}
@@ -169,9 +169,9 @@ func upstreamFake(routes bool) *fake.Cloud {
 		EnableInstancesV2:  true,
 		ExistsByProviderID: true,
 		DisableRoutes:      !routes,
-		OverrideInstanceMetadata: func(_ context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+		OverrideInstanceMetadata: func(_ context.Context, n *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 			return &cloudprovider.InstanceMetadata{ProviderID: "fake://" + n.Name, InstanceType: "small",
-				NodeAddresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}}, Zone: "a", Region: "r"}, nil
+				NodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}, Zone: "a", Region: "r"}, nil
 		},
 		ExternalIP: net.ParseIP("203.0.113.10"),
 		Balancers:  map[string]fake.Balancer{},
@@ -184,7 +184,7 @@ func upstreamFake(routes bool) *fake.Cloud {
 // no machine that is gone, no fault injection, no throttling and no
 // listers, so those checks do not run).
 func TestUpstreamFakeConforms(t *testing.T) {
-	rep := conformance.Run(t, conformance.Config{Provider: upstreamFake(false), Instances: []*v1.Node{node("worker-1", "")}})
+	rep := conformance.Run(t, conformance.Config{Provider: upstreamFake(false), Instances: []*corev1.Node{node("worker-1", "")}})
 	wantRan := []string{
 		"Instances/ExistingInstancesExist", "Instances/MetadataOfExistingInstances", "Instances/MetadataIsStable",
 		"LoadBalancer/NameIsStable", "LoadBalancer/MissingIsReportedMissing", "LoadBalancer/DeletingMissingSucceeds",
@@ -211,9 +211,9 @@ func TestUpstreamFakeLegacyInstancesConform(t *testing.T) {
 			if idErr != nil {
 				f.ExtIDErr = map[types.NodeName]error{"worker-1": idErr}
 			}
-			f.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}}
+			f.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
 			f.Zone = cloudprovider.Zone{FailureDomain: "a", Region: "r"}
-			rep := conformance.Run(t, conformance.Config{Provider: f, Instances: []*v1.Node{node("worker-1", "")}})
+			rep := conformance.Run(t, conformance.Config{Provider: f, Instances: []*corev1.Node{node("worker-1", "")}})
 			want := []string{"Instances/ExistingInstancesExist", "Instances/MetadataOfExistingInstances", "Instances/MetadataIsStable"}
 			if !slices.Equal(rep.Ran, want) {
 				t.Errorf("ran %v, want %v", rep.Ran, want)
@@ -228,7 +228,7 @@ func TestUpstreamFakeLegacyInstancesConform(t *testing.T) {
 // (and then fails every later call through its shared Err field), so the
 // two recommended idempotency checks are reported, and fail with Strict.
 func TestUpstreamFakeRoutes(t *testing.T) {
-	rep := conformance.Run(t, conformance.Config{Provider: upstreamFake(true), Instances: []*v1.Node{node("worker-1", "")}})
+	rep := conformance.Run(t, conformance.Config{Provider: upstreamFake(true), Instances: []*corev1.Node{node("worker-1", "")}})
 	for _, c := range []string{"Routes/CreatedRouteIsListed", "Routes/DeletedRouteIsNotListed", "Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"} {
 		if !slices.Contains(rep.Ran, c) {
 			t.Errorf("%s did not run: %v", c, rep.NotRun)
@@ -241,7 +241,7 @@ func TestUpstreamFakeRoutes(t *testing.T) {
 		t.Errorf("CreateIsIdempotent says %q, want the fake's 'already exists'", msg)
 	}
 	rec := newRecorder()
-	conformance.RunT(rec, conformance.Config{Provider: upstreamFake(true), Instances: []*v1.Node{node("worker-1", "")}, Strict: true})
+	conformance.RunT(rec, conformance.Config{Provider: upstreamFake(true), Instances: []*corev1.Node{node("worker-1", "")}, Strict: true})
 	if got, want := rec.failed(), []string{"Routes/CreateIsIdempotent", "Routes/DeleteIsIdempotent"}; !slices.Equal(got, want) {
 		t.Fatalf("Strict: failed checks = %v, want %v; messages: %v", got, want, rec.root.failures)
 	}
@@ -273,7 +273,7 @@ func TestUpstreamFakeWithoutExternalIPFails(t *testing.T) {
 	f := upstreamFake(false)
 	f.ExternalIP = nil
 	rec := newRecorder()
-	conformance.RunT(rec, conformance.Config{Provider: f, Instances: []*v1.Node{node("worker-1", "")}})
+	conformance.RunT(rec, conformance.Config{Provider: f, Instances: []*corev1.Node{node("worker-1", "")}})
 	if got, want := rec.failed(), []string{"LoadBalancer/EnsureReturnsIngress"}; !slices.Equal(got, want) {
 		t.Fatalf("failed checks = %v, want %v; messages: %v", got, want, rec.root.failures)
 	}

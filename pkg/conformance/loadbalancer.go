@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -76,19 +76,19 @@ func loadBalancerChecks() []check {
 	}
 }
 
-func (s *suite) otherService(name, uid string) *v1.Service {
+func (s *suite) otherService(name, uid string) *corev1.Service {
 	svc := s.cfg.Service.DeepCopy()
 	svc.Name, svc.UID = name, types.UID(uid)
 	return svc
 }
 
-func (s *suite) ensure(svc *v1.Service) func(context.Context) (*v1.LoadBalancerStatus, error) {
-	return func(ctx context.Context) (*v1.LoadBalancerStatus, error) {
+func (s *suite) ensure(svc *corev1.Service) func(context.Context) (*corev1.LoadBalancerStatus, error) {
+	return func(ctx context.Context) (*corev1.LoadBalancerStatus, error) {
 		return s.lb.EnsureLoadBalancer(ctx, s.cfg.ClusterName, svc.DeepCopy(), s.cfg.Instances)
 	}
 }
 
-func (s *suite) deleteLB(svc *v1.Service) func(context.Context) (struct{}, error) {
+func (s *suite) deleteLB(svc *corev1.Service) func(context.Context) (struct{}, error) {
 	return func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.lb.EnsureLoadBalancerDeleted(ctx, s.cfg.ClusterName, svc.DeepCopy())
 	}
@@ -102,7 +102,7 @@ func testNameIsStable(ctx context.Context, s *suite) error {
 	}
 	changed := svc.DeepCopy()
 	changed.ResourceVersion = "999"
-	changed.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+	changed.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
 	if again := s.lb.GetLoadBalancerName(ctx, s.cfg.ClusterName, changed); again != name {
 		return fmt.Errorf("GetLoadBalancerName changed from %q to %q for the same Service", name, again)
 	}
@@ -117,7 +117,7 @@ func testNameIsStable(ctx context.Context, s *suite) error {
 // status.loadBalancer.ingress: an IP must parse as one (upstream's fake
 // answers "<nil>" for a nil net.IP, which the API server refuses), a
 // hostname must be a DNS name and not an IP.
-func hasIngress(st *v1.LoadBalancerStatus) error {
+func hasIngress(st *corev1.LoadBalancerStatus) error {
 	if st == nil || len(st.Ingress) == 0 {
 		return fmt.Errorf("EnsureLoadBalancer succeeded with no ingress: %+v", st)
 	}
@@ -159,7 +159,7 @@ func testEnsureIdempotent(ctx context.Context, s *suite) error {
 
 // exactlyOneListed checks, when the provider can list, that svc has one
 // load balancer.
-func (s *suite) exactlyOneListed(ctx context.Context, svc *v1.Service) error {
+func (s *suite) exactlyOneListed(ctx context.Context, svc *corev1.Service) error {
 	if s.lbLister == nil {
 		return nil
 	}
@@ -173,7 +173,7 @@ func (s *suite) exactlyOneListed(ctx context.Context, svc *v1.Service) error {
 	return nil
 }
 
-func (s *suite) listedFor(ctx context.Context, svc *v1.Service) (int, error) {
+func (s *suite) listedFor(ctx context.Context, svc *corev1.Service) (int, error) {
 	lbs, err := s.lbLister.ListLoadBalancers(ctx, s.cfg.ClusterName)
 	if err != nil {
 		return 0, fmt.Errorf("ListLoadBalancers: %w", err)
@@ -197,7 +197,7 @@ func (s *suite) listedFor(ctx context.Context, svc *v1.Service) (int, error) {
 func testConvergence(ctx context.Context, s *suite) error {
 	svc := s.otherService("conformance-partial", "conformance-uid-partial")
 	defer func() { _, _ = retrying(context.WithoutCancel(ctx), s.deleteLB(svc)) }()
-	var want *v1.LoadBalancerStatus
+	var want *corev1.LoadBalancerStatus
 	for n := 0; n < 16; n++ {
 		disarm := s.cfg.FailAfter(n)
 		_, armedErr := s.lb.EnsureLoadBalancer(ctx, s.cfg.ClusterName, svc.DeepCopy(), s.cfg.Instances)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
@@ -50,8 +50,8 @@ func (d *dropAfter) failAfter(n int) func() {
 	return func() { d.armed.Store(false) }
 }
 
-func node(name, providerID string) *v1.Node {
-	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{ProviderID: providerID}}
+func node(name, providerID string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
 }
 
 // TestLocalcloudConforms runs the whole kit against the localcloud
@@ -102,8 +102,8 @@ func TestLocalcloudConforms(t *testing.T) {
 		Strict:      true,
 		Provider:    localcloud.NewWithClient(c, "conformance"),
 		ClusterName: "conformance",
-		Instances:   []*v1.Node{node(withID.Name, localcloud.ProviderID(withID.ID)), node(byName.Name, "")},
-		Gone:        []*v1.Node{node(deleted.Name, localcloud.ProviderID(deleted.ID)), node("never-existed", "")},
+		Instances:   []*corev1.Node{node(withID.Name, localcloud.ProviderID(withID.ID)), node(byName.Name, "")},
+		Gone:        []*corev1.Node{node(deleted.Name, localcloud.ProviderID(deleted.ID)), node("never-existed", "")},
 		FailAfter:   transport.failAfter,
 		Throttle: func() func() {
 			if _, err := admin.UpdateConfig(ctx, api.KnobsPatch{RateLimit: ptr.To(0.2), RateBurst: ptr.To(1)}); err != nil {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -56,7 +56,7 @@ func (s *suite) otherCluster() string { return s.cfg.ClusterName + "-other" }
 // EnsureLoadBalancer made (upstream's fake, for one, always answers its
 // configured Exists: there the deletions cannot be observed, and only what
 // the other cluster finds and lists is checked).
-func (s *suite) testScoped(ctx context.Context, twin *v1.Service) error {
+func (s *suite) testScoped(ctx context.Context, twin *corev1.Service) error {
 	mine := s.cfg.Service
 	if _, err := retrying(ctx, s.ensure(mine)); err != nil {
 		return fmt.Errorf("EnsureLoadBalancer: %w", err)
@@ -132,19 +132,19 @@ func (s *suite) notListedIn(ctx context.Context, cluster string, uid types.UID) 
 	return nil
 }
 
-func (s *suite) cleanScoped(ctx context.Context, twin *v1.Service) error {
+func (s *suite) cleanScoped(ctx context.Context, twin *corev1.Service) error {
 	_, errOther := retrying(ctx, s.deleteIn(s.otherCluster(), twin))
 	_, errMine := retrying(ctx, s.deleteLB(s.cfg.Service))
 	return errors.Join(errOther, errMine)
 }
 
-func (s *suite) ensureIn(cluster string, svc *v1.Service) func(context.Context) (*v1.LoadBalancerStatus, error) {
-	return func(ctx context.Context) (*v1.LoadBalancerStatus, error) {
+func (s *suite) ensureIn(cluster string, svc *corev1.Service) func(context.Context) (*corev1.LoadBalancerStatus, error) {
+	return func(ctx context.Context) (*corev1.LoadBalancerStatus, error) {
 		return s.lb.EnsureLoadBalancer(ctx, cluster, svc.DeepCopy(), s.cfg.Instances)
 	}
 }
 
-func (s *suite) deleteIn(cluster string, svc *v1.Service) func(context.Context) (struct{}, error) {
+func (s *suite) deleteIn(cluster string, svc *corev1.Service) func(context.Context) (struct{}, error) {
 	return func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.lb.EnsureLoadBalancerDeleted(ctx, cluster, svc.DeepCopy())
 	}

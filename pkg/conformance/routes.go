@@ -7,10 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
-func nodeName(n *v1.Node) types.NodeName { return types.NodeName(n.Name) }
+func nodeName(n *corev1.Node) types.NodeName { return types.NodeName(n.Name) }
 
 func (s *suite) needRoutes() string {
 	switch {

@@ -1,6 +1,8 @@
 // Package localcluster holds what running a Kubernetes cluster on one
-// machine takes besides the control plane: kubeconfig files, the directory
-// of the project's binaries, Nodes registered as a kubelet with
+// machine takes besides the controllers: the control plane (etcd and
+// kube-apiserver as child processes, with their certificates, RBAC and
+// per-user client certificates), kubeconfig files, the directory of the
+// project's binaries, Nodes registered as a kubelet with
 // --cloud-provider=external registers them, and a kwok process that keeps
 // such Nodes Ready.
 //

@@ -2,6 +2,7 @@ package observe_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -26,12 +27,24 @@ import (
 var env *testbed.Env
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// The unit run: the tests that need the control plane skip
+		// themselves (needEnv), saying so.
+		os.Exit(m.Run())
+	}
 	code, err := runWithControlPlane(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// needEnv skips t under -short, where TestMain started no control plane.
+func needEnv(t *testing.T) {
+	t.Helper()
+	testbed.RequireBinaries(t, "kube-apiserver", "etcd")
 }
 
 func runWithControlPlane(m *testing.M) (code int, err error) {
@@ -60,6 +73,7 @@ func runWithControlPlane(m *testing.M) (code int, err error) {
 // that would change something are recorded with their diff, and a write
 // that changes nothing is not.
 func TestDryRunAgainstAPIServer(t *testing.T) {
+	needEnv(t)
 	ctx := testbed.Context(t, 2*time.Minute)
 	admin := env.Clientset
 	createNode(ctx, t, "n1")
@@ -124,6 +138,7 @@ func TestDryRunAgainstAPIServer(t *testing.T) {
 // from a shared cache): the transport still tells what the patch changes,
 // reading the object with an empty dry-run patch.
 func TestDryRunDiffsAPatchTheWriterMayNotGet(t *testing.T) {
+	needEnv(t)
 	ctx := testbed.Context(t, 2*time.Minute)
 	admin := env.Clientset
 	createNode(ctx, t, "p1")
@@ -173,6 +188,7 @@ func TestDryRunDiffsAPatchTheWriterMayNotGet(t *testing.T) {
 // a context naming one, the field manager names the writer; with neither,
 // the change is the honest "unknown".
 func TestDryRunNamesTheControllerFromTheContext(t *testing.T) {
+	needEnv(t)
 	ctx := testbed.Context(t, 2*time.Minute)
 	createNode(ctx, t, "c1")
 	rec, cs := dryRunClient(t, rest.CopyConfig(env.Config), "stratus-cloud-controller-manager/v0.0.0 (linux/amd64)")

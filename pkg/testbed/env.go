@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,9 +31,15 @@ type Env struct {
 	env *envtest.Environment
 }
 
-// RequireBinaries fails t unless every named binary is in BinDir.
+// RequireBinaries fails t unless every named binary is in BinDir. Under
+// -short (the unit run) it skips t instead, naming what it needs.
 func RequireBinaries(t testing.TB, names ...string) string {
 	t.Helper()
+	if testing.Short() {
+		// -short is the unit run: it needs no test bed, and says what it
+		// left out. Without -short a missing binary fails below.
+		t.Skipf("testbed: integration test, needs %s from `make tools`; -short runs unit tests only", strings.Join(names, ", "))
+	}
 	dir, err := localcluster.BinDir()
 	if err != nil {
 		t.Fatal(err)

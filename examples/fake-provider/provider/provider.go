@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"net"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/fake"
 
@@ -44,11 +44,11 @@ func New(_ context.Context, in ccm.Inputs) (cloudprovider.Interface, error) {
 		// InstancesV2: every Node's machine exists, is running, and has
 		// the provider ID the fake derives from its node name.
 		ExistsByProviderID: true,
-		OverrideInstanceMetadata: func(_ context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+		OverrideInstanceMetadata: func(_ context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 			return &cloudprovider.InstanceMetadata{
 				ProviderID:    Name + "://" + node.Name,
 				InstanceType:  InstanceType,
-				NodeAddresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: NodeIP}},
+				NodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: NodeIP}},
 				Zone:          Zone,
 				Region:        Region,
 			}, nil

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
@@ -25,12 +25,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // ControllerName is the controller's name, as upstream spells it; events,
 // logs and the --controllers flag carry it.
 const ControllerName = "cloud-node-controller"
+
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&corev1.Node{}} }
 
 // Event reasons. Synced is upstream's; the warnings name why a Node stays
 // uninitialized.
@@ -74,8 +81,15 @@ type Deps struct {
 	Lister cloud.InstanceLister
 	// Recorder emits events on Nodes; nil emits none.
 	Recorder events.EventRecorder
+	// Recovery, when set, tells the controller that the cloud answers again
+	// after an outage: the Nodes waiting for initialization are retried at
+	// once instead of sitting out the backoff the outage built up.
+	Recovery cloud.RecoveryNotifier
 	// Registerer receives the metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// Clock dates first sightings and paces the shared list; nil is the
+	// real clock.
+	Clock clock.Clock
 }
 
 // Config tunes the controller.
@@ -110,6 +124,9 @@ type Controller struct {
 	recorder  events.EventRecorder
 	metrics   *metrics
 	cfg       Config
+	clock     clock.Clock
+	// queue is captured when the controller starts, for recovery.
+	queue kit.Queue[reconcile.Request]
 
 	// seen records when each uninitialized Node was first observed, so a
 	// list answer is trusted for it only if the list started afterwards.
@@ -146,13 +163,18 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	clk := deps.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	c := &Controller{
-		client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, recorder: deps.Recorder,
-		metrics: m, cfg: cfg, seen: map[string]time.Time{}, written: map[string][]string{},
+		client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, recorder: kit.Recorder(deps.Recorder),
+		metrics: m, cfg: cfg, clock: clk, seen: map[string]time.Time{}, written: map[string][]string{},
 	}
 	if deps.Lister != nil {
-		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clock.RealClock{})
+		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk)
 	}
+	kit.OnRecovered(deps.Recovery, c.recovered)
 	return c, nil
 }
 
@@ -166,21 +188,22 @@ func orDefault(d, def time.Duration) time.Duration {
 // SetupWithManager adds the initializing controller and, when refreshes
 // are on, the refresh loop to mgr (which may already be running).
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	h := handler.TypedFuncs[*v1.Node, reconcile.Request]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*v1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h := handler.TypedFuncs[*corev1.Node, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			c.observe(e.Object, q)
 		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*v1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			c.observe(e.ObjectNew, q)
 		},
-		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*v1.Node], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*corev1.Node], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			c.forget(e.Object.Name)
 			c.clearWritten(e.Object.Name)
 		},
 	}
 	err := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &v1.Node{}, h)).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{}, h)).
+		WatchesRawSource(c.queue.Source()).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.cfg.Workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](c.cfg.BaseBackoff, c.cfg.MaxBackoff),
@@ -199,7 +222,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 
 // observe enqueues uninitialized Nodes only: initialized ones change often
 // (heartbeats) and are the refresh loop's business.
-func (c *Controller) observe(n *v1.Node, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (c *Controller) observe(n *corev1.Node, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if !isUninitialized(n) {
 		c.clearWritten(n.Name)
 		return
@@ -215,7 +238,7 @@ func (c *Controller) firstSeen(name string) time.Time {
 	defer c.mu.Unlock()
 	t, ok := c.seen[name]
 	if !ok {
-		t = time.Now()
+		t = c.clock.Now()
 		c.seen[name] = t
 	}
 	return t
@@ -226,7 +249,19 @@ func (c *Controller) firstSeen(name string) time.Time {
 func (c *Controller) retryAfterNow(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.seen[name] = time.Now()
+	c.seen[name] = c.clock.Now()
+}
+
+// recovered queues every Node waiting for initialization, now that the
+// cloud answers again: the backoff their failures built up during the
+// outage (minutes, at the cap) no longer protects anything. The workers and
+// the cloud call pacing still bound how fast they go.
+func (c *Controller) recovered() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name := range c.seen {
+		c.queue.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	}
 }
 
 func (c *Controller) forget(name string) {
@@ -246,7 +281,7 @@ func (c *Controller) markWritten(name string, rvs ...string) {
 // predatesWrite reports whether a cached Node is older than the
 // controller's own initialization of it: the cache has not caught up yet,
 // and the watch event that brings it up to date needs no sync.
-func (c *Controller) predatesWrite(n *v1.Node) bool {
+func (c *Controller) predatesWrite(n *corev1.Node) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Contains(c.written[n.Name], n.ResourceVersion)
@@ -262,25 +297,23 @@ func (c *Controller) clearWritten(name string) {
 // outcome schedules what follows: nothing, a retry after the delay the
 // cloud asked for (a RetryError), or a retry with per-Node backoff.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ctx = observe.WithController(ctx, ControllerName)
+	ctx = kit.WithController(ctx, ControllerName)
 	err := c.sync(ctx, req.Name)
-	if d, ok := cloud.RetryAfter(err); ok && d > 0 {
-		return reconcile.Result{RequeueAfter: d}, nil
+	if res, ok := kit.RetryLater(ctx, err); ok {
+		return res, nil
 	}
 	return reconcile.Result{}, err
 }
 
-// event records an event when a recorder is set.
-func (c *Controller) event(n *v1.Node, typ, reason, action, note string, args ...any) {
-	if c.recorder != nil {
-		c.recorder.Eventf(n, nil, typ, reason, action, note, args...)
-	}
+// event records an event on the Node.
+func (c *Controller) event(n *corev1.Node, typ, reason, action, note string, args ...any) {
+	c.recorder.Eventf(n, nil, typ, reason, action, note, args...)
 }
 
 // ensure interface conformance at compile time.
 var _ reconcile.Reconciler = (*Controller)(nil)
 
 // logger returns ctx's logger with the Node.
-func logger(ctx context.Context, n *v1.Node) klog.Logger {
+func logger(ctx context.Context, n *corev1.Node) klog.Logger {
 	return klog.FromContext(ctx).WithValues("node", klog.KObj(n))
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	cloudprovider "k8s.io/cloud-provider"
@@ -54,7 +54,7 @@ func (f *fakeCloud) setErr(err error) {
 	f.err = err
 }
 
-func (f *fakeCloud) find(n *v1.Node) (*cloud.Instance, error) {
+func (f *fakeCloud) find(n *corev1.Node) (*cloud.Instance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -69,7 +69,7 @@ func (f *fakeCloud) find(n *v1.Node) (*cloud.Instance, error) {
 	return nil, cloudprovider.InstanceNotFound
 }
 
-func (f *fakeCloud) InstanceExists(_ context.Context, n *v1.Node) (bool, error) {
+func (f *fakeCloud) InstanceExists(_ context.Context, n *corev1.Node) (bool, error) {
 	_, err := f.find(n)
 	if errors.Is(err, cloudprovider.InstanceNotFound) {
 		return false, nil
@@ -77,7 +77,7 @@ func (f *fakeCloud) InstanceExists(_ context.Context, n *v1.Node) (bool, error) 
 	return err == nil, err
 }
 
-func (f *fakeCloud) InstanceShutdown(_ context.Context, n *v1.Node) (bool, error) {
+func (f *fakeCloud) InstanceShutdown(_ context.Context, n *corev1.Node) (bool, error) {
 	inst, err := f.find(n)
 	if err != nil {
 		return false, err
@@ -85,7 +85,7 @@ func (f *fakeCloud) InstanceShutdown(_ context.Context, n *v1.Node) (bool, error
 	return inst.Shutdown, nil
 }
 
-func (f *fakeCloud) InstanceMetadata(_ context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+func (f *fakeCloud) InstanceMetadata(_ context.Context, n *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	f.metadataCalls.Add(1)
 	inst, err := f.find(n)
 	if err != nil {
@@ -130,10 +130,10 @@ func instance(name, internal, external string) cloud.Instance {
 			InstanceType: "small",
 			Zone:         "zone-a",
 			Region:       "region-1",
-			NodeAddresses: []v1.NodeAddress{
-				{Type: v1.NodeInternalIP, Address: internal},
-				{Type: v1.NodeExternalIP, Address: external},
-				{Type: v1.NodeHostName, Address: name},
+			NodeAddresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: internal},
+				{Type: corev1.NodeExternalIP, Address: external},
+				{Type: corev1.NodeHostName, Address: name},
 			},
 		},
 	}
@@ -141,11 +141,11 @@ func instance(name, internal, external string) cloud.Instance {
 
 // newNode returns a Node as a kubelet with --cloud-provider=external
 // registers it.
-func newNode(name string) *v1.Node {
-	return &v1.Node{
+func newNode(name string) *corev1.Node {
+	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
-		Spec: v1.NodeSpec{Taints: []v1.Taint{
-			{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: v1.TaintEffectNoSchedule},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+			{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule},
 		}},
 	}
 }
@@ -168,14 +168,14 @@ type harness struct {
 
 // newHarness builds a controller over a fake client holding nodes; with
 // list the cloud's ListInstances serves metadata.
-func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*v1.Node) *harness {
+func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*corev1.Node) *harness {
 	t.Helper()
 	w := &writes{}
 	objs := make([]client.Object, 0, len(nodes))
 	for _, n := range nodes {
 		objs = append(objs, n)
 	}
-	cl := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&v1.Node{}).
+	cl := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&corev1.Node{}).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 				w.spec.Add(1)
@@ -205,9 +205,9 @@ func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*v1.Node) *harn
 	return &harness{c: c, client: cl, cloud: fc, recorder: rec, writes: w}
 }
 
-func (h *harness) node(t *testing.T, name string) *v1.Node {
+func (h *harness) node(t *testing.T, name string) *corev1.Node {
 	t.Helper()
-	n := &v1.Node{}
+	n := &corev1.Node{}
 	if err := h.client.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
 		t.Fatal(err)
 	}

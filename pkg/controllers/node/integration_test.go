@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -59,16 +59,16 @@ func TestIntegration(t *testing.T) {
 			if n.Spec.ProviderID != "localcloud://"+inst.ID {
 				t.Errorf("%s: providerID %q", name, n.Spec.ProviderID)
 			}
-			want := []v1.NodeAddress{
-				{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal},
-				{Type: v1.NodeExternalIP, Address: inst.Addresses.External},
-				{Type: v1.NodeHostName, Address: name},
+			want := []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: inst.Addresses.Internal},
+				{Type: corev1.NodeExternalIP, Address: inst.Addresses.External},
+				{Type: corev1.NodeHostName, Address: name},
 			}
 			if !slices.Equal(n.Status.Addresses, want) {
 				t.Errorf("%s: addresses %v, want %v", name, n.Status.Addresses, want)
 			}
-			for k, v := range map[string]string{v1.LabelTopologyZone: "zone-a", v1.LabelTopologyRegion: "region-1",
-				v1.LabelInstanceTypeStable: "small", v1.LabelFailureDomainBetaZone: "zone-a", v1.LabelInstanceType: "small"} {
+			for k, v := range map[string]string{corev1.LabelTopologyZone: "zone-a", corev1.LabelTopologyRegion: "region-1",
+				corev1.LabelInstanceTypeStable: "small", corev1.LabelFailureDomainBetaZone: "zone-a", corev1.LabelInstanceType: "small"} {
 				if n.Labels[k] != v {
 					t.Errorf("%s: label %s=%q, want %q", name, k, n.Labels[k], v)
 				}
@@ -132,7 +132,7 @@ func TestIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := waitInitialized(ctx, t, cs, "refresh")
-		internalOnly := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal}, {Type: v1.NodeHostName, Address: "refresh"}}
+		internalOnly := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: inst.Addresses.Internal}, {Type: corev1.NodeHostName, Address: "refresh"}}
 		if !slices.Equal(n.Status.Addresses, internalOnly) {
 			t.Fatalf("addresses %v, want %v", n.Status.Addresses, internalOnly)
 		}
@@ -148,10 +148,10 @@ func TestIntegration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		withExternal := []v1.NodeAddress{
-			{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal},
-			{Type: v1.NodeExternalIP, Address: attached.Addresses.External},
-			{Type: v1.NodeHostName, Address: "refresh"},
+		withExternal := []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: inst.Addresses.Internal},
+			{Type: corev1.NodeExternalIP, Address: attached.Addresses.External},
+			{Type: corev1.NodeHostName, Address: "refresh"},
 		}
 		before = expectOneStatusWrite(ctx, t, cs, reg, before, "refresh", withExternal)
 
@@ -191,9 +191,9 @@ func waitRefreshes(ctx context.Context, t *testing.T, reg prometheus.Gatherer, n
 // one status write and no label write: no repeats once the cache has the
 // new addresses. It returns the counts after the change.
 func expectOneStatusWrite(ctx context.Context, t *testing.T, cs kubernetes.Interface, reg prometheus.Gatherer,
-	before writeCounts, name string, want []v1.NodeAddress) writeCounts {
+	before writeCounts, name string, want []corev1.NodeAddress) writeCounts {
 	t.Helper()
-	var got []v1.NodeAddress
+	var got []corev1.NodeAddress
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -235,13 +235,13 @@ func counterValue(t *testing.T, reg prometheus.Gatherer, name, label, value stri
 	return 0
 }
 
-func hasTaint(n *v1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider })
+func hasTaint(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider })
 }
 
-func waitInitialized(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) *v1.Node {
+func waitInitialized(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) *corev1.Node {
 	t.Helper()
-	var n *v1.Node
+	var n *corev1.Node
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
 		n, err = cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})

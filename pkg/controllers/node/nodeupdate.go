@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
@@ -24,16 +24,16 @@ var (
 	errProvidedIPNotFound = errors.New("not among the cloud's addresses for the instance")
 )
 
-func hasTaint(taints []v1.Taint, key string) bool {
-	return slices.ContainsFunc(taints, func(t v1.Taint) bool { return t.Key == key })
+func hasTaint(taints []corev1.Taint, key string) bool {
+	return slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == key })
 }
 
-func withoutTaint(taints []v1.Taint, key string) []v1.Taint {
-	return slices.DeleteFunc(slices.Clone(taints), func(t v1.Taint) bool { return t.Key == key })
+func withoutTaint(taints []corev1.Taint, key string) []corev1.Taint {
+	return slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == key })
 }
 
 // isUninitialized reports whether the Node waits for this controller.
-func isUninitialized(n *v1.Node) bool {
+func isUninitialized(n *corev1.Node) bool {
 	return hasTaint(n.Spec.Taints, cloudproviderapi.TaintExternalCloudProvider)
 }
 
@@ -69,14 +69,14 @@ func schemeChar(r rune) bool {
 // desiredAddresses returns the addresses the Node should carry: the cloud's,
 // plus the Node's own hostname address when the cloud gives none, ordered
 // so that the IPs of the kubelet's provided-node-ip annotation come first.
-func desiredAddresses(node *v1.Node, cloudAddrs []v1.NodeAddress) ([]v1.NodeAddress, error) {
+func desiredAddresses(node *corev1.Node, cloudAddrs []corev1.NodeAddress) ([]corev1.NodeAddress, error) {
 	if len(cloudAddrs) == 0 {
 		return nil, errNoAddresses
 	}
 	addrs := slices.Clone(cloudAddrs)
-	if !slices.ContainsFunc(addrs, func(a v1.NodeAddress) bool { return a.Type == v1.NodeHostName }) {
+	if !slices.ContainsFunc(addrs, func(a corev1.NodeAddress) bool { return a.Type == corev1.NodeHostName }) {
 		for _, a := range node.Status.Addresses {
-			if a.Type == v1.NodeHostName {
+			if a.Type == corev1.NodeHostName {
 				addrs = append(addrs, a)
 			}
 		}
@@ -93,13 +93,13 @@ func desiredAddresses(node *v1.Node, cloudAddrs []v1.NodeAddress) ([]v1.NodeAddr
 // cloud's addresses; those addresses come first, and addresses of the same
 // type as a given IP but another value are dropped, so that the node IP is
 // the one the kubelet was told to use.
-func applyProvidedNodeIP(provided string, cloudAddrs []v1.NodeAddress) ([]v1.NodeAddress, error) {
+func applyProvidedNodeIP(provided string, cloudAddrs []corev1.NodeAddress) ([]corev1.NodeAddress, error) {
 	ips, err := parseProvidedNodeIP(provided)
 	if err != nil {
 		return nil, err
 	}
-	var out []v1.NodeAddress
-	chosenTypes := map[v1.NodeAddressType]bool{}
+	var out []corev1.NodeAddress
+	chosenTypes := map[corev1.NodeAddressType]bool{}
 	for _, ip := range ips {
 		matched := false
 		for _, a := range cloudAddrs {
@@ -148,19 +148,19 @@ func parseProvidedNodeIP(s string) ([]net.IP, error) {
 // labels follow the cloud; additional labels are only ever added: keys
 // under kubernetes.io or k8s.io are refused (they belong to Kubernetes),
 // and a key the Node already has is left alone.
-func labelChanges(node *v1.Node, md *cloudprovider.InstanceMetadata) (set map[string]string, discarded []string) {
+func labelChanges(node *corev1.Node, md *cloudprovider.InstanceMetadata) (set map[string]string, discarded []string) {
 	set = map[string]string{}
 	want := func(key, value string) {
 		if value != "" && node.Labels[key] != value {
 			set[key] = value
 		}
 	}
-	want(v1.LabelInstanceTypeStable, md.InstanceType)
-	want(v1.LabelInstanceType, md.InstanceType)
-	want(v1.LabelTopologyZone, md.Zone)
-	want(v1.LabelFailureDomainBetaZone, md.Zone)
-	want(v1.LabelTopologyRegion, md.Region)
-	want(v1.LabelFailureDomainBetaRegion, md.Region)
+	want(corev1.LabelInstanceTypeStable, md.InstanceType)
+	want(corev1.LabelInstanceType, md.InstanceType)
+	want(corev1.LabelTopologyZone, md.Zone)
+	want(corev1.LabelFailureDomainBetaZone, md.Zone)
+	want(corev1.LabelTopologyRegion, md.Region)
+	want(corev1.LabelFailureDomainBetaRegion, md.Region)
 	for k, v := range md.AdditionalLabels {
 		if _, exists := node.Labels[k]; exists {
 			continue

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 )
 
@@ -68,8 +68,8 @@ func TestIsKubernetesLabel(t *testing.T) {
 // only from the legacy adapter (idOptional), and never overrides one the
 // Node already has.
 func TestCheckMetadataProviderIDOptional(t *testing.T) {
-	bare := &v1.Node{}
-	withID := &v1.Node{Spec: v1.NodeSpec{ProviderID: "kubelet://set"}}
+	bare := &corev1.Node{}
+	withID := &corev1.Node{Spec: corev1.NodeSpec{ProviderID: "kubelet://set"}}
 	noID := &cloudprovider.InstanceMetadata{}
 	if err := checkMetadata(bare, noID, false); !errors.Is(err, errNoProviderID) {
 		t.Errorf("InstancesV2 without providerID: %v, want errNoProviderID", err)

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // RefreshResult summarises one refresh period.
@@ -34,7 +34,7 @@ type RefreshResult struct {
 // time at once, until ctx ends.
 func (c *Controller) runRefresh(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", ControllerName))
-	ctx = observe.WithController(ctx, ControllerName)
+	ctx = kit.WithController(ctx, ControllerName)
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if _, err := c.Refresh(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Refreshing node addresses and labels failed; next period retries")
@@ -51,12 +51,12 @@ func (c *Controller) Refresh(ctx context.Context) (RefreshResult, error) {
 	// Uncopied: a refresh only reads the cached Nodes (a patch works on its
 	// own copy), and a copy of every Node each period is what a large
 	// cluster's idle memory would peak on.
-	var list v1.NodeList
+	var list corev1.NodeList
 	if err := c.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		c.metrics.refreshes.WithLabelValues(resultError).Inc()
 		return RefreshResult{}, fmt.Errorf("list nodes from cache: %w", err)
 	}
-	nodes := slices.DeleteFunc(list.Items, func(n v1.Node) bool { return isUninitialized(&n) })
+	nodes := slices.DeleteFunc(list.Items, func(n corev1.Node) bool { return isUninitialized(&n) })
 	res := RefreshResult{Nodes: len(nodes)}
 	if len(nodes) == 0 {
 		return res, nil
@@ -100,7 +100,7 @@ var errSkip = errors.New("skipped")
 
 // refreshNode updates one Node; it reports how many status and label
 // writes it made.
-func (c *Controller) refreshNode(ctx context.Context, node *v1.Node, snap *snapshot) (statusWrites, labelWrites int, err error) {
+func (c *Controller) refreshNode(ctx context.Context, node *corev1.Node, snap *snapshot) (statusWrites, labelWrites int, err error) {
 	log := logger(ctx, node)
 	md, err := c.refreshMetadata(ctx, node, snap)
 	if errors.Is(err, cloudprovider.InstanceNotFound) {
@@ -121,7 +121,7 @@ func (c *Controller) refreshNode(ctx context.Context, node *v1.Node, snap *snaps
 	case errors.Is(err, errNoAddresses):
 		// As upstream: keep the addresses the Node has.
 	case err != nil:
-		c.event(node, v1.EventTypeWarning, ReasonInvalidNodeIP, actionRefresh, "Addresses not refreshed: %v", err)
+		c.event(node, corev1.EventTypeWarning, ReasonInvalidNodeIP, actionRefresh, "Addresses not refreshed: %v", err)
 		log.Info("Addresses not refreshed", "err", err)
 	case !slices.Equal(node.Status.Addresses, addrs):
 		patched := node.DeepCopy()
@@ -151,7 +151,7 @@ func (c *Controller) refreshNode(ctx context.Context, node *v1.Node, snap *snaps
 	return statusWrites, 1, nil
 }
 
-func (c *Controller) refreshMetadata(ctx context.Context, node *v1.Node, snap *snapshot) (*cloudprovider.InstanceMetadata, error) {
+func (c *Controller) refreshMetadata(ctx context.Context, node *corev1.Node, snap *snapshot) (*cloudprovider.InstanceMetadata, error) {
 	if snap != nil {
 		return metadataFrom(snap, node)
 	}

@@ -6,11 +6,11 @@ import (
 	"slices"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // initializedNode returns a Node as sync leaves it for inst.
-func initializedNode(t *testing.T, name string) (*v1.Node, *fakeCloud) {
+func initializedNode(t *testing.T, name string) (*corev1.Node, *fakeCloud) {
 	t.Helper()
 	fc := newFakeCloud(instance(name, "10.0.0.1", "203.0.113.1"))
 	h := newHarness(t, fc, true, newNode(name))
@@ -24,7 +24,7 @@ func TestRefreshUnchangedNodesWritesNothing(t *testing.T) {
 	for _, list := range []bool{false, true} {
 		t.Run(fmt.Sprintf("list=%v", list), func(t *testing.T) {
 			fc := newFakeCloud()
-			var nodes []*v1.Node
+			var nodes []*corev1.Node
 			for i := range 20 {
 				name := fmt.Sprintf("n%d", i)
 				n, _ := initializedNode(t, name)
@@ -85,7 +85,7 @@ func TestRefreshWritesChangedLabelsOnly(t *testing.T) {
 		t.Errorf("result %+v; want one label write", res)
 	}
 	got := h.node(t, "n1").Labels
-	if got[v1.LabelInstanceTypeStable] != "large" || got[v1.LabelInstanceType] != "large" {
+	if got[corev1.LabelInstanceTypeStable] != "large" || got[corev1.LabelInstanceType] != "large" {
 		t.Errorf("instance type labels = %v", got)
 	}
 	if got["example.com/pool"] != "mine" || got["example.com/new"] != "x" {

@@ -8,11 +8,13 @@ import (
 	"slices"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // apiError marks a failed write to the API server, so that the failure is
@@ -28,7 +30,7 @@ func (e *apiError) Unwrap() error { return e.err }
 // one patch, so that the Node becomes schedulable only once its addresses
 // are in place.
 func (c *Controller) sync(ctx context.Context, name string) error {
-	node := &v1.Node{}
+	node := &corev1.Node{}
 	if err := c.client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.forget(name)
@@ -52,7 +54,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err == nil {
 		err = checkMetadata(node, md, c.cfg.ProviderIDOptional)
 	}
-	var addrs []v1.NodeAddress
+	var addrs []corev1.NodeAddress
 	if err == nil {
 		addrs, err = desiredAddresses(node, md.NodeAddresses)
 	}
@@ -65,14 +67,14 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	c.forget(name)
 	c.metrics.inits.WithLabelValues(resultSuccess).Inc()
 	c.metrics.initDuration.Observe(time.Since(seen).Seconds())
-	c.event(node, v1.EventTypeNormal, ReasonSynced, actionInitialize, "Node synced successfully")
+	c.event(node, corev1.EventTypeNormal, ReasonSynced, actionInitialize, "Node synced successfully")
 	log.V(2).Info("Initialized node", "providerID", node.Spec.ProviderID)
 	return nil
 }
 
 // metadata asks the cloud about one Node: from a shared list answer that
 // started after notBefore when the provider can list, else per Node.
-func (c *Controller) metadata(ctx context.Context, node *v1.Node, notBefore time.Time) (*cloudprovider.InstanceMetadata, error) {
+func (c *Controller) metadata(ctx context.Context, node *corev1.Node, notBefore time.Time) (*cloudprovider.InstanceMetadata, error) {
 	if c.batcher == nil {
 		ctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
 		defer cancel()
@@ -91,7 +93,7 @@ func (c *Controller) metadata(ctx context.Context, node *v1.Node, notBefore time
 
 // metadataFrom looks a Node up in a list answer; a successful answer that
 // lacks it means the instance does not exist.
-func metadataFrom(snap *snapshot, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+func metadataFrom(snap *snapshot, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	inst, ok, err := snap.Lookup(node)
 	if err != nil {
 		return nil, err
@@ -112,7 +114,7 @@ func metadataFrom(snap *snapshot, node *v1.Node) (*cloudprovider.InstanceMetadat
 // set is immutable and wins, as upstream's controller decides. An empty
 // one is accepted when idOptional (a legacy provider without instance
 // IDs); the Node then stays without one, as upstream leaves it.
-func checkMetadata(node *v1.Node, md *cloudprovider.InstanceMetadata, idOptional bool) error {
+func checkMetadata(node *corev1.Node, md *cloudprovider.InstanceMetadata, idOptional bool) error {
 	if md == nil {
 		return errNilMetadata
 	}
@@ -125,7 +127,7 @@ func checkMetadata(node *v1.Node, md *cloudprovider.InstanceMetadata, idOptional
 // writeInit writes the addresses if they differ, then providerID, labels
 // and the taint's removal. The status patch answers with the updated Node,
 // which is the base of the second patch: no GET in between.
-func (c *Controller) writeInit(ctx context.Context, node *v1.Node, md *cloudprovider.InstanceMetadata, addrs []v1.NodeAddress) error {
+func (c *Controller) writeInit(ctx context.Context, node *corev1.Node, md *cloudprovider.InstanceMetadata, addrs []corev1.NodeAddress) error {
 	cur := node
 	rvs := []string{node.ResourceVersion}
 	if !slices.Equal(node.Status.Addresses, addrs) {
@@ -164,13 +166,17 @@ func (c *Controller) writeInit(ctx context.Context, node *v1.Node, md *cloudprov
 
 // initFailed records why a Node stays uninitialized and returns the error
 // its retry is scheduled by (see Reconcile).
-func (c *Controller) initFailed(ctx context.Context, node *v1.Node, err error) error {
+func (c *Controller) initFailed(ctx context.Context, node *corev1.Node, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
 	reason, result := classify(err)
 	c.metrics.inits.WithLabelValues(result).Inc()
-	c.event(node, v1.EventTypeWarning, reason, actionInitialize, "Node not initialized: %v", err)
+	if _, later := cloud.RetryAfter(err); !later {
+		// A RetryError is the cloud's work in progress, not a failure
+		// worth a warning (see kit.RetryLater).
+		c.event(node, corev1.EventTypeWarning, reason, actionInitialize, "Node not initialized: %v", err)
+	}
 	logger(ctx, node).Info("Node not initialized, will retry", "reason", reason, "err", err)
 	if result != resultAPIError {
 		// The next attempt needs a list answer newer than this failure.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,9 +40,9 @@ func TestSyncInitializesNode(t *testing.T) {
 				t.Errorf("addresses = %v, want %v", n.Status.Addresses, inst.Metadata.NodeAddresses)
 			}
 			for k, v := range map[string]string{
-				v1.LabelTopologyZone: "zone-a", v1.LabelFailureDomainBetaZone: "zone-a",
-				v1.LabelTopologyRegion: "region-1", v1.LabelFailureDomainBetaRegion: "region-1",
-				v1.LabelInstanceTypeStable: "small", v1.LabelInstanceType: "small",
+				corev1.LabelTopologyZone: "zone-a", corev1.LabelFailureDomainBetaZone: "zone-a",
+				corev1.LabelTopologyRegion: "region-1", corev1.LabelFailureDomainBetaRegion: "region-1",
+				corev1.LabelInstanceTypeStable: "small", corev1.LabelInstanceType: "small",
 				"example.com/pool": "blue", "kubernetes.io/hostname": "n1",
 			} {
 				if n.Labels[k] != v {
@@ -93,7 +93,7 @@ func TestSyncKeepsExistingProviderIDAndLabels(t *testing.T) {
 
 func TestSyncKeepsOtherTaints(t *testing.T) {
 	n := newNode("n1")
-	n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule})
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule})
 	h := newHarness(t, newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")), true, n)
 	if err := h.c.sync(context.Background(), "n1"); err != nil {
 		t.Fatalf("sync: %v", err)
@@ -106,8 +106,8 @@ func TestSyncKeepsOtherTaints(t *testing.T) {
 
 func TestSyncProvidedNodeIP(t *testing.T) {
 	inst := instance("n1", "10.0.0.1", "203.0.113.1")
-	inst.Metadata.NodeAddresses = append([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.9"}}, inst.Metadata.NodeAddresses...)
-	inst.Metadata.NodeAddresses = append(inst.Metadata.NodeAddresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00::1"})
+	inst.Metadata.NodeAddresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.9"}}, inst.Metadata.NodeAddresses...)
+	inst.Metadata.NodeAddresses = append(inst.Metadata.NodeAddresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "fd00::1"})
 	n := newNode("n1")
 	n.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: "10.0.0.1,fd00::1"}
 	h := newHarness(t, newFakeCloud(inst), true, n)
@@ -115,11 +115,11 @@ func TestSyncProvidedNodeIP(t *testing.T) {
 	if err := h.c.sync(context.Background(), "n1"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
-	want := []v1.NodeAddress{
-		{Type: v1.NodeInternalIP, Address: "10.0.0.1"},
-		{Type: v1.NodeInternalIP, Address: "fd00::1"},
-		{Type: v1.NodeExternalIP, Address: "203.0.113.1"},
-		{Type: v1.NodeHostName, Address: "n1"},
+	want := []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: "10.0.0.1"},
+		{Type: corev1.NodeInternalIP, Address: "fd00::1"},
+		{Type: corev1.NodeExternalIP, Address: "203.0.113.1"},
+		{Type: corev1.NodeHostName, Address: "n1"},
 	}
 	if got := h.node(t, "n1").Status.Addresses; !slices.Equal(got, want) {
 		t.Errorf("addresses = %v, want %v", got, want)
@@ -132,23 +132,23 @@ func TestSyncFailuresLeaveNodeTainted(t *testing.T) {
 	cases := []struct {
 		name   string
 		list   bool
-		setup  func(fc *fakeCloud, n *v1.Node)
+		setup  func(fc *fakeCloud, n *corev1.Node)
 		reason string
 	}{
-		{"provider error", false, func(fc *fakeCloud, _ *v1.Node) { fc.setErr(errors.New("boom")) }, ReasonInstanceMetadataErr},
-		{"list error", true, func(fc *fakeCloud, _ *v1.Node) { fc.setErr(errors.New("boom")) }, ReasonInstanceMetadataErr},
-		{"instance not found", false, func(_ *fakeCloud, n *v1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
-		{"instance missing from list", true, func(_ *fakeCloud, n *v1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
-		{"nil metadata", false, func(fc *fakeCloud, _ *v1.Node) { fc.nilMD = true }, ReasonNilMetadata},
-		{"empty providerID", true, func(fc *fakeCloud, _ *v1.Node) {
+		{"provider error", false, func(fc *fakeCloud, _ *corev1.Node) { fc.setErr(errors.New("boom")) }, ReasonInstanceMetadataErr},
+		{"list error", true, func(fc *fakeCloud, _ *corev1.Node) { fc.setErr(errors.New("boom")) }, ReasonInstanceMetadataErr},
+		{"instance not found", false, func(_ *fakeCloud, n *corev1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
+		{"instance missing from list", true, func(_ *fakeCloud, n *corev1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
+		{"nil metadata", false, func(fc *fakeCloud, _ *corev1.Node) { fc.nilMD = true }, ReasonNilMetadata},
+		{"empty providerID", true, func(fc *fakeCloud, _ *corev1.Node) {
 			fc.instances["n1"].ProviderID, fc.instances["n1"].Metadata.ProviderID = "", ""
 		}, ReasonInvalidProviderID},
-		{"malformed providerID", false, func(fc *fakeCloud, _ *v1.Node) { fc.instances["n1"].Metadata.ProviderID = "i-123" }, ReasonInvalidProviderID},
-		{"no addresses", true, func(fc *fakeCloud, _ *v1.Node) { fc.instances["n1"].Metadata.NodeAddresses = nil }, ReasonNoAddresses},
-		{"provided IP not in cloud", true, func(_ *fakeCloud, n *v1.Node) {
+		{"malformed providerID", false, func(fc *fakeCloud, _ *corev1.Node) { fc.instances["n1"].Metadata.ProviderID = "i-123" }, ReasonInvalidProviderID},
+		{"no addresses", true, func(fc *fakeCloud, _ *corev1.Node) { fc.instances["n1"].Metadata.NodeAddresses = nil }, ReasonNoAddresses},
+		{"provided IP not in cloud", true, func(_ *fakeCloud, n *corev1.Node) {
 			n.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: "10.9.9.9"}
 		}, ReasonInvalidNodeIP},
-		{"provided IP malformed", true, func(_ *fakeCloud, n *v1.Node) {
+		{"provided IP malformed", true, func(_ *fakeCloud, n *corev1.Node) {
 			n.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: "10.0.0.1,10.0.0.2"}
 		}, ReasonInvalidNodeIP},
 	}
@@ -202,6 +202,10 @@ func TestSyncHonoursRetryAfter(t *testing.T) {
 	res, err := h.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "n1"}})
 	if err != nil || res.RequeueAfter != 7*time.Second {
 		t.Fatalf("Reconcile = %+v, %v; want RequeueAfter 7s", res, err)
+	}
+	// The cloud's work in progress is no failure worth a warning.
+	if ev := h.events(); len(ev) != 0 {
+		t.Errorf("events after a RetryError = %v, want none", ev)
 	}
 }
 

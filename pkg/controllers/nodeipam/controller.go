@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,11 +28,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // ControllerName is the upstream name of this controller.
 const ControllerName = "node-ipam-controller"
+
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&corev1.Node{}} }
 
 // Event reasons. CIDRNotAvailable and CIDRAssignmentFailed are upstream's.
 const (
@@ -51,10 +57,10 @@ const (
 // rather than by the leader once it holds the lease.
 func (cfg Config) Check() error {
 	if len(cfg.MaskSizes) != len(cfg.ClusterCIDRs) {
-		return fmt.Errorf("nodeipam: %d mask sizes for %d cluster CIDRs", len(cfg.MaskSizes), len(cfg.ClusterCIDRs))
+		return fmt.Errorf("node ipam controller: %d mask sizes for %d cluster CIDRs", len(cfg.MaskSizes), len(cfg.ClusterCIDRs))
 	}
 	if _, err := newAllocator(cfg.ClusterCIDRs, cfg.MaskSizes, cfg.ServiceCIDRs, nil); err != nil {
-		return fmt.Errorf("nodeipam: %w", err)
+		return fmt.Errorf("node ipam controller: %w", err)
 	}
 	return nil
 }
@@ -84,7 +90,7 @@ type Deps struct {
 	// Client reads Nodes (from the manager's cache in production) and
 	// patches them.
 	Client client.Client
-	// Recorder emits events on Nodes.
+	// Recorder emits events on Nodes; nil emits none.
 	Recorder events.EventRecorder
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
@@ -103,7 +109,7 @@ type Controller struct {
 
 	// queue is captured when the controller starts, so that a release can
 	// wake Nodes waiting for a free CIDR instead of leaving them to backoff.
-	queue   atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
+	queue   kit.Queue[reconcile.Request]
 	waitMu  sync.Mutex
 	waiting map[string]struct{}
 }
@@ -111,17 +117,17 @@ type Controller struct {
 // New validates cfg and builds the controller. It has no side effects
 // beyond registering metrics.
 func New(deps Deps, cfg Config) (*Controller, error) {
-	if deps.Client == nil || deps.Recorder == nil {
-		return nil, errors.New("nodeipam: Client and Recorder are required")
+	if deps.Client == nil {
+		return nil, errors.New("node ipam controller: a client is required")
 	}
 	if len(cfg.ClusterCIDRs) == 0 || len(cfg.ClusterCIDRs) > 2 {
-		return nil, fmt.Errorf("nodeipam: want one or two cluster CIDRs (one per IP family), got %d", len(cfg.ClusterCIDRs))
+		return nil, fmt.Errorf("node ipam controller: want one or two cluster CIDRs (one per IP family), got %d", len(cfg.ClusterCIDRs))
 	}
 	if len(cfg.MaskSizes) != len(cfg.ClusterCIDRs) {
-		return nil, fmt.Errorf("nodeipam: %d mask sizes for %d cluster CIDRs", len(cfg.MaskSizes), len(cfg.ClusterCIDRs))
+		return nil, fmt.Errorf("node ipam controller: %d mask sizes for %d cluster CIDRs", len(cfg.MaskSizes), len(cfg.ClusterCIDRs))
 	}
 	if len(cfg.ClusterCIDRs) == 2 && cfg.ClusterCIDRs[0].Addr().Is4() == cfg.ClusterCIDRs[1].Addr().Is4() {
-		return nil, fmt.Errorf("nodeipam: cluster CIDRs %s and %s are of the same IP family; dual-stack needs one of each",
+		return nil, fmt.Errorf("node ipam controller: cluster CIDRs %s and %s are of the same IP family; dual-stack needs one of each",
 			cfg.ClusterCIDRs[0], cfg.ClusterCIDRs[1])
 	}
 	if cfg.Workers <= 0 {
@@ -139,9 +145,9 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	}
 	a, err := newAllocator(cfg.ClusterCIDRs, cfg.MaskSizes, cfg.ServiceCIDRs, m)
 	if err != nil {
-		return nil, fmt.Errorf("nodeipam: %w", err)
+		return nil, fmt.Errorf("node ipam controller: %w", err)
 	}
-	return &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), recorder: deps.Recorder, cfg: cfg, alloc: a, m: m, waiting: map[string]struct{}{}}, nil
+	return &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), recorder: kit.Recorder(deps.Recorder), cfg: cfg, alloc: a, m: m, waiting: map[string]struct{}{}}, nil
 }
 
 // SetupWithManager adds the controller to mgr; it may be called after the
@@ -151,17 +157,14 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		Named(ControllerName).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{},
 			&handler.TypedEnqueueRequestForObject[*corev1.Node]{}, nodePredicate())).
-		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			c.queue.Store(&q)
-			return nil
-		})).
+		WatchesRawSource(c.queue.Source()).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.cfg.Workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](c.cfg.MinRetry, c.cfg.MaxRetry),
 		}).
 		Complete(c)
 	if err != nil {
-		return fmt.Errorf("nodeipam: set up controller: %w", err)
+		return fmt.Errorf("node ipam controller: set up controller: %w", err)
 	}
 	return nil
 }
@@ -180,7 +183,7 @@ func nodePredicate() predicate.TypedPredicate[*corev1.Node] {
 
 // Reconcile implements reconcile.Reconciler.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ctx = observe.WithController(ctx, ControllerName)
+	ctx = kit.WithController(ctx, ControllerName)
 	return reconcile.Result{}, c.sync(ctx, req.Name)
 }
 
@@ -200,7 +203,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 			}
 			return nil
 		}
-		return fmt.Errorf("nodeipam: get node %s: %w", name, err)
+		return fmt.Errorf("node ipam controller: get node %s: %w", name, err)
 	}
 	if !node.DeletionTimestamp.IsZero() {
 		return nil // released once the Node is gone
@@ -224,7 +227,7 @@ func (c *Controller) learnExisting(ctx context.Context) error {
 	}
 	var nodes corev1.NodeList
 	if err := c.client.List(ctx, &nodes); err != nil {
-		return fmt.Errorf("nodeipam: list nodes to learn existing pod CIDRs: %w", err)
+		return fmt.Errorf("node ipam controller: list nodes to learn existing pod CIDRs: %w", err)
 	}
 	n := 0
 	for i := range nodes.Items {
@@ -248,7 +251,7 @@ func (c *Controller) allocate(ctx context.Context, node *corev1.Node) error {
 		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonCIDRNotAvailable, eventAction,
 			"Node %s: no pod CIDR available: %v", node.Name, err)
 		c.markWaiting(node.Name)
-		return fmt.Errorf("nodeipam: node %s: %w", node.Name, err)
+		return fmt.Errorf("node ipam controller: node %s: %w", node.Name, err)
 	}
 	strs := make([]string, len(cidrs))
 	for i, p := range cidrs {
@@ -266,7 +269,7 @@ func (c *Controller) allocate(ctx context.Context, node *corev1.Node) error {
 		// retry patches the same values instead of taking new ones.
 		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonCIDRAssignmentFailed, eventAction,
 			"Node %s: setting pod CIDRs %s failed: %v", node.Name, strings.Join(strs, ","), err)
-		return fmt.Errorf("nodeipam: set pod CIDRs %v on node %s: %w", strs, node.Name, err)
+		return fmt.Errorf("node ipam controller: set pod CIDRs %v on node %s: %w", strs, node.Name, err)
 	}
 	c.notWaiting(node.Name)
 	log.Info("Allocated pod CIDRs", "node", klog.KObj(node), "podCIDRs", strs)
@@ -325,13 +328,9 @@ func (c *Controller) notWaiting(name string) {
 // wakeWaiting requeues Nodes that found the pool empty, now that a CIDR was
 // released, so they do not sit out the rest of their backoff.
 func (c *Controller) wakeWaiting() {
-	q := c.queue.Load()
-	if q == nil {
-		return
-	}
 	c.waitMu.Lock()
 	defer c.waitMu.Unlock()
 	for name := range c.waiting {
-		(*q).Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		c.queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	}
 }

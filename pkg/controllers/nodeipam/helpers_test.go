@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2/ktesting"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,7 +50,7 @@ func node(name string, cidrs ...string) *corev1.Node {
 func newFixture(t *testing.T, cfg Config, funcs *interceptor.Funcs, objs ...client.Object) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	b := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...)
+	b := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...)
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}

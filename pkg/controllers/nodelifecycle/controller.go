@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
@@ -20,15 +19,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // ControllerName is the controller's name, as upstream spells it; events,
 // logs and the --controllers flag carry it.
 const ControllerName = "cloud-node-lifecycle-controller"
+
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&corev1.Node{}} }
 
 // Event reasons: DeletingNode and DeletingNodeFailed are upstream's.
 const (
@@ -46,7 +51,7 @@ const (
 const DefaultCloudTimeout = 30 * time.Second
 
 // ShutdownTaint marks a Node whose machine is stopped.
-var ShutdownTaint = v1.Taint{Key: cloudproviderapi.TaintNodeShutdown, Effect: v1.TaintEffectNoSchedule}
+var ShutdownTaint = corev1.Taint{Key: cloudproviderapi.TaintNodeShutdown, Effect: corev1.TaintEffectNoSchedule}
 
 // Deps are the controller's collaborators.
 type Deps struct {
@@ -59,6 +64,9 @@ type Deps struct {
 	Lister cloud.InstanceLister
 	// Recorder emits events on Nodes; nil emits none.
 	Recorder events.EventRecorder
+	// Recovery, when set, tells the controller that the cloud answers again
+	// after an outage: a monitor period runs at once.
+	Recovery cloud.RecoveryNotifier
 	// Registerer receives the metrics; nil registers none.
 	Registerer prometheus.Registerer
 }
@@ -79,6 +87,8 @@ type Controller struct {
 	recorder  events.EventRecorder
 	metrics   *metrics
 	cfg       Config
+	// queue is captured when the controller starts, for recovery.
+	queue kit.Queue[pass]
 }
 
 // New builds the controller; it starts nothing.
@@ -99,9 +109,15 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
-		recorder: deps.Recorder, metrics: m, cfg: cfg}, nil
+	c := &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
+		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg}
+	kit.OnRecovered(deps.Recovery, c.recovered)
+	return c, nil
 }
+
+// recovered runs a monitor period now that the cloud answers again: the
+// one that failed during the outage would otherwise wait for the next.
+func (c *Controller) recovered() { c.queue.Add(pass{}) }
 
 // pass is the controller's one work item: every period covers every Node,
 // so the queue never holds more than one.
@@ -111,15 +127,12 @@ type pass struct{}
 // source queues the first period at start, and each period schedules the
 // next with RequeueAfter. Like every controller, it runs on the leader only.
 func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.Node{}, attentionField, needsAttention); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, attentionField, needsAttention); err != nil {
 		return fmt.Errorf("node lifecycle controller: index nodes: %w", err)
 	}
 	err := builder.TypedControllerManagedBy[pass](mgr).
 		Named(ControllerName).
-		WatchesRawSource(source.TypedFunc[pass](func(_ context.Context, q workqueue.TypedRateLimitingInterface[pass]) error {
-			q.Add(pass{})
-			return nil
-		})).
+		WatchesRawSource(c.queue.Source(pass{})).
 		WithOptions(controller.TypedOptions[pass]{MaxConcurrentReconciles: 1}).
 		Complete(c)
 	if err != nil {
@@ -133,7 +146,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 // not sooner, as upstream's monitor does: a cloud that failed to answer is
 // not asked again at once.
 func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
-	ctx = observe.WithController(ctx, ControllerName)
+	ctx = kit.WithController(ctx, ControllerName)
 	if _, err := c.sync(ctx, p); err != nil && ctx.Err() == nil {
 		klog.FromContext(ctx).Error(err, "Monitoring nodes failed; next period retries")
 	}
@@ -160,13 +173,13 @@ func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 	defer func() { c.metrics.duration.Observe(time.Since(start).Seconds()) }()
 	// Only the Nodes that need attention, from the index; uncopied, since
 	// they are only read (a patch works on its own copy).
-	var list v1.NodeList
+	var list corev1.NodeList
 	if err := c.client.List(ctx, &list, client.MatchingFields{attentionField: attentionValue}, client.UnsafeDisableDeepCopy); err != nil {
 		return Summary{}, fmt.Errorf("list nodes from cache: %w", err)
 	}
 	var sum Summary
 	var errs []error
-	var notReady []*v1.Node
+	var notReady []*corev1.Node
 	for i := range list.Items {
 		n := &list.Items[i]
 		if !isReady(n) {
@@ -200,7 +213,7 @@ func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 }
 
 // monitor decides one NotReady Node.
-func (c *Controller) monitor(ctx context.Context, n *v1.Node, check checkFunc, sum *Summary) error {
+func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFunc, sum *Summary) error {
 	exists, shutdown, err := check(ctx, n)
 	if errors.Is(err, errCannotTell) {
 		// Upstream logs an error for such a Node every period and leaves
@@ -211,7 +224,7 @@ func (c *Controller) monitor(ctx context.Context, n *v1.Node, check checkFunc, s
 		return nil
 	}
 	if err != nil {
-		c.undecided(ctx, []*v1.Node{n}, err)
+		c.undecided(ctx, []*corev1.Node{n}, err)
 		sum.Undecided++
 		return nil
 	}
@@ -231,7 +244,7 @@ func (c *Controller) monitor(ctx context.Context, n *v1.Node, check checkFunc, s
 }
 
 // checkFunc answers whether a Node's machine exists and is shut down.
-type checkFunc func(ctx context.Context, n *v1.Node) (exists, shutdown bool, err error)
+type checkFunc func(ctx context.Context, n *corev1.Node) (exists, shutdown bool, err error)
 
 // checker returns how this period asks the cloud: one list for all Nodes
 // when the provider can list (a failed list decides nothing), else per
@@ -248,14 +261,14 @@ func (c *Controller) checker(ctx context.Context, sum *Summary) (checkFunc, erro
 		return nil, err // the cloud wrapper names the operation
 	}
 	idx := newIndex(insts)
-	return func(_ context.Context, n *v1.Node) (bool, bool, error) { return idx.lookup(n) }, nil
+	return func(_ context.Context, n *corev1.Node) (bool, bool, error) { return idx.lookup(n) }, nil
 }
 
 // errCannotTell marks a Node the provider can never answer for.
 var errCannotTell = errors.New("the cloud provider cannot tell (NotImplemented)")
 
 // checkOne asks the cloud about one Node with the standard calls.
-func (c *Controller) checkOne(ctx context.Context, n *v1.Node) (exists, shutdown bool, err error) {
+func (c *Controller) checkOne(ctx context.Context, n *corev1.Node) (exists, shutdown bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
 	defer cancel()
 	exists, err = c.instances.InstanceExists(ctx, n)
@@ -280,14 +293,14 @@ func (c *Controller) checkOne(ctx context.Context, n *v1.Node) (exists, shutdown
 }
 
 // undecided records that the cloud could not answer for these Nodes.
-func (c *Controller) undecided(ctx context.Context, nodes []*v1.Node, err error) {
+func (c *Controller) undecided(ctx context.Context, nodes []*corev1.Node, err error) {
 	if ctx.Err() != nil {
 		return
 	}
 	c.metrics.cloudErrors.Inc()
 	klog.FromContext(ctx).Info("Cloud did not answer; not deleting or tainting NotReady nodes this period", "nodes", len(nodes), "err", err)
 	for _, n := range nodes {
-		c.event(n, v1.EventTypeWarning, ReasonCloudCheckFailed, actionCheck, "Could not check the node's instance, will retry: %v", err)
+		c.event(n, corev1.EventTypeWarning, ReasonCloudCheckFailed, actionCheck, "Could not check the node's instance, will retry: %v", err)
 	}
 }
 
@@ -295,10 +308,10 @@ func (c *Controller) undecided(ctx context.Context, nodes []*v1.Node, err error)
 // the delete apply only to the Node as judged: a Node re-registered under
 // the same name, or one that changed since the cache showed it (became
 // Ready, say), is left for the next period.
-func (c *Controller) deleteNode(ctx context.Context, n *v1.Node) error {
+func (c *Controller) deleteNode(ctx context.Context, n *corev1.Node) error {
 	log := klog.FromContext(ctx).WithValues("node", klog.KObj(n))
 	log.Info("Deleting node: its instance no longer exists in the cloud")
-	c.event(n, v1.EventTypeNormal, ReasonDeletingNode, actionDelete, "Deleting node %s because it does not exist in the cloud provider", n.Name)
+	c.event(n, corev1.EventTypeNormal, ReasonDeletingNode, actionDelete, "Deleting node %s because it does not exist in the cloud provider", n.Name)
 	uid, rv := n.UID, n.ResourceVersion
 	err := c.client.Delete(ctx, n, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if err == nil || apierrors.IsNotFound(err) {
@@ -310,11 +323,11 @@ func (c *Controller) deleteNode(ctx context.Context, n *v1.Node) error {
 		log.V(2).Info("Node changed since it was judged; deciding again next period")
 		return nil
 	}
-	c.event(n, v1.EventTypeWarning, ReasonDeletingNodeFailed, actionDelete, "Failed deleting node %s: %v", n.Name, err)
+	c.event(n, corev1.EventTypeWarning, ReasonDeletingNodeFailed, actionDelete, "Failed deleting node %s: %v", n.Name, err)
 	return fmt.Errorf("delete node %s: %w", n.Name, err)
 }
 
-func (c *Controller) addShutdownTaint(ctx context.Context, n *v1.Node) error {
+func (c *Controller) addShutdownTaint(ctx context.Context, n *corev1.Node) error {
 	want := n.DeepCopy()
 	want.Spec.Taints = append(want.Spec.Taints, ShutdownTaint)
 	if err := c.client.Patch(ctx, want, client.StrategicMergeFrom(n)); err != nil {
@@ -328,9 +341,9 @@ func (c *Controller) addShutdownTaint(ctx context.Context, n *v1.Node) error {
 	return nil
 }
 
-func (c *Controller) removeShutdownTaint(ctx context.Context, n *v1.Node) error {
+func (c *Controller) removeShutdownTaint(ctx context.Context, n *corev1.Node) error {
 	want := n.DeepCopy()
-	want.Spec.Taints = slices.DeleteFunc(want.Spec.Taints, func(t v1.Taint) bool { return t.MatchTaint(&ShutdownTaint) })
+	want.Spec.Taints = slices.DeleteFunc(want.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&ShutdownTaint) })
 	if err := c.client.Patch(ctx, want, client.StrategicMergeFrom(n)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -342,23 +355,21 @@ func (c *Controller) removeShutdownTaint(ctx context.Context, n *v1.Node) error 
 	return nil
 }
 
-func (c *Controller) event(n *v1.Node, typ, reason, action, note string, args ...any) {
-	if c.recorder != nil {
-		c.recorder.Eventf(n, nil, typ, reason, action, note, args...)
-	}
+func (c *Controller) event(n *corev1.Node, typ, reason, action, note string, args ...any) {
+	c.recorder.Eventf(n, nil, typ, reason, action, note, args...)
 }
 
 // isReady reports whether the Node's Ready condition is True; a missing
 // condition counts as Unknown, as upstream's controller treats it.
-func isReady(n *v1.Node) bool {
+func isReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
 		}
 	}
 	return false
 }
 
-func hasShutdownTaint(n *v1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.MatchTaint(&ShutdownTaint) })
+func hasShutdownTaint(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&ShutdownTaint) })
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -31,7 +31,7 @@ type fakeCloud struct {
 	calls     atomic.Int64
 }
 
-func (f *fakeCloud) find(n *v1.Node) (cloud.Instance, bool, error) {
+func (f *fakeCloud) find(n *corev1.Node) (cloud.Instance, bool, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -46,12 +46,12 @@ func (f *fakeCloud) find(n *v1.Node) (cloud.Instance, bool, error) {
 	return cloud.Instance{}, false, nil
 }
 
-func (f *fakeCloud) InstanceExists(_ context.Context, n *v1.Node) (bool, error) {
+func (f *fakeCloud) InstanceExists(_ context.Context, n *corev1.Node) (bool, error) {
 	_, ok, err := f.find(n)
 	return ok, err
 }
 
-func (f *fakeCloud) InstanceShutdown(_ context.Context, n *v1.Node) (bool, error) {
+func (f *fakeCloud) InstanceShutdown(_ context.Context, n *corev1.Node) (bool, error) {
 	inst, ok, err := f.find(n)
 	if err == nil && !ok {
 		return false, cloudprovider.InstanceNotFound
@@ -59,7 +59,7 @@ func (f *fakeCloud) InstanceShutdown(_ context.Context, n *v1.Node) (bool, error
 	return inst.Shutdown, err
 }
 
-func (f *fakeCloud) InstanceMetadata(context.Context, *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+func (f *fakeCloud) InstanceMetadata(context.Context, *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	return nil, errors.New("not used")
 }
 
@@ -89,13 +89,13 @@ func inst(name string, shutdown bool) cloud.Instance {
 	return cloud.Instance{ProviderID: "fake://" + name, Name: name, Shutdown: shutdown}
 }
 
-func node(name string, ready v1.ConditionStatus, taints ...v1.Taint) *v1.Node {
-	n := &v1.Node{
+func node(name string, ready corev1.ConditionStatus, taints ...corev1.Taint) *corev1.Node {
+	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
-		Spec:       v1.NodeSpec{ProviderID: "fake://" + name, Taints: taints},
+		Spec:       corev1.NodeSpec{ProviderID: "fake://" + name, Taints: taints},
 	}
 	if ready != "" {
-		n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: ready}}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
 	}
 	return n
 }
@@ -106,13 +106,13 @@ type harness struct {
 	rec    *events.FakeRecorder
 }
 
-func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*v1.Node) *harness {
+func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*corev1.Node) *harness {
 	t.Helper()
 	objs := make([]client.Object, 0, len(nodes))
 	for _, n := range nodes {
 		objs = append(objs, n)
 	}
-	cl := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&v1.Node{}).WithIndex(&v1.Node{}, attentionField, needsAttention).Build()
+	cl := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&corev1.Node{}).WithIndex(&corev1.Node{}, attentionField, needsAttention).Build()
 	rec := events.NewFakeRecorder(1000)
 	deps := Deps{Client: cl, Instances: fc, Recorder: rec}
 	if list {
@@ -125,9 +125,9 @@ func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*v1.Node) *harn
 	return &harness{c: c, client: cl, rec: rec}
 }
 
-func (h *harness) get(t *testing.T, name string) (*v1.Node, bool) {
+func (h *harness) get(t *testing.T, name string) (*corev1.Node, bool) {
 	t.Helper()
-	n := &v1.Node{}
+	n := &corev1.Node{}
 	err := h.client.Get(context.Background(), client.ObjectKey{Name: name}, n)
 	if client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func modes(t *testing.T, f func(t *testing.T, list bool)) {
 func TestDeletesNotReadyNodeWhoseInstanceIsGone(t *testing.T) {
 	modes(t, func(t *testing.T, list bool) {
 		h := newHarness(t, newCloud(inst("alive", false)), list,
-			node("gone", v1.ConditionFalse), node("unknown", ""), node("alive", v1.ConditionUnknown))
+			node("gone", corev1.ConditionFalse), node("unknown", ""), node("alive", corev1.ConditionUnknown))
 		sum, err := h.c.sync(context.Background(), pass{})
 		if err != nil {
 			t.Fatal(err)
@@ -178,7 +178,7 @@ func TestDeletesNotReadyNodeWhoseInstanceIsGone(t *testing.T) {
 func TestNeverDeletesReadyNode(t *testing.T) {
 	modes(t, func(t *testing.T, list bool) {
 		fc := newCloud()
-		h := newHarness(t, fc, list, node("ready-but-gone", v1.ConditionTrue))
+		h := newHarness(t, fc, list, node("ready-but-gone", corev1.ConditionTrue))
 		if _, err := h.c.sync(context.Background(), pass{}); err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +201,7 @@ func TestCloudErrorsNeverDelete(t *testing.T) {
 			modes(t, func(t *testing.T, list bool) {
 				fc := newCloud()
 				fc.err = err
-				h := newHarness(t, fc, list, node("n1", v1.ConditionFalse))
+				h := newHarness(t, fc, list, node("n1", corev1.ConditionFalse))
 				sum, _ := h.c.sync(context.Background(), pass{})
 				if _, ok := h.get(t, "n1"); !ok || sum.Deleted != 0 || sum.Undecided != 1 {
 					t.Errorf("node exists %v, summary %+v; want kept and undecided", ok, sum)
@@ -217,7 +217,7 @@ func TestCloudErrorsNeverDelete(t *testing.T) {
 func TestShutdownTaintAddedAndRemoved(t *testing.T) {
 	modes(t, func(t *testing.T, list bool) {
 		fc := newCloud(inst("n1", true))
-		h := newHarness(t, fc, list, node("n1", v1.ConditionFalse))
+		h := newHarness(t, fc, list, node("n1", corev1.ConditionFalse))
 		if sum, err := h.c.sync(context.Background(), pass{}); err != nil || sum.Tainted != 1 {
 			t.Fatalf("sync: %+v %v", sum, err)
 		}
@@ -230,7 +230,7 @@ func TestShutdownTaintAddedAndRemoved(t *testing.T) {
 			t.Errorf("tainted again: %+v", sum)
 		}
 		// The machine starts and the kubelet reports Ready.
-		n.Status.Conditions[0].Status = v1.ConditionTrue
+		n.Status.Conditions[0].Status = corev1.ConditionTrue
 		if err := h.client.Status().Update(context.Background(), n); err != nil {
 			t.Fatal(err)
 		}
@@ -245,11 +245,11 @@ func TestShutdownTaintAddedAndRemoved(t *testing.T) {
 
 func TestOneListPerPeriod(t *testing.T) {
 	fc := newCloud()
-	var nodes []*v1.Node
+	var nodes []*corev1.Node
 	for i := range 50 {
 		name := fmt.Sprintf("n%d", i)
 		fc.instances["fake://"+name] = inst(name, false)
-		nodes = append(nodes, node(name, v1.ConditionFalse))
+		nodes = append(nodes, node(name, corev1.ConditionFalse))
 	}
 	h := newHarness(t, fc, true, nodes...)
 	sum, err := h.c.sync(context.Background(), pass{})
@@ -262,7 +262,7 @@ func TestOneListPerPeriod(t *testing.T) {
 }
 
 func TestMatchesNodeWithoutProviderIDByName(t *testing.T) {
-	n := node("n1", v1.ConditionFalse)
+	n := node("n1", corev1.ConditionFalse)
 	n.Spec.ProviderID = ""
 	h := newHarness(t, newCloud(inst("n1", false)), true, n)
 	if sum, err := h.c.sync(context.Background(), pass{}); err != nil || sum.Deleted != 0 {
@@ -277,9 +277,9 @@ func TestMatchesNodeWithoutProviderIDByName(t *testing.T) {
 // cloud-error count a failing cloud gets every period.
 func TestLeavesNodeTheProviderCannotTellAboutQuietly(t *testing.T) {
 	legacy := cloud.InstancesV2FromV1("legacy", noIDInstances{}, nil)
-	n := node("no-id", v1.ConditionFalse)
+	n := node("no-id", corev1.ConditionFalse)
 	n.Spec.ProviderID = ""
-	cl := fake.NewClientBuilder().WithObjects(n).WithIndex(&v1.Node{}, attentionField, needsAttention).Build()
+	cl := fake.NewClientBuilder().WithObjects(n).WithIndex(&corev1.Node{}, attentionField, needsAttention).Build()
 	rec := events.NewFakeRecorder(10)
 	c, err := New(Deps{Client: cl, Instances: legacy, Recorder: rec}, Config{Period: 1})
 	if err != nil {
@@ -316,7 +316,7 @@ func (noIDInstances) InstanceID(context.Context, types.NodeName) (string, error)
 func TestReconcileSchedulesNextPeriodEvenAfterFailure(t *testing.T) {
 	fc := newCloud()
 	fc.err = errors.New("cloud unavailable")
-	h := newHarness(t, fc, true, node("a", v1.ConditionFalse))
+	h := newHarness(t, fc, true, node("a", corev1.ConditionFalse))
 	h.c.cfg.Period = 7
 	res, err := h.c.Reconcile(context.Background(), pass{})
 	if err != nil || res.RequeueAfter != 7 {
@@ -333,15 +333,15 @@ func TestReconcileSchedulesNextPeriodEvenAfterFailure(t *testing.T) {
 func TestIndexMarksOnlyNodesThatNeedAttention(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		node *v1.Node
+		node *corev1.Node
 		want bool
 	}{
-		{"ready", node("a", v1.ConditionTrue), false},
-		{"ready with another taint", node("a", v1.ConditionTrue, v1.Taint{Key: "other", Effect: v1.TaintEffectNoSchedule}), false},
-		{"not ready", node("a", v1.ConditionFalse), true},
-		{"unknown", node("a", v1.ConditionUnknown), true},
+		{"ready", node("a", corev1.ConditionTrue), false},
+		{"ready with another taint", node("a", corev1.ConditionTrue, corev1.Taint{Key: "other", Effect: corev1.TaintEffectNoSchedule}), false},
+		{"not ready", node("a", corev1.ConditionFalse), true},
+		{"unknown", node("a", corev1.ConditionUnknown), true},
 		{"no ready condition", node("a", ""), true},
-		{"ready with the shutdown taint", node("a", v1.ConditionTrue, ShutdownTaint), true},
+		{"ready with the shutdown taint", node("a", corev1.ConditionTrue, ShutdownTaint), true},
 	} {
 		got := needsAttention(tc.node)
 		if tc.want != slices.Equal(got, []string{attentionValue}) || (!tc.want && len(got) != 0) {

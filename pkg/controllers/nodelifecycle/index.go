@@ -1,7 +1,7 @@
 package nodelifecycle
 
 import (
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -17,7 +17,7 @@ func newIndex(list []cloud.Instance) *index {
 }
 
 // lookup answers for one Node: absence from a successful list means gone.
-func (x *index) lookup(n *v1.Node) (exists, shutdown bool, err error) {
+func (x *index) lookup(n *corev1.Node) (exists, shutdown bool, err error) {
 	inst, ok, err := x.Lookup(n)
 	if err != nil || !ok {
 		return false, false, err
@@ -38,7 +38,7 @@ const attentionValue = "true"
 
 // needsAttention is the index function of attentionField.
 func needsAttention(obj client.Object) []string {
-	n, ok := obj.(*v1.Node)
+	n, ok := obj.(*corev1.Node)
 	if !ok || (isReady(n) && !hasShutdownTaint(n)) {
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,7 +60,7 @@ func TestIntegration(t *testing.T) {
 
 	// newNode creates an instance and its Node (NotReady unless ready),
 	// owned by the test rather than kwok.
-	newNode := func(ctx context.Context, t *testing.T, name string, ready v1.ConditionStatus) api.Instance {
+	newNode := func(ctx context.Context, t *testing.T, name string, ready corev1.ConditionStatus) api.Instance {
 		t.Helper()
 		insts, err := lc.CreateInstances(ctx, name)
 		if err != nil {
@@ -79,8 +79,8 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("deletes node whose instance was deleted", func(t *testing.T) {
 		ctx := testbed.Context(t, 2*time.Minute)
-		inst := newNode(ctx, t, "gone", v1.ConditionFalse)
-		keep := newNode(ctx, t, "notready-alive", v1.ConditionFalse)
+		inst := newNode(ctx, t, "gone", corev1.ConditionFalse)
+		keep := newNode(ctx, t, "notready-alive", corev1.ConditionFalse)
 		if _, err := lc.Admin.DeleteInstance(ctx, inst.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -100,18 +100,18 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("shutdown taint added and removed", func(t *testing.T) {
 		ctx := testbed.Context(t, 2*time.Minute)
-		inst := newNode(ctx, t, "stopped", v1.ConditionTrue)
+		inst := newNode(ctx, t, "stopped", corev1.ConditionTrue)
 		if _, err := lc.Admin.StopInstance(ctx, inst.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := localcluster.SetReady(ctx, cs, "stopped", v1.ConditionFalse); err != nil {
+		if err := localcluster.SetReady(ctx, cs, "stopped", corev1.ConditionFalse); err != nil {
 			t.Fatal(err)
 		}
 		waitTaint(ctx, t, cs, "stopped", true)
 		if _, err := lc.Admin.StartInstance(ctx, inst.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := localcluster.SetReady(ctx, cs, "stopped", v1.ConditionTrue); err != nil {
+		if err := localcluster.SetReady(ctx, cs, "stopped", corev1.ConditionTrue); err != nil {
 			t.Fatal(err)
 		}
 		waitTaint(ctx, t, cs, "stopped", false)
@@ -121,7 +121,7 @@ func TestIntegration(t *testing.T) {
 		// Throttled, the cloud wrapper pauses for the answers' Retry-After
 		// (at most 30 s), so the 429 phase spans minutes of passes.
 		ctx := testbed.Context(t, 4*time.Minute)
-		inst := newNode(ctx, t, "flaky", v1.ConditionTrue)
+		inst := newNode(ctx, t, "flaky", corev1.ConditionTrue)
 		if _, err := lc.Admin.DeleteInstance(ctx, inst.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestIntegration(t *testing.T) {
 		if err := lc.Admin.ResetStats(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := localcluster.SetReady(ctx, cs, "flaky", v1.ConditionFalse); err != nil {
+		if err := localcluster.SetReady(ctx, cs, "flaky", corev1.ConditionFalse); err != nil {
 			t.Fatal(err)
 		}
 		stillThere(ctx, t, cs, lc, "flaky", "503")
@@ -217,13 +217,13 @@ func waitGone(ctx context.Context, t *testing.T, cs kubernetes.Interface, name s
 // present must have been written under the controller's field manager.
 func waitTaint(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string, want bool) {
 	t.Helper()
-	var n *v1.Node
+	var n *corev1.Node
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
 		if n, err = cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return false, nil
 		}
-		has := slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.MatchTaint(&nodelifecycle.ShutdownTaint) })
+		has := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&nodelifecycle.ShutdownTaint) })
 		return has == want, nil
 	})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -24,11 +23,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // ControllerName is the upstream name of this controller.
 const ControllerName = "node-route-controller"
+
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&corev1.Node{}} }
 
 // Event reasons and condition reasons, as upstream spells them.
 const (
@@ -44,8 +50,6 @@ const (
 	DefaultConcurrency     = 10
 	DefaultCoalesce        = 500 * time.Millisecond
 	DefaultMaxBackoff      = 5 * time.Minute
-	// minRetryAfter keeps a RetryError without a delay from spinning.
-	minRetryAfter = 100 * time.Millisecond
 )
 
 // pass is the controller's one work item: every pass covers the whole
@@ -79,8 +83,11 @@ type Deps struct {
 	Client client.Client
 	// Routes is the cloud's route API.
 	Routes cloudprovider.Routes
-	// Recorder emits events on Nodes.
+	// Recorder emits events on Nodes; nil emits none.
 	Recorder events.EventRecorder
+	// Recovery, when set, tells the controller that the cloud answers again
+	// after an outage: a pass runs at once, without the routes' backoff.
+	Recovery cloud.RecoveryNotifier
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }
@@ -93,16 +100,18 @@ type Controller struct {
 	cfg      Config
 	m        *metrics
 	backoff  *backoff
+	// queue is captured when the controller starts, for recovery.
+	queue kit.Queue[pass]
 }
 
 // New validates cfg and builds the controller. It has no side effects
 // beyond registering metrics.
 func New(deps Deps, cfg Config) (*Controller, error) {
-	if deps.Client == nil || deps.Routes == nil || deps.Recorder == nil {
-		return nil, errors.New("route: Client, Routes and Recorder are required")
+	if deps.Client == nil || deps.Routes == nil {
+		return nil, errors.New("route controller: Client and Routes are required")
 	}
 	if len(cfg.ClusterCIDRs) == 0 {
-		return nil, errors.New("route: at least one cluster CIDR is required to tell this cluster's routes apart")
+		return nil, errors.New("route controller: at least one cluster CIDR is required to tell this cluster's routes apart")
 	}
 	if cfg.ReconcilePeriod <= 0 {
 		cfg.ReconcilePeriod = DefaultReconcilePeriod
@@ -125,10 +134,19 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{
-		client: client.WithFieldOwner(deps.Client, ControllerName), routes: deps.Routes, recorder: deps.Recorder, cfg: cfg, m: m,
+	c := &Controller{
+		client: client.WithFieldOwner(deps.Client, ControllerName), routes: deps.Routes, recorder: kit.Recorder(deps.Recorder), cfg: cfg, m: m,
 		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff),
-	}, nil
+	}
+	kit.OnRecovered(deps.Recovery, c.recovered)
+	return c, nil
+}
+
+// recovered runs a pass now that the cloud answers again, with every
+// route's backoff forgotten: the failures it counted were the outage's.
+func (c *Controller) recovered() {
+	c.backoff.reset()
+	c.queue.Add(pass{})
 }
 
 // SetupWithManager adds the controller to mgr; it may be called after the
@@ -139,17 +157,14 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
 		// The first pass must run even in a cluster without Nodes, to delete
 		// stale routes; later passes are scheduled by RequeueAfter.
-		WatchesRawSource(source.TypedFunc[pass](func(_ context.Context, q workqueue.TypedRateLimitingInterface[pass]) error {
-			q.Add(pass{})
-			return nil
-		})).
+		WatchesRawSource(c.queue.Source(pass{})).
 		WithOptions(controller.TypedOptions[pass]{
 			MaxConcurrentReconciles: 1,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[pass](time.Second, c.cfg.ReconcilePeriod),
 		}).
 		Complete(c)
 	if err != nil {
-		return fmt.Errorf("route: set up controller: %w", err)
+		return fmt.Errorf("route controller: set up: %w", err)
 	}
 	return nil
 }
@@ -189,12 +204,10 @@ func routesMayChange(old, cur *corev1.Node) bool {
 // (a RetryError) runs again after the delay it named, without counting as
 // a failure; any other error retries with backoff.
 func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
-	ctx = observe.WithController(ctx, ControllerName)
+	ctx = kit.WithController(ctx, ControllerName)
 	err := c.sync(ctx, p)
-	if d, ok := cloud.RetryAfter(err); ok {
-		d = max(d, minRetryAfter)
-		klog.FromContext(ctx).V(2).Info("Cloud asked to retry later", "after", d, "reason", err.Error())
-		return reconcile.Result{RequeueAfter: d}, nil
+	if res, ok := kit.RetryLater(ctx, err); ok {
+		return res, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, err

@@ -16,6 +16,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 func TestCreatesRoutesForRoutableNodes(t *testing.T) {
@@ -39,7 +41,7 @@ func TestCreatesRoutesForRoutableNodes(t *testing.T) {
 	if c := f.condition("no-provider-id"); c != nil {
 		t.Errorf("node without providerID got a condition: %+v", c)
 	}
-	if got := testutil.ToFloat64(f.c.m.creates.WithLabelValues(resultSuccess)); got != 3 {
+	if got := testutil.ToFloat64(f.c.m.creates.WithLabelValues(kit.ResultSuccess)); got != 3 {
 		t.Errorf("create success = %v, want 3", got)
 	}
 }
@@ -77,7 +79,7 @@ func TestDeletesRoutesNoNodeAccountsFor(t *testing.T) {
 	// The route of a deleted node goes; a route to the wrong node and a
 	// blackhole are replaced; a route outside the cluster CIDRs is not ours.
 	f.wantRoutes("10.244.0.0/24→a 10.244.1.0/24→b 10.244.2.0/24→c 192.168.0.0/24→x")
-	if got := testutil.ToFloat64(f.c.m.deletes.WithLabelValues(resultSuccess)); got != 3 {
+	if got := testutil.ToFloat64(f.c.m.deletes.WithLabelValues(kit.ResultSuccess)); got != 3 {
 		t.Errorf("delete success = %v, want 3", got)
 	}
 }

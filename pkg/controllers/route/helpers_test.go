@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2/ktesting"
@@ -164,7 +164,7 @@ func newFixture(t *testing.T, fr *fakeRoutes, cfg Config, nodes ...*corev1.Node)
 	for i, n := range nodes {
 		objs[i] = n
 	}
-	f.cl = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
+	f.cl = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).
 		WithStatusSubresource(&corev1.Node{}).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			f.statusPatches.Add(1)

@@ -15,8 +15,6 @@ const (
 	MetricQuotaExceededTotal = "stratus_routes_quota_exceeded_total"
 	MetricRoutesBackingOff   = "stratus_route_create_backoff_routes"
 	labelResult              = "result"
-	resultSuccess            = "success"
-	resultError              = "error"
 )
 
 type metrics struct {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // In observe mode the wrapper refuses CreateRoute after recording it; the
@@ -22,7 +23,7 @@ func TestObserveModeRefusalIsNotAFailure(t *testing.T) {
 	if ev := f.events(); len(ev) != 0 {
 		t.Errorf("events for a refused creation: %v", ev)
 	}
-	if got := testutil.ToFloat64(f.c.m.creates.WithLabelValues(resultError)); got != 0 {
+	if got := testutil.ToFloat64(f.c.m.creates.WithLabelValues(kit.ResultError)); got != 0 {
 		t.Errorf("create errors = %v, want 0", got)
 	}
 }

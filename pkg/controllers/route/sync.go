@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // sync runs one full pass: list the table once, delete what no Node
@@ -26,11 +27,11 @@ func (c *Controller) sync(ctx context.Context, _ pass) error {
 	log := klog.FromContext(ctx)
 	var nodes corev1.NodeList
 	if err := c.client.List(ctx, &nodes); err != nil {
-		return fmt.Errorf("route: list nodes: %w", err)
+		return fmt.Errorf("route controller: list nodes: %w", err)
 	}
 	routes, err := c.routes.ListRoutes(ctx, c.cfg.ClusterName)
 	if err != nil {
-		return fmt.Errorf("route: list routes of cluster %s: %w", c.cfg.ClusterName, err)
+		return fmt.Errorf("route controller: list routes of cluster %s: %w", c.cfg.ClusterName, err)
 	}
 	p := buildPlan(nodes.Items, routes, c.cfg.ClusterCIDRs)
 	log.V(4).Info("Route pass", "nodes", len(nodes.Items), "routes", len(routes), "delete", len(p.remove), "create", len(p.create))
@@ -65,11 +66,11 @@ func (c *Controller) deleteRoutes(ctx context.Context, routes []*cloudprovider.R
 	deleted := 0
 	parallel(c, routes, func(r *cloudprovider.Route) {
 		if err := c.routes.DeleteRoute(ctx, c.cfg.ClusterName, r); err != nil {
-			c.m.deletes.WithLabelValues(resultError).Inc()
+			c.m.deletes.WithLabelValues(kit.ResultError).Inc()
 			log.Error(err, "Could not delete route", "route", r.Name, "destination", r.DestinationCIDR, "target", r.TargetNode)
 			return
 		}
-		c.m.deletes.WithLabelValues(resultSuccess).Inc()
+		c.m.deletes.WithLabelValues(kit.ResultSuccess).Inc()
 		log.Info("Deleted route", "route", r.Name, "destination", r.DestinationCIDR, "target", r.TargetNode, "blackhole", r.Blackhole)
 		mu.Lock()
 		deleted++
@@ -103,7 +104,7 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) {
 		defer mu.Unlock()
 		nr := p.routable[w.node.Name]
 		if err == nil {
-			c.m.creates.WithLabelValues(resultSuccess).Inc()
+			c.m.creates.WithLabelValues(kit.ResultSuccess).Inc()
 			c.backoff.succeeded(w.key)
 			nr.missing--
 			log.Info("Created route", "node", klog.KObj(w.node), "destination", w.key.cidr, "nameHint", w.nameHint)
@@ -117,7 +118,7 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) {
 			nr.missing--
 			return
 		}
-		c.m.creates.WithLabelValues(resultError).Inc()
+		c.m.creates.WithLabelValues(kit.ResultError).Inc()
 		if errors.Is(err, cloud.ErrQuotaExceeded) {
 			c.m.quota.Inc()
 		}
@@ -175,7 +176,7 @@ func (c *Controller) updateConditions(ctx context.Context, p *plan) error {
 		klog.FromContext(ctx).V(2).Info("Set NetworkUnavailable", "node", klog.KObj(nr.node), "status", status, "reason", reason)
 	})
 	if len(errs) > 0 {
-		return fmt.Errorf("route: update NetworkUnavailable: %s", strings.Join(errs, "; "))
+		return fmt.Errorf("route controller: update NetworkUnavailable: %s", strings.Join(errs, "; "))
 	}
 	return nil
 }

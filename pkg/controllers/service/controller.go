@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -23,12 +22,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // ControllerName is the controller's name, as upstream spells it; events,
 // logs, the field manager of its writes and the --controllers flag carry it.
 const ControllerName = "service-lb-controller"
+
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes and Services). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&corev1.Node{}, &corev1.Service{}} }
 
 // Defaults of Config.
 const (
@@ -48,8 +54,6 @@ const (
 	DefaultMaxRetryDelay = 300 * time.Second
 	// DefaultOrphanInterval is the period of the orphan collector.
 	DefaultOrphanInterval = 5 * time.Minute
-	// minRetryAfter keeps a RetryError without a delay from spinning.
-	minRetryAfter = 100 * time.Millisecond
 )
 
 // Config tunes the controller. Zero values take the defaults above.
@@ -91,7 +95,7 @@ type Deps struct {
 	// Recovery, when set, tells the controller that the cloud answers again
 	// after an outage: the Services whose sync failed are retried at once.
 	Recovery cloud.RecoveryNotifier
-	// Recorder receives events about Services.
+	// Recorder receives events about Services; nil emits none.
 	Recorder events.EventRecorder
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
@@ -115,7 +119,7 @@ var (
 	orphansKey = key{Pass: "orphans"}
 )
 
-func serviceKey(svc *v1.Service) key {
+func serviceKey(svc *corev1.Service) key {
 	return key{Service: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}}
 }
 
@@ -138,8 +142,9 @@ type Controller struct {
 	// failed holds the Services whose last sync failed, retried at once
 	// when the cloud recovers.
 	failed *failedSet
-	// queue is captured when the controller starts, for the node pass.
-	queue atomic.Pointer[queue]
+	// queue is captured when the controller starts, for the node pass,
+	// drift and recovery.
+	queue kit.Queue[key]
 }
 
 // New builds a controller; it starts nothing (SetupWithManager does).
@@ -149,8 +154,6 @@ func New(d Deps, cfg Config) (*Controller, error) {
 		return nil, errors.New("service controller: Client is required")
 	case d.LoadBalancer == nil:
 		return nil, errors.New("service controller: LoadBalancer is required")
-	case d.Recorder == nil:
-		return nil, errors.New("service controller: Recorder is required")
 	case d.Lister != nil && d.APIReader == nil:
 		return nil, errors.New("service controller: APIReader is required with Lister, to confirm orphans")
 	}
@@ -164,14 +167,21 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg: cfg, client: client.WithFieldOwner(d.Client, ControllerName), apiReader: d.APIReader,
-		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: d.Recorder, metrics: m, now: time.Now,
+		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: kit.Recorder(d.Recorder), metrics: m, now: time.Now,
 		nodePacer: newNodePacer(cfg.NodeSyncDelay),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
 	}
-	if d.Recovery != nil {
-		d.Recovery.OnRecovered(c.retryFailed)
-	}
+	kit.OnRecovered(d.Recovery, c.retryFailed)
 	return c, nil
+}
+
+// firstKeys are the passes queued when the controller starts: the first
+// orphan pass, when the provider can list load balancers.
+func (c *Controller) firstKeys() []key {
+	if c.lister == nil {
+		return nil
+	}
+	return []key{orphansKey}
 }
 
 func withDefaults(cfg Config) Config {
@@ -204,19 +214,13 @@ func withDefaults(cfg Config) Config {
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	err := builder.TypedControllerManagedBy[key](mgr).
 		Named(ControllerName).
-		WatchesRawSource(source.TypedFunc[key](func(_ context.Context, q queue) error {
-			// The node pass queues Services itself.
-			c.queue.Store(&q)
-			if c.lister != nil {
-				// The first orphan pass runs at start; each schedules
-				// the next.
-				q.Add(orphansKey)
-			}
-			return nil
-		})).
+		// The node pass queues Services itself, through the captured
+		// queue; the first orphan pass runs at start and each schedules
+		// the next.
+		WatchesRawSource(c.queue.Source(c.firstKeys()...)).
 		// Nodes first: their replay of existing objects starts first too.
-		WatchesRawSource(source.TypedKind(mgr.GetCache(), &v1.Node{}, c.nodeHandler())).
-		WatchesRawSource(source.TypedKind(mgr.GetCache(), &v1.Service{}, c.serviceHandler())).
+		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
+		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Service{}, c.serviceHandler())).
 		WithOptions(controller.TypedOptions[key]{
 			MaxConcurrentReconciles: c.cfg.Workers,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[key](c.cfg.MinRetryDelay, c.cfg.MaxRetryDelay),
@@ -253,14 +257,16 @@ func logConstructor(base logr.Logger) func(*key) logr.Logger {
 // exponential backoff. The queue never hands the same key to two workers,
 // so a Service's syncs never overlap; other Services proceed.
 func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, error) {
-	ctx = observe.WithController(ctx, ControllerName)
+	ctx = kit.WithController(ctx, ControllerName)
 	switch k {
 	case nodesKey:
 		if d := c.nodePacer.wait(c.now()); d > 0 {
 			// A burst is still under way; its last change decides.
 			return reconcile.Result{RequeueAfter: d}, nil
 		}
-		c.nodePass(ctx, *c.queue.Load())
+		if q, ok := c.queue.Get(); ok {
+			c.nodePass(ctx, q)
+		}
 		return reconcile.Result{}, nil
 	case orphansKey:
 		if err := c.collectOrphans(ctx); err != nil {
@@ -273,15 +279,13 @@ func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, er
 	c.metrics.syncDuration.Observe(c.now().Sub(start).Seconds())
 	c.failed.set(k, err != nil && !isRetryAfter(err))
 	if err == nil {
-		c.metrics.syncs.WithLabelValues(resultSuccess).Inc()
+		c.metrics.syncs.WithLabelValues(kit.ResultSuccess).Inc()
 		return reconcile.Result{}, nil
 	}
-	if d, ok := cloud.RetryAfter(err); ok {
-		c.metrics.syncs.WithLabelValues(resultRetry).Inc()
-		d = max(d, minRetryAfter)
-		klog.FromContext(ctx).V(2).Info("Cloud asked to retry later", "after", d, "reason", err.Error())
-		return reconcile.Result{RequeueAfter: d}, nil
+	if res, ok := kit.RetryLater(ctx, err); ok {
+		c.metrics.syncs.WithLabelValues(kit.ResultRetry).Inc()
+		return res, nil
 	}
-	c.metrics.syncs.WithLabelValues(resultError).Inc()
+	c.metrics.syncs.WithLabelValues(kit.ResultError).Inc()
 	return reconcile.Result{}, err
 }

@@ -42,9 +42,7 @@ func (c *Controller) repairDrift(ctx context.Context, before map[types.Namespace
 		}
 		drifted++
 		logger.Info("Load balancer drifted from what was applied; ensuring it again", "service", k, "reason", why)
-		if q := c.queue.Load(); q != nil {
-			(*q).Add(key{Service: k})
-		}
+		c.queue.Add(key{Service: k})
 	}
 	c.metrics.drifted.Add(float64(drifted))
 	return drifted

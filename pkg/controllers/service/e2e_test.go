@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -85,7 +85,7 @@ func (b *bed) addNode(name string, labels map[string]string) api.Instance {
 	return inst
 }
 
-func (b *bed) createService(svc *v1.Service) *v1.Service {
+func (b *bed) createService(svc *corev1.Service) *corev1.Service {
 	b.t.Helper()
 	out, err := b.cs.CoreV1().Services(svc.Namespace).Create(b.ctx, svc, metav1.CreateOptions{})
 	if err != nil {
@@ -121,7 +121,7 @@ func (b *bed) waitIngress(ns, name string) string {
 }
 
 // lbOf returns the localcloud load balancers made for svc.
-func (b *bed) lbsOf(svc *v1.Service) []api.LoadBalancer {
+func (b *bed) lbsOf(svc *corev1.Service) []api.LoadBalancer {
 	b.t.Helper()
 	lbs, err := b.cloud.Client.ListAllLoadBalancers(b.ctx, lcclient.ListOptions{Cluster: servicetest.ClusterName, Name: cloudprovider.DefaultLoadBalancerName(svc)})
 	if err != nil {
@@ -131,7 +131,7 @@ func (b *bed) lbsOf(svc *v1.Service) []api.LoadBalancer {
 }
 
 // waitBackends waits until svc's load balancer targets exactly the nodes.
-func (b *bed) waitBackends(svc *v1.Service, nodes ...string) {
+func (b *bed) waitBackends(svc *corev1.Service, nodes ...string) {
 	b.t.Helper()
 	var want []string
 	for _, n := range nodes {
@@ -149,17 +149,17 @@ func (b *bed) waitBackends(svc *v1.Service, nodes ...string) {
 	})
 }
 
-func webService(ns, name string) *v1.Service {
-	return &v1.Service{
+func webService(ns, name string) *corev1.Service {
+	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
 			"localcloud.stratus.io/health-check-interval": "200ms",
 		}},
-		Spec: v1.ServiceSpec{
-			Type:     v1.ServiceTypeLoadBalancer,
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
 			Selector: map[string]string{"app": name},
-			Ports: []v1.ServicePort{
-				{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)},
-				{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(5353)},
+			Ports: []corev1.ServicePort{
+				{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)},
+				{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(5353)},
 			},
 		},
 	}
@@ -174,7 +174,7 @@ func TestEndToEnd(t *testing.T) {
 	b := newBed(t)
 	b.addNode("node-a", nil)
 	b.addNode("node-b", nil)
-	b.addNode("node-x", map[string]string{v1.LabelNodeExcludeBalancers: "true"})
+	b.addNode("node-x", map[string]string{corev1.LabelNodeExcludeBalancers: "true"})
 	b.start()
 
 	b.createService(webService("default", "web"))
@@ -191,7 +191,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("field managers %v, want %s/status", testbed.Managers(svc), service.ControllerName)
 		}
 		ing := svc.Status.LoadBalancer.Ingress[0]
-		if ing.IPMode == nil || *ing.IPMode != v1.LoadBalancerIPModeVIP {
+		if ing.IPMode == nil || *ing.IPMode != corev1.LoadBalancerIPModeVIP {
 			t.Errorf("ipMode = %v", ing.IPMode)
 		}
 		b.waitBackends(svc, "node-a", "node-b") // node-x is excluded
@@ -252,7 +252,7 @@ func TestEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n.Labels[v1.LabelNodeExcludeBalancers] = "true"
+		n.Labels[corev1.LabelNodeExcludeBalancers] = "true"
 		if _, err := b.cs.CoreV1().Nodes().Update(b.ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +265,7 @@ func TestEndToEnd(t *testing.T) {
 
 	b.run("bad input warns and creates nothing", func(t *testing.T) {
 		bad := webService("default", "sctp")
-		bad.Spec.Ports = []v1.ServicePort{{Name: "sctp", Protocol: v1.ProtocolSCTP, Port: 5000}}
+		bad.Spec.Ports = []corev1.ServicePort{{Name: "sctp", Protocol: corev1.ProtocolSCTP, Port: 5000}}
 		bad = b.createService(bad)
 		b.poll("a warning naming SCTP", func(ctx context.Context) (bool, error) {
 			return hasEventNote(ctx, b.cs, bad, service.ReasonSyncLoadBalancerFailed, "SCTP"), nil
@@ -308,7 +308,7 @@ func TestEndToEnd(t *testing.T) {
 		tc := b.createService(webService("default", "typechange"))
 		b.waitIngress("default", "typechange")
 		cur, _ := b.cs.CoreV1().Services("default").Get(b.ctx, "typechange", metav1.GetOptions{})
-		cur.Spec.Type = v1.ServiceTypeClusterIP
+		cur.Spec.Type = corev1.ServiceTypeClusterIP
 		for i := range cur.Spec.Ports {
 			cur.Spec.Ports[i].NodePort = 0
 		}
@@ -333,7 +333,7 @@ func TestEndToEnd(t *testing.T) {
 	b.run("orphan deleted, live load balancer kept", func(t *testing.T) {
 		live := b.createService(webService("default", "live"))
 		b.waitIngress("default", "live")
-		ghost := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ghost", UID: "0b4c6a57-0000-4000-8000-000000000001"}}
+		ghost := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ghost", UID: "0b4c6a57-0000-4000-8000-000000000001"}}
 		_, err := b.cloud.Client.CreateLoadBalancer(b.ctx, api.CreateLoadBalancerRequest{
 			Name: cloudprovider.DefaultLoadBalancerName(ghost), Cluster: servicetest.ClusterName,
 			Tags:             map[string]string{api.TagServiceNamespace: "default", api.TagServiceName: "ghost", api.TagServiceUID: string(ghost.UID)},
@@ -428,7 +428,7 @@ func (b *bed) waitGone(ns, name string) {
 	})
 }
 
-func (b *bed) waitNoLB(svc *v1.Service) {
+func (b *bed) waitNoLB(svc *corev1.Service) {
 	b.t.Helper()
 	b.poll("load balancer of "+svc.Name+" gone", func(context.Context) (bool, error) {
 		for _, lb := range b.lbsOf(svc) {
@@ -440,11 +440,11 @@ func (b *bed) waitNoLB(svc *v1.Service) {
 	})
 }
 
-func hasEvent(ctx context.Context, cs kubernetes.Interface, svc *v1.Service, reason string) bool {
+func hasEvent(ctx context.Context, cs kubernetes.Interface, svc *corev1.Service, reason string) bool {
 	return hasEventNote(ctx, cs, svc, reason, "")
 }
 
-func hasEventNote(ctx context.Context, cs kubernetes.Interface, svc *v1.Service, reason, note string) bool {
+func hasEventNote(ctx context.Context, cs kubernetes.Interface, svc *corev1.Service, reason, note string) bool {
 	evs, err := cs.EventsV1().Events(svc.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false

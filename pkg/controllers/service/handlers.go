@@ -3,7 +3,7 @@ package service
 import (
 	"context"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -14,16 +14,16 @@ type queue = workqueue.TypedRateLimitingInterface[key]
 
 // serviceHandler queues the Services whose event can matter to a load
 // balancer.
-func (c *Controller) serviceHandler() handler.TypedEventHandler[*v1.Service, key] {
+func (c *Controller) serviceHandler() handler.TypedEventHandler[*corev1.Service, key] {
 	class := c.cfg.LoadBalancerClass
-	return handler.TypedFuncs[*v1.Service, key]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*v1.Service], q queue) {
+	return handler.TypedFuncs[*corev1.Service, key]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Service], q queue) {
 			// Cleanup on add catches what a previous run left undone.
 			if wantsLoadBalancer(e.Object, class) || needsCleanup(e.Object, class) {
 				q.Add(serviceKey(e.Object))
 			}
 		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*v1.Service], q queue) {
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Service], q queue) {
 			if serviceEventMatters(e.ObjectOld, e.ObjectNew, class) {
 				q.Add(serviceKey(e.ObjectNew))
 			}
@@ -31,7 +31,7 @@ func (c *Controller) serviceHandler() handler.TypedEventHandler[*v1.Service, key
 		// Deletion is handled when the deletion timestamp appears; a
 		// delete event only needs the in-memory state dropped, which the
 		// sync of a missing Service does.
-		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*v1.Service], q queue) {
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*corev1.Service], q queue) {
 			q.Add(serviceKey(e.Object))
 		},
 	}
@@ -42,9 +42,9 @@ func (c *Controller) serviceHandler() handler.TypedEventHandler[*v1.Service, key
 // node set (see nodePacer for when the pass runs). A node that registers
 // uninitialized is not such a change yet: its initialization (providerID,
 // taint removed) follows, and that change schedules the pass.
-func (c *Controller) nodeHandler() handler.TypedEventHandler[*v1.Node, key] {
-	return handler.TypedFuncs[*v1.Node, key]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*v1.Node], q queue) {
+func (c *Controller) nodeHandler() handler.TypedEventHandler[*corev1.Node, key] {
+	return handler.TypedFuncs[*corev1.Node, key]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Node], q queue) {
 			c.nodes.upsert(e.Object)
 			now, joining := c.now(), nodeUninitialized(e.Object)
 			c.nodePacer.joined(q, e.Object.Name, joining, now)
@@ -52,7 +52,7 @@ func (c *Controller) nodeHandler() handler.TypedEventHandler[*v1.Node, key] {
 				c.nodePacer.changed(q, now)
 			}
 		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*v1.Node], q queue) {
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q queue) {
 			c.nodes.upsert(e.ObjectNew)
 			now := c.now()
 			c.nodePacer.joined(q, e.ObjectNew.Name, nodeUninitialized(e.ObjectNew), now)
@@ -60,7 +60,7 @@ func (c *Controller) nodeHandler() handler.TypedEventHandler[*v1.Node, key] {
 				c.nodePacer.changed(q, now)
 			}
 		},
-		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*v1.Node], q queue) {
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*corev1.Node], q queue) {
 			c.nodes.remove(e.Object.Name)
 			c.nodePacer.forget(e.Object.Name)
 			c.nodePacer.changed(q, c.now())

@@ -11,11 +11,11 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
@@ -52,7 +52,7 @@ func (f *fakeLB) failNext(op string, errs ...error) {
 	f.errs[op] = append(f.errs[op], errs...)
 }
 
-func (f *fakeLB) record(op string, svc *v1.Service) error {
+func (f *fakeLB) record(op string, svc *corev1.Service) error {
 	f.calls = append(f.calls, op+" "+svc.Namespace+"/"+svc.Name)
 	if q := f.errs[op]; len(q) > 0 {
 		f.errs[op] = q[1:]
@@ -73,7 +73,7 @@ func (f *fakeLB) count(op string) int {
 	return n
 }
 
-func (f *fakeLB) GetLoadBalancer(_ context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (f *fakeLB) GetLoadBalancer(_ context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("GetLoadBalancer", svc); err != nil {
@@ -85,15 +85,15 @@ func (f *fakeLB) GetLoadBalancer(_ context.Context, _ string, svc *v1.Service) (
 	return f.status(), true, nil
 }
 
-func (f *fakeLB) status() *v1.LoadBalancerStatus {
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: f.vip, IPMode: ptr.To(v1.LoadBalancerIPModeVIP)}}}
+func (f *fakeLB) status() *corev1.LoadBalancerStatus {
+	return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: f.vip, IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)}}}
 }
 
-func (f *fakeLB) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+func (f *fakeLB) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Service) string {
 	return cloudprovider.DefaultLoadBalancerName(svc)
 }
 
-func (f *fakeLB) EnsureLoadBalancer(_ context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (f *fakeLB) EnsureLoadBalancer(_ context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("EnsureLoadBalancer", svc); err != nil {
@@ -104,7 +104,7 @@ func (f *fakeLB) EnsureLoadBalancer(_ context.Context, _ string, svc *v1.Service
 	return f.status(), nil
 }
 
-func (f *fakeLB) UpdateLoadBalancer(_ context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+func (f *fakeLB) UpdateLoadBalancer(_ context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("UpdateLoadBalancer", svc); err != nil {
@@ -114,7 +114,7 @@ func (f *fakeLB) UpdateLoadBalancer(_ context.Context, _ string, svc *v1.Service
 	return nil
 }
 
-func (f *fakeLB) EnsureLoadBalancerDeleted(_ context.Context, _ string, svc *v1.Service) error {
+func (f *fakeLB) EnsureLoadBalancerDeleted(_ context.Context, _ string, svc *corev1.Service) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("EnsureLoadBalancerDeleted", svc); err != nil {
@@ -140,7 +140,7 @@ func (f *fakeLister) ListLoadBalancers(context.Context, string) ([]cloud.LoadBal
 	return f.lbs, f.err
 }
 
-func names(nodes []*v1.Node) []string {
+func names(nodes []*corev1.Node) []string {
 	out := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		out = append(out, n.Name)
@@ -169,7 +169,7 @@ func newHarness(t *testing.T, cfg Config, objs ...client.Object) *harness {
 	t.Helper()
 	h := &harness{t: t, lb: newFakeLB(), lister: &fakeLister{},
 		recorder: events.NewFakeRecorder(100), reg: prometheus.NewRegistry()}
-	h.cl = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
+	h.cl = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 				h.writes.Add(1)
@@ -196,10 +196,10 @@ func newHarness(t *testing.T, cfg Config, objs ...client.Object) *harness {
 	}
 	h.q = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[key]())
 	t.Cleanup(h.q.ShutDown)
-	c.queue.Store(&h.q)
+	c.queue.Set(h.q)
 	h.c = c
 	for _, o := range objs {
-		if n, ok := o.(*v1.Node); ok {
+		if n, ok := o.(*corev1.Node); ok {
 			c.nodes.upsert(n)
 		}
 	}
@@ -224,9 +224,9 @@ func (h *harness) mustSync(key string) {
 	}
 }
 
-func (h *harness) service(ns, name string) *v1.Service {
+func (h *harness) service(ns, name string) *corev1.Service {
 	h.t.Helper()
-	svc := &v1.Service{}
+	svc := &corev1.Service{}
 	if err := h.cl.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
 		h.t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func (h *harness) service(ns, name string) *v1.Service {
 
 // update writes svc as another client would (not counted as the
 // controller's write).
-func (h *harness) update(svc *v1.Service) {
+func (h *harness) update(svc *corev1.Service) {
 	h.t.Helper()
 	if err := h.cl.Update(context.Background(), svc); err != nil {
 		h.t.Fatal(err)
@@ -243,7 +243,7 @@ func (h *harness) update(svc *v1.Service) {
 }
 
 // updateStatus writes svc's status as another client would.
-func (h *harness) updateStatus(svc *v1.Service) {
+func (h *harness) updateStatus(svc *corev1.Service) {
 	h.t.Helper()
 	if err := h.cl.Status().Update(context.Background(), svc); err != nil {
 		h.t.Fatal(err)
@@ -251,7 +251,7 @@ func (h *harness) updateStatus(svc *v1.Service) {
 }
 
 // create creates svc as another client would.
-func (h *harness) create(svc *v1.Service) {
+func (h *harness) create(svc *corev1.Service) {
 	h.t.Helper()
 	if err := h.cl.Create(context.Background(), svc); err != nil {
 		h.t.Fatal(err)
@@ -280,14 +280,14 @@ func hasEvent(evs []string, prefix string) bool {
 	return false
 }
 
-func lbService(ns, name string, mut ...func(*v1.Service)) *v1.Service {
-	s := &v1.Service{
+func lbService(ns, name string, mut ...func(*corev1.Service)) *corev1.Service {
+	s := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)},
-		Spec: v1.ServiceSpec{
-			Type: v1.ServiceTypeLoadBalancer,
-			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80,
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80,
 				TargetPort: intstr.FromInt32(8080), NodePort: 30080}},
-			ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyCluster,
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
 		},
 	}
 	for _, m := range mut {
@@ -296,14 +296,14 @@ func lbService(ns, name string, mut ...func(*v1.Service)) *v1.Service {
 	return s
 }
 
-func withFinalizer(s *v1.Service) {
+func withFinalizer(s *corev1.Service) {
 	s.Finalizers = append(s.Finalizers, servicehelper.LoadBalancerCleanupFinalizer)
 }
 
-func node(name string, mut ...func(*v1.Node)) *v1.Node {
-	n := &v1.Node{
+func node(name string, mut ...func(*corev1.Node)) *corev1.Node {
+	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
-		Spec:       v1.NodeSpec{ProviderID: "fake://" + name},
+		Spec:       corev1.NodeSpec{ProviderID: "fake://" + name},
 	}
 	for _, m := range mut {
 		m(n)
@@ -311,6 +311,6 @@ func node(name string, mut ...func(*v1.Node)) *v1.Node {
 	return n
 }
 
-func deleting(t time.Time) func(*v1.Service) {
-	return func(s *v1.Service) { s.DeletionTimestamp = &metav1.Time{Time: t} }
+func deleting(t time.Time) func(*corev1.Service) {
+	return func(s *corev1.Service) { s.DeletionTimestamp = &metav1.Time{Time: t} }
 }

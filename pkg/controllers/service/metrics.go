@@ -19,13 +19,6 @@ const (
 	MetricDriftedLoadBalancers   = "stratus_service_drifted_load_balancers_total"
 )
 
-// Values of the "result" label.
-const (
-	resultSuccess = "success"
-	resultRetry   = "retry"
-	resultError   = "error"
-)
-
 type metrics struct {
 	syncs         *prometheus.CounterVec
 	syncDuration  prometheus.Histogram

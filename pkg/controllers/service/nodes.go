@@ -5,7 +5,7 @@ import (
 	"sort"
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // nodeSet is an immutable view of the eligible nodes. version changes
@@ -15,7 +15,7 @@ type nodeSet struct {
 	version uint64
 	// nodes are the eligible nodes' latest objects, sorted by name. They
 	// are shared with the informer cache: read, never modify.
-	nodes []*v1.Node
+	nodes []*corev1.Node
 	// ids maps node name to providerID: what a load balancer's node set is
 	// compared by (upstream's nodesSufficientlyEqual).
 	ids map[string]string
@@ -45,7 +45,7 @@ func sameNodes(a, b nodeSet) bool {
 // next snapshot only.
 type nodeTracker struct {
 	mu      sync.Mutex
-	all     map[string]*v1.Node
+	all     map[string]*corev1.Node
 	version uint64
 	// ids and names describe version: the eligible nodes' providerIDs and
 	// their sorted names. Both are replaced, never modified, when the
@@ -58,7 +58,7 @@ type nodeTracker struct {
 }
 
 func newNodeTracker() *nodeTracker {
-	return &nodeTracker{all: map[string]*v1.Node{}, identityStale: true}
+	return &nodeTracker{all: map[string]*corev1.Node{}, identityStale: true}
 }
 
 // identity is what a load balancer cares about in one node.
@@ -67,7 +67,7 @@ type identity struct {
 	providerID string
 }
 
-func identityOf(n *v1.Node) identity {
+func identityOf(n *corev1.Node) identity {
 	if n == nil {
 		return identity{}
 	}
@@ -75,7 +75,7 @@ func identityOf(n *v1.Node) identity {
 }
 
 // upsert records the latest object of a node.
-func (t *nodeTracker) upsert(n *v1.Node) {
+func (t *nodeTracker) upsert(n *corev1.Node) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.all[n.Name]
@@ -122,7 +122,7 @@ func (t *nodeTracker) snapshot() nodeSet {
 	}
 	// The eligible names are those of the version: a node whose object
 	// changed without changing its identity is still eligible.
-	nodes := make([]*v1.Node, len(t.names))
+	nodes := make([]*corev1.Node, len(t.names))
 	for i, name := range t.names {
 		nodes[i] = t.all[name]
 	}
@@ -131,7 +131,7 @@ func (t *nodeTracker) snapshot() nodeSet {
 }
 
 // nodeNames lists up to limit names for logs and events.
-func nodeNames(nodes []*v1.Node, limit int) []string {
+func nodeNames(nodes []*corev1.Node, limit int) []string {
 	out := make([]string, 0, min(len(nodes), limit+1))
 	for i, n := range nodes {
 		if i == limit {

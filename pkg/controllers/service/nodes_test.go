@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 func TestNodeTrackerVersion(t *testing.T) {
@@ -19,7 +21,7 @@ func TestNodeTrackerVersion(t *testing.T) {
 	tr.upsert(node("a"))
 	s1 := tr.snapshot()
 	hb := node("a")
-	hb.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	hb.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	tr.upsert(hb)
 	s2 := tr.snapshot()
 	if s1.version != s2.version {
@@ -28,7 +30,7 @@ func TestNodeTrackerVersion(t *testing.T) {
 	if s2.nodes[0] != hb {
 		t.Error("snapshot does not carry the latest node object")
 	}
-	tr.upsert(node("b", func(n *v1.Node) { n.Labels[v1.LabelNodeExcludeBalancers] = "true" }))
+	tr.upsert(node("b", func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "true" }))
 	s3 := tr.snapshot()
 	if !sameNodes(s2, s3) {
 		t.Error("an excluded node changed the eligible set")
@@ -54,7 +56,7 @@ func TestNodeTrackerSharesIdentityAcrossHeartbeats(t *testing.T) {
 	}
 	s1 := tr.snapshot()
 	hb := node("b")
-	hb.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	hb.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	tr.upsert(hb)
 	s2 := tr.snapshot()
 	if reflect.ValueOf(s1.ids).Pointer() != reflect.ValueOf(s2.ids).Pointer() {
@@ -98,7 +100,7 @@ func TestNodePassQueuesOnlyOutdated(t *testing.T) {
 }
 
 // A RetryError is not a failure: the Service comes back after the delay
-// the cloud asked for (at least minRetryAfter). Any other error is
+// the cloud asked for (at least kit.MinRetryAfter). Any other error is
 // returned, for the queue's per-Service backoff.
 func TestReconcileRetryErrorAndBackoff(t *testing.T) {
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
@@ -111,8 +113,8 @@ func TestReconcileRetryErrorAndBackoff(t *testing.T) {
 		t.Errorf("after a RetryError of 2s: %+v, %v; want RequeueAfter 2s and no error", res, err)
 	}
 	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 0))
-	if res, _ := h.c.Reconcile(ctx, k); res.RequeueAfter != minRetryAfter {
-		t.Errorf("after a RetryError without delay: RequeueAfter %v, want %v", res.RequeueAfter, minRetryAfter)
+	if res, _ := h.c.Reconcile(ctx, k); res.RequeueAfter != kit.MinRetryAfter {
+		t.Errorf("after a RetryError without delay: RequeueAfter %v, want %v", res.RequeueAfter, kit.MinRetryAfter)
 	}
 	h.lb.failNext("EnsureLoadBalancer", errors.New("boom"))
 	if res, err := h.c.Reconcile(ctx, k); err == nil || res != (reconcile.Result{}) {
@@ -121,7 +123,7 @@ func TestReconcileRetryErrorAndBackoff(t *testing.T) {
 	if res, err := h.c.Reconcile(ctx, k); err != nil || res != (reconcile.Result{}) {
 		t.Errorf("success: %+v, %v", res, err)
 	}
-	for result, want := range map[string]float64{resultRetry: 2, resultError: 1, resultSuccess: 1} {
+	for result, want := range map[string]float64{kit.ResultRetry: 2, kit.ResultError: 1, kit.ResultSuccess: 1} {
 		if got := testutil.ToFloat64(h.c.metrics.syncs.WithLabelValues(result)); got != want {
 			t.Errorf("%s{result=%s} = %v, want %v", MetricSyncsTotal, result, got, want)
 		}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // orphanTracker remembers since when each orphan has been seen, so that
@@ -74,7 +75,7 @@ func (c *Controller) isOrphan(ctx context.Context, lb cloud.LoadBalancer, r clie
 		// Not identifiable as a Service's: not this controller's to judge.
 		return false, "", nil
 	}
-	svc := &v1.Service{}
+	svc := &corev1.Service{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: lb.ServiceNamespace, Name: lb.ServiceName}, svc)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -104,15 +105,15 @@ func (c *Controller) deleteOrphan(ctx context.Context, lb cloud.LoadBalancer) bo
 		logger.Info("Not deleting load balancer: its Service could not be confirmed gone", "err", err)
 		return false
 	}
-	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{
 		Namespace: lb.ServiceNamespace, Name: lb.ServiceName, UID: lb.ServiceUID,
-	}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}}
+	}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
 	if err := c.lb.EnsureLoadBalancerDeleted(ctx, c.cfg.ClusterName, svc); err != nil {
-		c.metrics.orphanDeletes.WithLabelValues(resultError).Inc()
+		c.metrics.orphanDeletes.WithLabelValues(kit.ResultError).Inc()
 		logger.Error(err, "Deleting orphaned load balancer failed")
 		return false
 	}
-	c.metrics.orphanDeletes.WithLabelValues(resultSuccess).Inc()
+	c.metrics.orphanDeletes.WithLabelValues(kit.ResultSuccess).Inc()
 	logger.Info("Deleted orphaned load balancer", "service", klog.KRef(lb.ServiceNamespace, lb.ServiceName), "serviceUID", lb.ServiceUID)
 	return true
 }

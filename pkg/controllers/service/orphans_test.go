@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
-func orphanHarness(t *testing.T, deleteOrphans bool, objs ...*v1.Service) (*harness, *time.Time) {
+func orphanHarness(t *testing.T, deleteOrphans bool, objs ...*corev1.Service) (*harness, *time.Time) {
 	t.Helper()
 	h := newHarness(t, Config{DeleteOrphans: deleteOrphans, OrphanGrace: time.Minute})
 	for _, s := range objs {
@@ -26,7 +26,7 @@ func orphanHarness(t *testing.T, deleteOrphans bool, objs ...*v1.Service) (*harn
 func TestOrphansDeletedAfterGrace(t *testing.T) {
 	live := lbService("ns", "live")
 	recreated := lbService("ns", "recreated") // UID uid-recreated
-	notLB := lbService("ns", "plain", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeClusterIP })
+	notLB := lbService("ns", "plain", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP })
 	h, now := orphanHarness(t, true, live, recreated, notLB)
 	h.lister.lbs = []cloud.LoadBalancer{
 		{Name: "lb-live", ServiceNamespace: "ns", ServiceName: "live", ServiceUID: "uid-live"},

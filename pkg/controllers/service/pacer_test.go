@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -112,7 +112,7 @@ func newPacerRig(t *testing.T, services int, delay time.Duration) *pacerRig {
 	h.c.now = clk.Now
 	q := &simQueue{clk: clk, due: map[key]time.Time{}}
 	var qi queue = q
-	h.c.queue.Store(&qi)
+	h.c.queue.Set(qi)
 	for i := range services {
 		h.mustSync(fmt.Sprintf("ns/s%02d", i))
 	}
@@ -124,12 +124,12 @@ func (r *pacerRig) at(t *testing.T, d time.Duration) { r.q.run(t, r.h.c, r.t0.Ad
 
 func (r *pacerRig) register(name string) {
 	n := joiningNode(name)
-	r.h.c.nodeHandler().Create(context.Background(), event.TypedCreateEvent[*v1.Node]{Object: n}, r.q)
+	r.h.c.nodeHandler().Create(context.Background(), event.TypedCreateEvent[*corev1.Node]{Object: n}, r.q)
 }
 
 func (r *pacerRig) initialize(name string) {
 	old := joiningNode(name)
-	r.h.c.nodeHandler().Update(context.Background(), event.TypedUpdateEvent[*v1.Node]{ObjectOld: old, ObjectNew: node(name)}, r.q)
+	r.h.c.nodeHandler().Update(context.Background(), event.TypedUpdateEvent[*corev1.Node]{ObjectOld: old, ObjectNew: node(name)}, r.q)
 }
 
 // updates returns the UpdateLoadBalancer calls per Service.
@@ -147,10 +147,10 @@ func (r *pacerRig) updates() map[string]int {
 
 // joiningNode is a node as the kubelet registers it with an external cloud
 // provider: tainted uninitialized, without a providerID.
-func joiningNode(name string) *v1.Node {
-	return node(name, func(n *v1.Node) {
+func joiningNode(name string) *corev1.Node {
+	return node(name, func(n *corev1.Node) {
 		n.Spec.ProviderID = ""
-		n.Spec.Taints = []v1.Taint{{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: v1.TaintEffectNoSchedule}}
+		n.Spec.Taints = []corev1.Taint{{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 	})
 }
 
@@ -216,7 +216,7 @@ func TestLoneJoinGoesOutAtOnce(t *testing.T) {
 
 	// After a quiet period, a lone removal goes out at once too.
 	r.at(t, 5*time.Second)
-	r.h.c.nodeHandler().Delete(context.Background(), event.TypedDeleteEvent[*v1.Node]{Object: node("n1")}, r.q)
+	r.h.c.nodeHandler().Delete(context.Background(), event.TypedDeleteEvent[*corev1.Node]{Object: node("n1")}, r.q)
 	r.at(t, 5*time.Second)
 	for i := range services {
 		if got := r.updates()[fmt.Sprintf("ns/s%02d", i)]; got != 2 {
@@ -231,7 +231,7 @@ func TestLoneJoinGoesOutAtOnce(t *testing.T) {
 func TestBurstDefersUpdatesQueuedBeforeIt(t *testing.T) {
 	const services = 6
 	r := newPacerRig(t, services, time.Second)
-	r.h.c.nodeHandler().Create(context.Background(), event.TypedCreateEvent[*v1.Node]{Object: node("a")}, r.q)
+	r.h.c.nodeHandler().Create(context.Background(), event.TypedCreateEvent[*corev1.Node]{Object: node("a")}, r.q)
 	// The pass runs and queues every Service; two are updated before a
 	// burst of registrations begins.
 	if k, _ := r.q.next(r.clk.Now()); k != nodesKey {
@@ -277,8 +277,8 @@ func TestStuckJoiningNodeHoldsAtMostMaxHold(t *testing.T) {
 	r.register("stuck")
 	r.at(t, time.Second)
 	// Another node leaves the load balancers (exclusion label).
-	excluded := node("n2", func(n *v1.Node) { n.Labels[v1.LabelNodeExcludeBalancers] = "true" })
-	r.h.c.nodeHandler().Update(context.Background(), event.TypedUpdateEvent[*v1.Node]{ObjectOld: node("n2"), ObjectNew: excluded}, r.q)
+	excluded := node("n2", func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "true" })
+	r.h.c.nodeHandler().Update(context.Background(), event.TypedUpdateEvent[*corev1.Node]{ObjectOld: node("n2"), ObjectNew: excluded}, r.q)
 	r.at(t, time.Minute)
 	maxHold := r.h.c.nodePacer.maxHold
 	if len(r.q.passes) != 1 || r.q.passes[0].Sub(r.t0) != maxHold {
@@ -298,7 +298,7 @@ func TestNodeChangeStreamPassesEveryMaxHold(t *testing.T) {
 	for i := range 200 {
 		r.at(t, time.Duration(i)*100*time.Millisecond)
 		name := fmt.Sprintf("m%03d", i)
-		r.h.c.nodeHandler().Create(context.Background(), event.TypedCreateEvent[*v1.Node]{Object: node(name)}, r.q)
+		r.h.c.nodeHandler().Create(context.Background(), event.TypedCreateEvent[*corev1.Node]{Object: node(name)}, r.q)
 	}
 	r.at(t, time.Minute)
 	if len(r.q.passes) == 0 || !r.q.passes[0].Equal(r.t0) {

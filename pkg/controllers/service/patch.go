@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
@@ -14,7 +14,7 @@ import (
 
 // addFinalizer adds the cleanup finalizer and returns the Service as the
 // API server now has it.
-func (c *Controller) addFinalizer(ctx context.Context, svc *v1.Service) (*v1.Service, error) {
+func (c *Controller) addFinalizer(ctx context.Context, svc *corev1.Service) (*corev1.Service, error) {
 	if servicehelper.HasLBFinalizer(svc) {
 		return svc, nil
 	}
@@ -26,7 +26,7 @@ func (c *Controller) addFinalizer(ctx context.Context, svc *v1.Service) (*v1.Ser
 
 // removeFinalizer removes the cleanup finalizer. A Service already gone
 // is fine: that is what removing the last finalizer leads to.
-func (c *Controller) removeFinalizer(ctx context.Context, svc *v1.Service) error {
+func (c *Controller) removeFinalizer(ctx context.Context, svc *corev1.Service) error {
 	if !servicehelper.HasLBFinalizer(svc) {
 		return nil
 	}
@@ -44,7 +44,7 @@ func (c *Controller) removeFinalizer(ctx context.Context, svc *v1.Service) error
 
 // patchStatus writes status.loadBalancer only when it differs, ipMode and
 // ports included.
-func (c *Controller) patchStatus(ctx context.Context, svc *v1.Service, status *v1.LoadBalancerStatus) error {
+func (c *Controller) patchStatus(ctx context.Context, svc *corev1.Service, status *corev1.LoadBalancerStatus) error {
 	if statusEqual(&svc.Status.LoadBalancer, status) {
 		return nil
 	}
@@ -69,7 +69,7 @@ func (c *Controller) patchStatus(ctx context.Context, svc *v1.Service, status *v
 // entries, and without a resourceVersion precondition a stale cached copy
 // cannot make the write fail. updated receives the Service as the API
 // server now has it.
-func (c *Controller) patch(ctx context.Context, old, updated *v1.Service) (*v1.Service, error) {
+func (c *Controller) patch(ctx context.Context, old, updated *corev1.Service) (*corev1.Service, error) {
 	if err := c.client.Status().Patch(ctx, updated, client.StrategicMergeFrom(old)); err != nil {
 		return nil, fmt.Errorf("patch service %s: %w", klog.KObj(old), err)
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
@@ -18,8 +18,8 @@ const ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
 // wantsLoadBalancer reports whether this controller should provide a load
 // balancer for svc: type LoadBalancer and a loadBalancerClass that is unset
 // or equal to the class this controller serves.
-func wantsLoadBalancer(svc *v1.Service, class string) bool {
-	if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
+func wantsLoadBalancer(svc *corev1.Service, class string) bool {
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		return false
 	}
 	c := svc.Spec.LoadBalancerClass
@@ -29,24 +29,24 @@ func wantsLoadBalancer(svc *v1.Service, class string) bool {
 // ownedClass reports whether svc's loadBalancerClass (if any) is ours. A
 // Service of another class is never touched, not even its finalizer: the
 // finalizer name is shared by every implementation.
-func ownedClass(svc *v1.Service, class string) bool {
+func ownedClass(svc *corev1.Service, class string) bool {
 	c := svc.Spec.LoadBalancerClass
 	return c == nil || (class != "" && *c == class)
 }
 
 // needsCleanup reports whether svc carries the cleanup finalizer but no
 // longer wants a load balancer: it is being deleted or its type changed.
-func needsCleanup(svc *v1.Service, class string) bool {
+func needsCleanup(svc *corev1.Service, class string) bool {
 	if !servicehelper.HasLBFinalizer(svc) || !ownedClass(svc, class) {
 		return false
 	}
-	return svc.DeletionTimestamp != nil || svc.Spec.Type != v1.ServiceTypeLoadBalancer
+	return svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer
 }
 
 // needsUpdate reports whether the change from old to cur matters to the
 // load balancer, with upstream's list of fields (plus the full IP family
 // list rather than only its length).
-func needsUpdate(old, cur *v1.Service, class string) bool {
+func needsUpdate(old, cur *corev1.Service, class string) bool {
 	wantOld, wantCur := wantsLoadBalancer(old, class), wantsLoadBalancer(cur, class)
 	if !wantOld && !wantCur {
 		return false
@@ -58,7 +58,7 @@ func needsUpdate(old, cur *v1.Service, class string) bool {
 }
 
 // lbConfigEqual compares every Service field a load balancer is built from.
-func lbConfigEqual(a, b *v1.Service) bool {
+func lbConfigEqual(a, b *corev1.Service) bool {
 	as, bs := &a.Spec, &b.Spec
 	return slices.Equal(as.LoadBalancerSourceRanges, bs.LoadBalancerSourceRanges) &&
 		portsEqual(as.Ports, bs.Ports) &&
@@ -72,8 +72,8 @@ func lbConfigEqual(a, b *v1.Service) bool {
 		slices.Equal(as.IPFamilies, bs.IPFamilies)
 }
 
-func portsEqual(a, b []v1.ServicePort) bool {
-	return slices.EqualFunc(a, b, func(x, y v1.ServicePort) bool {
+func portsEqual(a, b []corev1.ServicePort) bool {
+	return slices.EqualFunc(a, b, func(x, y corev1.ServicePort) bool {
 		return x.Name == y.Name && x.Protocol == y.Protocol && x.Port == y.Port &&
 			x.NodePort == y.NodePort && x.TargetPort == y.TargetPort &&
 			equality.Semantic.DeepEqual(x.AppProtocol, y.AppProtocol)
@@ -83,7 +83,7 @@ func portsEqual(a, b []v1.ServicePort) bool {
 // serviceEventMatters decides whether a Service update is worth a sync.
 // Changes to the finalizer or status alone (our own writes) are not, so a
 // sync waiting on a RetryError delay is not re-run early by its own patch.
-func serviceEventMatters(old, cur *v1.Service, class string) bool {
+func serviceEventMatters(old, cur *corev1.Service, class string) bool {
 	return needsUpdate(old, cur, class) || needsCleanup(cur, class) ||
 		(wantsLoadBalancer(cur, class) && !servicehelper.HasLBFinalizer(cur) && servicehelper.HasLBFinalizer(old))
 }
@@ -91,8 +91,8 @@ func serviceEventMatters(old, cur *v1.Service, class string) bool {
 // nodeIncluded is false for a node labelled for exclusion. As upstream, any
 // value that does not parse as a boolean excludes the node: the label's
 // presence states an intent.
-func nodeIncluded(n *v1.Node) bool {
-	v, ok := n.Labels[v1.LabelNodeExcludeBalancers]
+func nodeIncluded(n *corev1.Node) bool {
+	v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]
 	if !ok {
 		return true
 	}
@@ -101,16 +101,16 @@ func nodeIncluded(n *v1.Node) bool {
 }
 
 // nodeUntainted is false for a node the cluster autoscaler is removing.
-func nodeUntainted(n *v1.Node) bool {
-	return !slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == ToBeDeletedTaint })
+func nodeUntainted(n *corev1.Node) bool {
+	return !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == ToBeDeletedTaint })
 }
 
-func nodeNotDeleted(n *v1.Node) bool { return n.DeletionTimestamp.IsZero() }
+func nodeNotDeleted(n *corev1.Node) bool { return n.DeletionTimestamp.IsZero() }
 
 // nodeEligible is upstream's stable node set predicate: readiness is not a
 // criterion (KEP-3458), so a flapping kubelet never churns load balancers;
 // the cloud's own health checks take unhealthy nodes out of rotation.
-func nodeEligible(n *v1.Node) bool {
+func nodeEligible(n *corev1.Node) bool {
 	return nodeNotDeleted(n) && nodeIncluded(n) && nodeUntainted(n)
 }
 
@@ -121,20 +121,20 @@ func nodeEligible(n *v1.Node) bool {
 // the next pass, at the latest when it is deleted. The end of a node's
 // initialization does too, for a legacy provider that sets no providerID:
 // a node's registration does not start a pass (see nodeHandler).
-func nodeChangeTriggersSync(old, cur *v1.Node) bool {
+func nodeChangeTriggersSync(old, cur *corev1.Node) bool {
 	return nodeIncluded(old) != nodeIncluded(cur) || old.Spec.ProviderID != cur.Spec.ProviderID ||
 		nodeUninitialized(old) != nodeUninitialized(cur)
 }
 
 // nodeUninitialized reports whether a node still waits for the cloud node
 // controller: it carries the cloud provider's uninitialized taint.
-func nodeUninitialized(n *v1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool {
+func nodeUninitialized(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
 		return t.Key == cloudproviderapi.TaintExternalCloudProvider
 	})
 }
 
 // statusEqual compares load balancer statuses including ipMode and ports.
-func statusEqual(a, b *v1.LoadBalancerStatus) bool {
+func statusEqual(a, b *corev1.LoadBalancerStatus) bool {
 	return servicehelper.LoadBalancerStatusEqual(a, b)
 }

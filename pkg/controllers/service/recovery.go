@@ -43,13 +43,7 @@ func (f *failedSet) all() []key {
 // fast they go. It is called on a cloud call's goroutine and only adds to
 // the queue, which does not block.
 func (c *Controller) retryFailed() {
-	qp := c.queue.Load()
-	if qp == nil {
-		return
-	}
-	for _, k := range c.failed.all() {
-		(*qp).Add(k)
-	}
+	c.queue.Add(c.failed.all()...)
 }
 
 func isRetryAfter(err error) bool {

@@ -5,33 +5,24 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit/kittest"
 )
-
-// fakeRecovery is a cloud.RecoveryNotifier the test fires by hand.
-type fakeRecovery struct{ fns []func() }
-
-func (f *fakeRecovery) OnRecovered(fn func()) { f.fns = append(f.fns, fn) }
-
-func (f *fakeRecovery) fire() {
-	for _, fn := range f.fns {
-		fn()
-	}
-}
 
 // A Service whose sync failed during a cloud outage is queued again as soon
 // as the cloud answers, not after the backoff it accumulated; one that
 // synced since, or never failed, is not.
 func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
 	h := newHarness(t, Config{}, lbService("ns", "web"), lbService("ns", "ok"), node("n1"))
-	rec := &fakeRecovery{}
+	rec := &kittest.Recovery{}
 	c, err := New(Deps{Client: h.cl, APIReader: h.cl, LoadBalancer: h.lb, Recorder: h.recorder, Recovery: rec}, Config{ClusterName: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.queue.Store(&h.q)
+	c.queue.Set(h.q)
 	c.nodes.upsert(node("n1"))
-	if len(rec.fns) != 1 {
-		t.Fatalf("controller subscribed %d times to recovery, want 1", len(rec.fns))
+	if rec.Subscribers() != 1 {
+		t.Fatalf("controller subscribed %d times to recovery, want 1", rec.Subscribers())
 	}
 	ctx := context.Background()
 	web, ok := serviceKey(h.service("ns", "web")), serviceKey(h.service("ns", "ok"))
@@ -50,7 +41,7 @@ func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
 		t.Fatalf("queue holds %d items before recovery, want 0 (web waits out its backoff)", n)
 	}
 
-	rec.fire()
+	rec.Fire()
 	if n := h.q.Len(); n != 1 {
 		t.Fatalf("queue holds %d items after recovery, want 1 (web)", n)
 	}
@@ -65,7 +56,7 @@ func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
 	if st := h.service("ns", "web").Status.LoadBalancer; len(st.Ingress) == 0 {
 		t.Fatal("web has no load balancer after the retry")
 	}
-	rec.fire()
+	rec.Fire()
 	if n := h.q.Len(); n != 0 {
 		t.Fatalf("a recovery after web synced queued %d items, want 0", n)
 	}

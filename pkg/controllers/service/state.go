@@ -4,7 +4,7 @@ import (
 	"maps"
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -15,8 +15,8 @@ import (
 // ensured once, which providers make cheap when nothing differs.
 type lbState struct {
 	uid     types.UID
-	applied *v1.Service // the Service as last ensured; never modified
-	status  v1.LoadBalancerStatus
+	applied *corev1.Service // the Service as last ensured; never modified
+	status  corev1.LoadBalancerStatus
 	nodes   nodeSet
 }
 

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 )
 
 // maxNodeNamesInEvents bounds the node list in events and logs.
@@ -21,7 +22,7 @@ const maxNodeNamesInEvents = 20
 // It returns an error carrying a RetryError when the cloud asked to come
 // back later; any other error is retried with backoff.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
-	svc := &v1.Service{}
+	svc := &corev1.Service{}
 	err := c.client.Get(ctx, key, svc)
 	if apierrors.IsNotFound(err) {
 		// The finalizer guarantees that a Service with a load balancer is
@@ -77,15 +78,15 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 }
 
 // ensure creates or updates the load balancer with EnsureLoadBalancer.
-func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *v1.Service, nodes nodeSet) error {
+func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *corev1.Service, nodes nodeSet) error {
 	logger := klog.FromContext(ctx)
 	if !c.state.setRetrying(key, false) {
 		logger.V(2).Info("Ensuring load balancer", "nodes", len(nodes.nodes))
-		c.event(svc, v1.EventTypeNormal, ReasonEnsuringLoadBalancer, actionEnsure, "Ensuring load balancer")
+		c.event(svc, corev1.EventTypeNormal, ReasonEnsuringLoadBalancer, actionEnsure, "Ensuring load balancer")
 	}
 	c.warnUnknownAnnotations(svc)
 	if len(nodes.nodes) == 0 {
-		c.event(svc, v1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionEnsure, "There are no available nodes for LoadBalancer")
+		c.event(svc, corev1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionEnsure, "There are no available nodes for LoadBalancer")
 	}
 	status, err := c.lb.EnsureLoadBalancer(ctx, c.cfg.ClusterName, svc, nodes.nodes)
 	switch {
@@ -98,14 +99,14 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 			c.state.setRetrying(key, true)
 			return fmt.Errorf("sync service %s: ensure load balancer: %w", key, err)
 		}
-		c.event(svc, v1.EventTypeWarning, ReasonSyncLoadBalancerFailed, actionEnsure, "Error syncing load balancer: %v", err)
+		c.event(svc, corev1.EventTypeWarning, ReasonSyncLoadBalancerFailed, actionEnsure, "Error syncing load balancer: %v", err)
 		return fmt.Errorf("sync service %s: ensure load balancer: %w", key, err)
 	case status == nil:
 		err := errors.New("the provider's EnsureLoadBalancer returned no status")
-		c.event(svc, v1.EventTypeWarning, ReasonSyncLoadBalancerFailed, actionEnsure, "Error syncing load balancer: %v", err)
+		c.event(svc, corev1.EventTypeWarning, ReasonSyncLoadBalancerFailed, actionEnsure, "Error syncing load balancer: %v", err)
 		return fmt.Errorf("sync service %s: %w", key, err)
 	}
-	c.event(svc, v1.EventTypeNormal, ReasonEnsuredLoadBalancer, actionEnsure, "Ensured load balancer")
+	c.event(svc, corev1.EventTypeNormal, ReasonEnsuredLoadBalancer, actionEnsure, "Ensured load balancer")
 	c.warnIfIPIgnored(svc, status)
 	// Recorded before the status write, so that a failed write is retried
 	// without another cloud call.
@@ -119,12 +120,12 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 // warnUnknownAnnotations says so on the Service when it carries
 // annotations under the provider's prefix that the provider does not read:
 // a misspelt annotation would otherwise be ignored in silence.
-func (c *Controller) warnUnknownAnnotations(svc *v1.Service) {
+func (c *Controller) warnUnknownAnnotations(svc *corev1.Service) {
 	if c.annots == nil {
 		return
 	}
 	if unknown, known := c.annots.UnknownAnnotations(svc); len(unknown) > 0 {
-		c.event(svc, v1.EventTypeWarning, ReasonUnknownAnnotation, actionEnsure,
+		c.event(svc, corev1.EventTypeWarning, ReasonUnknownAnnotation, actionEnsure,
 			"annotations %v are not read by the cloud provider and have no effect (it reads %v)", unknown, known)
 	}
 }
@@ -133,7 +134,7 @@ func (c *Controller) warnUnknownAnnotations(svc *v1.Service) {
 // spec.loadBalancerIP and the provider, which may not support the field
 // (upstream deprecated it), published other addresses: the request would
 // otherwise be ignored in silence.
-func (c *Controller) warnIfIPIgnored(svc *v1.Service, status *v1.LoadBalancerStatus) {
+func (c *Controller) warnIfIPIgnored(svc *corev1.Service, status *corev1.LoadBalancerStatus) {
 	want := svc.Spec.LoadBalancerIP
 	if want == "" || len(status.Ingress) == 0 {
 		return
@@ -145,7 +146,7 @@ func (c *Controller) warnIfIPIgnored(svc *v1.Service, status *v1.LoadBalancerSta
 		}
 		got = append(got, in.IP+in.Hostname)
 	}
-	c.event(svc, v1.EventTypeWarning, ReasonLoadBalancerIPIgnored, actionEnsure,
+	c.event(svc, corev1.EventTypeWarning, ReasonLoadBalancerIPIgnored, actionEnsure,
 		"spec.loadBalancerIP %s was not honoured by the cloud provider, which assigned %v", want, got)
 }
 
@@ -153,31 +154,31 @@ func (c *Controller) warnIfIPIgnored(svc *v1.Service, status *v1.LoadBalancerSta
 // the load balancer alone (upstream's UpdateLoadBalancer contract). It
 // reports gone, with its record forgotten, when the update failed because
 // the load balancer no longer exists.
-func (c *Controller) updateHosts(ctx context.Context, key types.NamespacedName, svc *v1.Service, st *lbState, nodes nodeSet) (gone bool, err error) {
+func (c *Controller) updateHosts(ctx context.Context, key types.NamespacedName, svc *corev1.Service, st *lbState, nodes nodeSet) (gone bool, err error) {
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Updating load balancer hosts", "nodes", len(nodes.nodes), "names", nodeNames(nodes.nodes, maxNodeNamesInEvents))
 	err = c.lb.UpdateLoadBalancer(ctx, c.cfg.ClusterName, svc, nodes.nodes)
 	if err == nil || errors.Is(err, cloudprovider.ImplementedElsewhere) {
-		c.metrics.updates.WithLabelValues(resultSuccess).Inc()
+		c.metrics.updates.WithLabelValues(kit.ResultSuccess).Inc()
 		c.state.set(key, &lbState{uid: st.uid, applied: st.applied, status: st.status, nodes: nodes})
 		if len(nodes.nodes) == 0 {
-			c.event(svc, v1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionUpdate, "There are no available nodes for LoadBalancer")
+			c.event(svc, corev1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionUpdate, "There are no available nodes for LoadBalancer")
 		} else {
-			c.event(svc, v1.EventTypeNormal, ReasonUpdatedLoadBalancer, actionUpdate, "Updated load balancer with new hosts")
+			c.event(svc, corev1.EventTypeNormal, ReasonUpdatedLoadBalancer, actionUpdate, "Updated load balancer with new hosts")
 		}
 		return false, nil
 	}
 	if _, ok := cloud.RetryAfter(err); ok {
-		c.metrics.updates.WithLabelValues(resultRetry).Inc()
+		c.metrics.updates.WithLabelValues(kit.ResultRetry).Inc()
 		return false, fmt.Errorf("sync service %s: update load balancer: %w", key, err)
 	}
-	c.metrics.updates.WithLabelValues(resultError).Inc()
+	c.metrics.updates.WithLabelValues(kit.ResultError).Inc()
 	if _, exists, gerr := c.lb.GetLoadBalancer(ctx, c.cfg.ClusterName, svc); gerr == nil && !exists {
 		logger.Info("Load balancer is gone; ensuring it again")
 		c.state.forget(key)
 		return true, nil
 	}
-	c.event(svc, v1.EventTypeWarning, ReasonUpdateLoadBalancerFailed, actionUpdate,
+	c.event(svc, corev1.EventTypeWarning, ReasonUpdateLoadBalancerFailed, actionUpdate,
 		"Error updating load balancer with new hosts %v [node names limited, total number of nodes: %d], error: %v",
 		nodeNames(nodes.nodes, maxNodeNamesInEvents), len(nodes.nodes), err)
 	return false, fmt.Errorf("sync service %s: update load balancer: %w", key, err)
@@ -185,29 +186,29 @@ func (c *Controller) updateHosts(ctx context.Context, key types.NamespacedName, 
 
 // cleanup deletes the load balancer of a Service that no longer wants one,
 // clears its status and only then removes the finalizer.
-func (c *Controller) cleanup(ctx context.Context, key types.NamespacedName, svc *v1.Service) error {
+func (c *Controller) cleanup(ctx context.Context, key types.NamespacedName, svc *corev1.Service) error {
 	klog.FromContext(ctx).V(2).Info("Deleting load balancer", "deleting", svc.DeletionTimestamp != nil, "type", svc.Spec.Type)
-	c.event(svc, v1.EventTypeNormal, ReasonDeletingLoadBalancer, actionDelete, "Deleting load balancer")
+	c.event(svc, corev1.EventTypeNormal, ReasonDeletingLoadBalancer, actionDelete, "Deleting load balancer")
 	err := c.lb.EnsureLoadBalancerDeleted(ctx, c.cfg.ClusterName, svc)
 	if err != nil && !errors.Is(err, cloudprovider.ImplementedElsewhere) {
 		if _, ok := cloud.RetryAfter(err); !ok {
-			c.event(svc, v1.EventTypeWarning, ReasonDeleteLoadBalancerFailed, actionDelete, "Error deleting load balancer: %v", err)
+			c.event(svc, corev1.EventTypeWarning, ReasonDeleteLoadBalancerFailed, actionDelete, "Error deleting load balancer: %v", err)
 		}
 		return fmt.Errorf("sync service %s: delete load balancer: %w", key, err)
 	}
 	c.state.forget(key)
 	if svc.DeletionTimestamp == nil {
-		if err := c.patchStatus(ctx, svc, &v1.LoadBalancerStatus{}); err != nil {
+		if err := c.patchStatus(ctx, svc, &corev1.LoadBalancerStatus{}); err != nil {
 			return fmt.Errorf("sync service %s: %w", key, err)
 		}
 	}
 	if err := c.removeFinalizer(ctx, svc); err != nil {
 		return fmt.Errorf("sync service %s: remove finalizer: %w", key, err)
 	}
-	c.event(svc, v1.EventTypeNormal, ReasonDeletedLoadBalancer, actionDelete, "Deleted load balancer")
+	c.event(svc, corev1.EventTypeNormal, ReasonDeletedLoadBalancer, actionDelete, "Deleted load balancer")
 	return nil
 }
 
-func (c *Controller) event(svc *v1.Service, eventType, reason, action, note string, args ...any) {
+func (c *Controller) event(svc *corev1.Service, eventType, reason, action, note string, args ...any) {
 	c.events.Eventf(svc, nil, eventType, reason, action, note, args...)
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
@@ -26,7 +26,7 @@ func TestSyncCreate(t *testing.T) {
 	if !servicehelper.HasLBFinalizer(svc) {
 		t.Error("finalizer not added")
 	}
-	if got := svc.Status.LoadBalancer.Ingress; len(got) != 1 || got[0].IP != "10.0.0.1" || got[0].IPMode == nil || *got[0].IPMode != v1.LoadBalancerIPModeVIP {
+	if got := svc.Status.LoadBalancer.Ingress; len(got) != 1 || got[0].IP != "10.0.0.1" || got[0].IPMode == nil || *got[0].IPMode != corev1.LoadBalancerIPModeVIP {
 		t.Errorf("ingress = %+v, want 10.0.0.1 with ipMode VIP", got)
 	}
 	if got := h.lb.nodesOf(svc.UID); !slices.Equal(got, []string{"n1", "n2"}) {
@@ -59,7 +59,7 @@ func TestSyncStatusRestoredWithoutCloudCall(t *testing.T) {
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	svc := h.service("ns", "web")
-	svc.Status.LoadBalancer = v1.LoadBalancerStatus{}
+	svc.Status.LoadBalancer = corev1.LoadBalancerStatus{}
 	h.updateStatus(svc)
 	h.mustSync("ns/web")
 	if got := h.service("ns", "web").Status.LoadBalancer.Ingress; len(got) != 1 {
@@ -116,8 +116,8 @@ func TestSyncBadInputWarns(t *testing.T) {
 // A provider that does not honour spec.loadBalancerIP must not ignore it
 // in silence; one that does raises no warning.
 func TestSyncLoadBalancerIPNotHonouredWarns(t *testing.T) {
-	h := newHarness(t, Config{}, lbService("ns", "web", func(s *v1.Service) { s.Spec.LoadBalancerIP = "10.9.9.9" }),
-		lbService("ns", "ok", func(s *v1.Service) { s.Spec.LoadBalancerIP = "10.0.0.1" }), node("n1"))
+	h := newHarness(t, Config{}, lbService("ns", "web", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "10.9.9.9" }),
+		lbService("ns", "ok", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "10.0.0.1" }), node("n1"))
 	h.mustSync("ns/web")
 	h.mustSync("ns/ok")
 	evs := h.events()
@@ -168,7 +168,7 @@ func TestSyncNodeChangeUpdatesHostsOnly(t *testing.T) {
 	}
 	// A node change that does not alter the set costs nothing.
 	n2 := node("n2")
-	n2.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
+	n2.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
 	h.c.nodes.upsert(n2)
 	h.mustSync("ns/web")
 	if len(h.lb.calls) != 2 {
@@ -212,7 +212,7 @@ func TestSyncServiceChangeEnsures(t *testing.T) {
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	svc := h.service("ns", "web")
-	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053})
+	svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053})
 	h.update(svc)
 	h.mustSync("ns/web")
 	if h.lb.count("EnsureLoadBalancer") != 2 {
@@ -228,7 +228,7 @@ func TestSyncDeletion(t *testing.T) {
 		t.Errorf("calls = %v", h.lb.calls)
 	}
 	// Its last finalizer removed, the deleting Service is gone.
-	err := h.cl.Get(context.Background(), nn("ns/web"), &v1.Service{})
+	err := h.cl.Get(context.Background(), nn("ns/web"), &corev1.Service{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("get the deleted Service after the sync: err = %v, want NotFound (finalizer not removed)", err)
 	}
@@ -253,9 +253,9 @@ func TestSyncDeletionFailureKeepsFinalizer(t *testing.T) {
 }
 
 func TestSyncTypeChangeDeletes(t *testing.T) {
-	svc := lbService("ns", "web", withFinalizer, func(s *v1.Service) {
-		s.Spec.Type = v1.ServiceTypeClusterIP
-		s.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "10.0.0.1"}}
+	svc := lbService("ns", "web", withFinalizer, func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeClusterIP
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}
 	})
 	h := newHarness(t, Config{}, svc, node("n1"))
 	h.mustSync("ns/web")
@@ -269,8 +269,8 @@ func TestSyncTypeChangeDeletes(t *testing.T) {
 }
 
 func TestSyncLoadBalancerClass(t *testing.T) {
-	other := lbService("ns", "other", func(s *v1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") })
-	mine := lbService("ns", "mine", func(s *v1.Service) { s.Spec.LoadBalancerClass = ptr.To("stratus.io/lb") })
+	other := lbService("ns", "other", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") })
+	mine := lbService("ns", "mine", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("stratus.io/lb") })
 	plain := lbService("ns", "plain")
 
 	t.Run("no class configured", func(t *testing.T) {
@@ -327,7 +327,7 @@ func TestSyncMissingServiceForgetsState(t *testing.T) {
 }
 
 func TestSyncNonLoadBalancerIgnored(t *testing.T) {
-	svc := lbService("ns", "web", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeNodePort })
+	svc := lbService("ns", "web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
 	h := newHarness(t, Config{}, svc, node("n1"))
 	h.mustSync("ns/web")
 	if len(h.lb.calls) != 0 || len(h.service("ns", "web").Finalizers) != 0 {
@@ -338,7 +338,7 @@ func TestSyncNonLoadBalancerIgnored(t *testing.T) {
 // fakeAnnotations reads only fake.example/known.
 type fakeAnnotations struct{}
 
-func (fakeAnnotations) UnknownAnnotations(svc *v1.Service) (unknown, known []string) {
+func (fakeAnnotations) UnknownAnnotations(svc *corev1.Service) (unknown, known []string) {
 	for k := range svc.Annotations {
 		if strings.HasPrefix(k, "fake.example/") && k != "fake.example/known" {
 			unknown = append(unknown, k)
@@ -351,8 +351,8 @@ func (fakeAnnotations) UnknownAnnotations(svc *v1.Service) (unknown, known []str
 // warns naming it and what the provider reads, and still ensures.
 func TestSyncUnknownProviderAnnotationWarns(t *testing.T) {
 	h := newHarness(t, Config{},
-		lbService("ns", "typo", func(s *v1.Service) { s.Annotations = map[string]string{"fake.example/knwon": "1"} }),
-		lbService("ns", "ok", func(s *v1.Service) {
+		lbService("ns", "typo", func(s *corev1.Service) { s.Annotations = map[string]string{"fake.example/knwon": "1"} }),
+		lbService("ns", "ok", func(s *corev1.Service) {
 			s.Annotations = map[string]string{"fake.example/known": "1", "other.example/x": "1"}
 		}), node("n1"))
 	h.c.annots = fakeAnnotations{}

@@ -21,6 +21,8 @@ Knobs (keys are exact-case):
 	}
 	get := &cobra.Command{
 		Use: "get [KEY ...]", Short: "Show every knob, or the named ones",
+		// Each KEY is checked against the knobs, with a suggestion.
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.client()
 			if err != nil {

@@ -153,6 +153,8 @@ func (s *Server) schedule(lb api.LoadBalancer) {
 			if err := s.store.RemoveLB(id); err != nil {
 				klog.FromContext(s.baseCtx()).Error(err, "Removing deleted load balancer", "loadBalancer", id)
 			}
+		case api.LBActive, api.LBError:
+			// Settled states have no timer.
 		}
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 )
@@ -45,7 +45,7 @@ var knownAnnotations = []string{
 // UnknownAnnotations names the Service's annotations under
 // AnnotationPrefix that this provider does not read (a misspelling would
 // otherwise be ignored in silence), sorted, and the known ones to suggest.
-func (l *loadBalancers) UnknownAnnotations(svc *v1.Service) (unknown, known []string) {
+func (l *loadBalancers) UnknownAnnotations(svc *corev1.Service) (unknown, known []string) {
 	for k := range svc.Annotations {
 		if strings.HasPrefix(k, AnnotationPrefix) && !slices.Contains(knownAnnotations, k) {
 			unknown = append(unknown, k)
@@ -63,7 +63,7 @@ func annotationError(key, val, want string) error {
 	return fmt.Errorf("annotation %s: invalid value %q: %s", key, val, want)
 }
 
-func durationMs(svc *v1.Service, key string) (int, error) {
+func durationMs(svc *corev1.Service, key string) (int, error) {
 	val, ok := svc.Annotations[key]
 	if !ok {
 		return 0, nil
@@ -75,7 +75,7 @@ func durationMs(svc *v1.Service, key string) (int, error) {
 	return max(1, int(d.Milliseconds())), nil
 }
 
-func threshold(svc *v1.Service, key string) (int, error) {
+func threshold(svc *corev1.Service, key string) (int, error) {
 	val, ok := svc.Annotations[key]
 	if !ok {
 		return 0, nil
@@ -90,7 +90,7 @@ func threshold(svc *v1.Service, key string) (int, error) {
 // healthCheckFrom reads the health check annotations; the probed port is
 // the health check node port for externalTrafficPolicy Local, else the
 // first TCP listener's node port (the cloud's default).
-func healthCheckFrom(svc *v1.Service) (api.HealthCheck, error) {
+func healthCheckFrom(svc *corev1.Service) (api.HealthCheck, error) {
 	var hc api.HealthCheck
 	var err error
 	if hc.IntervalMs, err = durationMs(svc, AnnotationHealthCheckInterval); err != nil {
@@ -118,19 +118,19 @@ func healthCheckFrom(svc *v1.Service) (api.HealthCheck, error) {
 	default:
 		hc.TimeoutMs = hc.IntervalMs
 	}
-	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0 {
+	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0 {
 		hc.Port = int(svc.Spec.HealthCheckNodePort)
 	}
 	return hc, nil
 }
 
-func ipModeFrom(svc *v1.Service) (v1.LoadBalancerIPMode, error) {
+func ipModeFrom(svc *corev1.Service) (corev1.LoadBalancerIPMode, error) {
 	val, ok := svc.Annotations[AnnotationIPMode]
 	if !ok {
-		return v1.LoadBalancerIPModeVIP, nil
+		return corev1.LoadBalancerIPModeVIP, nil
 	}
-	switch m := v1.LoadBalancerIPMode(val); m {
-	case v1.LoadBalancerIPModeVIP, v1.LoadBalancerIPModeProxy:
+	switch m := corev1.LoadBalancerIPMode(val); m {
+	case corev1.LoadBalancerIPModeVIP, corev1.LoadBalancerIPModeProxy:
 		return m, nil
 	}
 	return "", annotationError(AnnotationIPMode, val, "want VIP or Proxy")

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // FuzzServiceAnnotations feeds arbitrary annotation values to the parsers
@@ -18,7 +18,7 @@ func FuzzServiceAnnotations(f *testing.F) {
 	f.Add("1s", "2s", "0", "101", "-1s", "Direct", "y")
 	f.Add("1h1ns", "1ns", "1e3", " 1", "9223372036854775807ns", "vip", "")
 	f.Fuzz(func(t *testing.T, interval, timeout, healthy, unhealthy, udp, mode, typo string) {
-		svc := &v1.Service{}
+		svc := &corev1.Service{}
 		svc.Annotations = map[string]string{}
 		for k, v := range map[string]string{
 			AnnotationHealthCheckInterval: interval, AnnotationHealthCheckTimeout: timeout,
@@ -54,7 +54,7 @@ func FuzzServiceAnnotations(f *testing.F) {
 		}
 		if m, err := ipModeFrom(svc); err != nil {
 			named(err)
-		} else if m != v1.LoadBalancerIPModeVIP && m != v1.LoadBalancerIPModeProxy {
+		} else if m != corev1.LoadBalancerIPModeVIP && m != corev1.LoadBalancerIPModeProxy {
 			t.Fatalf("ip mode %q accepted", m)
 		}
 		unknown, _ := (&loadBalancers{}).UnknownAnnotations(svc)

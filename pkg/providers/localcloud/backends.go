@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -17,7 +17,7 @@ import (
 
 // backends maps nodes to instance ids through their providerIDs. Nodes
 // without one are not initialized yet and cannot carry traffic.
-func backends(nodes []*v1.Node) []string {
+func backends(nodes []*corev1.Node) []string {
 	ids := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		if id, err := ParseProviderID(n.Spec.ProviderID); err == nil {
@@ -41,7 +41,7 @@ func backendRejected(err error) bool {
 // as real providers skip instances they cannot find. Healthy writes cost
 // nothing extra; a refused one costs one instance list. The skipped Nodes
 // are logged.
-func (l *loadBalancers) withLiveBackends(ctx context.Context, spec *api.LoadBalancerSpec, nodes []*v1.Node,
+func (l *loadBalancers) withLiveBackends(ctx context.Context, spec *api.LoadBalancerSpec, nodes []*corev1.Node,
 	write func(api.LoadBalancerSpec) (*api.LoadBalancer, error)) (*api.LoadBalancer, error) {
 	lb, err := write(*spec)
 	if !backendRejected(err) {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -22,8 +22,8 @@ func TestLoadBalancerSkipsBackendsOfGoneInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	lbs, _ := e.cloud.LoadBalancer()
-	svc := service(30080, v1.ProtocolTCP)
-	nodes := []*v1.Node{node("a", "localcloud://"+a.ID), node("b", "localcloud://"+b.ID), node("c", "localcloud://"+c.ID)}
+	svc := service(30080, corev1.ProtocolTCP)
+	nodes := []*corev1.Node{node("a", "localcloud://"+a.ID), node("b", "localcloud://"+b.ID), node("c", "localcloud://"+c.ID)}
 
 	// Create with a gone instance among the nodes.
 	if _, err := lbs.EnsureLoadBalancer(e.ctx, "kubernetes", svc, nodes); err != nil && !isRetry(err) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -34,12 +34,12 @@ func TestErrorsSayEachThingOnce(t *testing.T) {
 	inst, _ := c.InstancesV2()
 	lbs, _ := c.LoadBalancer()
 	n := node("a", "localcloud://"+a.ID)
-	svc := service(30080, v1.ProtocolTCP)
+	svc := service(30080, corev1.ProtocolTCP)
 	calls := map[string]func() error{
 		"ListInstances":    func() error { _, err := lister.ListInstances(e.ctx); return err },
 		"InstanceMetadata": func() error { _, err := inst.InstanceMetadata(e.ctx, n); return err },
 		"EnsureLoadBalancer": func() error {
-			_, err := lbs.EnsureLoadBalancer(e.ctx, "kubernetes", svc, []*v1.Node{n})
+			_, err := lbs.EnsureLoadBalancer(e.ctx, "kubernetes", svc, []*corev1.Node{n})
 			return err
 		},
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
@@ -45,7 +45,7 @@ func notFound(what string) error {
 // find returns the node's instance: by providerID when the node has one,
 // else by node name (before the node controller has set the providerID).
 // A terminated instance counts as gone.
-func (i *instances) find(ctx context.Context, node *v1.Node) (*api.Instance, error) {
+func (i *instances) find(ctx context.Context, node *corev1.Node) (*api.Instance, error) {
 	if node.Spec.ProviderID != "" {
 		id, err := ParseProviderID(node.Spec.ProviderID)
 		if err != nil {
@@ -75,7 +75,7 @@ func (i *instances) find(ctx context.Context, node *v1.Node) (*api.Instance, err
 
 // InstanceExists reports false only when the cloud says the instance is
 // gone; a failed call is an error, never "gone".
-func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (_ bool, err error) {
+func (i *instances) InstanceExists(ctx context.Context, node *corev1.Node) (_ bool, err error) {
 	defer markThrottled(&err)
 	_, err = i.find(ctx, node)
 	if errors.Is(err, cloudprovider.InstanceNotFound) {
@@ -88,7 +88,7 @@ func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (_ bool, 
 }
 
 // InstanceShutdown reports whether the instance is stopped.
-func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (_ bool, err error) {
+func (i *instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (_ bool, err error) {
 	defer markThrottled(&err)
 	inst, err := i.find(ctx, node)
 	if err != nil {
@@ -98,7 +98,7 @@ func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (_ bool
 }
 
 // InstanceMetadata returns providerID, type, addresses, zone and region.
-func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (_ *cloudprovider.InstanceMetadata, err error) {
+func (i *instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (_ *cloudprovider.InstanceMetadata, err error) {
 	defer markThrottled(&err)
 	inst, err := i.find(ctx, node)
 	if err != nil {
@@ -109,11 +109,11 @@ func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (_ *clo
 }
 
 func metadata(inst *api.Instance) cloudprovider.InstanceMetadata {
-	addrs := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal}}
+	addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: inst.Addresses.Internal}}
 	if inst.Addresses.External != "" {
-		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeExternalIP, Address: inst.Addresses.External})
+		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: inst.Addresses.External})
 	}
-	addrs = append(addrs, v1.NodeAddress{Type: v1.NodeHostName, Address: inst.Addresses.Hostname})
+	addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeHostName, Address: inst.Addresses.Hostname})
 	return cloudprovider.InstanceMetadata{
 		ProviderID:    ProviderID(inst.ID),
 		InstanceType:  inst.Type,

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -27,16 +27,16 @@ import (
 
 const svcPort = 8080
 
-func service(nodePort int, protocol v1.Protocol) *v1.Service {
-	return &v1.Service{
+func service(nodePort int, protocol corev1.Protocol) *corev1.Service {
+	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: types.UID("0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"),
 			Annotations: map[string]string{
 				localcloud.AnnotationHealthCheckInterval: "100ms",
 				localcloud.AnnotationUnhealthyThreshold:  "1",
 			}},
-		Spec: v1.ServiceSpec{
-			Type:  v1.ServiceTypeLoadBalancer,
-			Ports: []v1.ServicePort{{Name: "http", Protocol: protocol, Port: svcPort, NodePort: int32(nodePort)}},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: protocol, Port: svcPort, NodePort: int32(nodePort)}},
 		},
 	}
 }
@@ -82,12 +82,12 @@ func TestLoadBalancerThroughInterface(t *testing.T) {
 	a, b := e.instance(t, "a"), e.instance(t, "b")
 	port := greeter(t, a.Addresses.Internal, 0, "a")
 	greeter(t, b.Addresses.Internal, port, "b")
-	nodes := []*v1.Node{node("a", "localcloud://"+a.ID), node("uninitialized", "")}
+	nodes := []*corev1.Node{node("a", "localcloud://"+a.ID), node("uninitialized", "")}
 	lbs, ok := e.cloud.LoadBalancer()
 	if !ok {
 		t.Fatal("no LoadBalancer")
 	}
-	svc := service(port, v1.ProtocolTCP)
+	svc := service(port, corev1.ProtocolTCP)
 	if name := lbs.GetLoadBalancerName(e.ctx, "kubernetes", svc); name != "a0b1c2d3e4f5061728394a5b6c7d8e9f" {
 		t.Fatalf("name %q", name)
 	}
@@ -104,7 +104,7 @@ func TestLoadBalancerThroughInterface(t *testing.T) {
 	if d := retry.RetryAfter(); d > 400*time.Millisecond {
 		t.Errorf("provisioning for 300ms: asked to retry after %v", d)
 	}
-	var st *v1.LoadBalancerStatus
+	var st *corev1.LoadBalancerStatus
 	// Called as the controller calls it: again until the cloud has provisioned it.
 	err = wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 10*time.Second, false, func(ctx context.Context) (bool, error) {
 		st, err = lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
@@ -116,7 +116,7 @@ func TestLoadBalancerThroughInterface(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st == nil || len(st.Ingress) != 1 || st.Ingress[0].IPMode == nil || *st.Ingress[0].IPMode != v1.LoadBalancerIPModeVIP {
+	if st == nil || len(st.Ingress) != 1 || st.Ingress[0].IPMode == nil || *st.Ingress[0].IPMode != corev1.LoadBalancerIPModeVIP {
 		t.Fatalf("status %+v", st)
 	}
 	vip := st.Ingress[0].IP
@@ -127,14 +127,14 @@ func TestLoadBalancerThroughInterface(t *testing.T) {
 		t.Fatalf("traffic reached %q", got)
 	}
 	// Node set change: b replaces a.
-	if err := lbs.UpdateLoadBalancer(e.ctx, "kubernetes", svc, []*v1.Node{node("b", "localcloud://"+b.ID)}); err != nil {
+	if err := lbs.UpdateLoadBalancer(e.ctx, "kubernetes", svc, []*corev1.Node{node("b", "localcloud://"+b.ID)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := greet(t, vip); got != "b" {
 		t.Fatalf("after update traffic reached %q", got)
 	}
 	updates := e.count(t, "UpdateLoadBalancer")
-	if err := lbs.UpdateLoadBalancer(e.ctx, "kubernetes", svc, []*v1.Node{node("b", "localcloud://"+b.ID)}); err != nil {
+	if err := lbs.UpdateLoadBalancer(e.ctx, "kubernetes", svc, []*corev1.Node{node("b", "localcloud://"+b.ID)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.count(t, "UpdateLoadBalancer"); got != updates {
@@ -159,7 +159,7 @@ func TestLoadBalancerThroughInterface(t *testing.T) {
 	waitGone(t, e, svc)
 }
 
-func waitGone(t *testing.T, e *env, svc *v1.Service) {
+func waitGone(t *testing.T, e *env, svc *corev1.Service) {
 	t.Helper()
 	lbs, _ := e.cloud.LoadBalancer()
 	var last error
@@ -177,9 +177,9 @@ func TestLoadBalancerUDPAndSourceRanges(t *testing.T) {
 	e := newEnv(t, 0)
 	a := e.instance(t, "a")
 	lbs, _ := e.cloud.LoadBalancer()
-	svc := service(31000, v1.ProtocolUDP)
-	svc.Annotations[v1.AnnotationLoadBalancerSourceRangesKey] = "10.0.0.0/8, 192.168.0.0/16"
-	st, err := lbs.EnsureLoadBalancer(e.ctx, "kubernetes", svc, []*v1.Node{node("a", "localcloud://"+a.ID)})
+	svc := service(31000, corev1.ProtocolUDP)
+	svc.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey] = "10.0.0.0/8, 192.168.0.0/16"
+	st, err := lbs.EnsureLoadBalancer(e.ctx, "kubernetes", svc, []*corev1.Node{node("a", "localcloud://"+a.ID)})
 	if err != nil || len(st.Ingress) != 1 {
 		t.Fatalf("ensure: %v %+v", err, st)
 	}
@@ -197,7 +197,7 @@ func TestLoadBalancerUDPAndSourceRanges(t *testing.T) {
 	}
 	// The spec field wins over the annotation.
 	svc.Spec.LoadBalancerSourceRanges = []string{"172.16.0.0/12"}
-	if err := lbs.UpdateLoadBalancer(e.ctx, "kubernetes", svc, []*v1.Node{node("a", "localcloud://"+a.ID)}); err != nil {
+	if err := lbs.UpdateLoadBalancer(e.ctx, "kubernetes", svc, []*corev1.Node{node("a", "localcloud://"+a.ID)}); err != nil {
 		t.Fatal(err)
 	}
 	upd, _ := e.admin.GetLoadBalancer(e.ctx, lb.ID)
@@ -211,26 +211,26 @@ func TestLoadBalancerInvalidInputChangesNothing(t *testing.T) {
 	lbs, _ := e.cloud.LoadBalancer()
 	cases := []struct {
 		name   string
-		mutate func(*v1.Service)
+		mutate func(*corev1.Service)
 		want   []string
 	}{
-		{"sctp", func(s *v1.Service) { s.Spec.Ports[0].Protocol = v1.ProtocolSCTP }, []string{"8080", "SCTP"}},
-		{"interval", func(s *v1.Service) { s.Annotations[localcloud.AnnotationHealthCheckInterval] = "often" }, []string{localcloud.AnnotationHealthCheckInterval, "often"}},
-		{"threshold", func(s *v1.Service) { s.Annotations[localcloud.AnnotationHealthyThreshold] = "0" }, []string{localcloud.AnnotationHealthyThreshold, `"0"`}},
-		{"timeout", func(s *v1.Service) { s.Annotations[localcloud.AnnotationHealthCheckTimeout] = "-1s" }, []string{localcloud.AnnotationHealthCheckTimeout}},
-		{"ip mode", func(s *v1.Service) { s.Annotations[localcloud.AnnotationIPMode] = "Direct" }, []string{localcloud.AnnotationIPMode, "Direct"}},
-		{"timeout longer than interval", func(s *v1.Service) { s.Annotations[localcloud.AnnotationHealthCheckTimeout] = "1s" },
+		{"sctp", func(s *corev1.Service) { s.Spec.Ports[0].Protocol = corev1.ProtocolSCTP }, []string{"8080", "SCTP"}},
+		{"interval", func(s *corev1.Service) { s.Annotations[localcloud.AnnotationHealthCheckInterval] = "often" }, []string{localcloud.AnnotationHealthCheckInterval, "often"}},
+		{"threshold", func(s *corev1.Service) { s.Annotations[localcloud.AnnotationHealthyThreshold] = "0" }, []string{localcloud.AnnotationHealthyThreshold, `"0"`}},
+		{"timeout", func(s *corev1.Service) { s.Annotations[localcloud.AnnotationHealthCheckTimeout] = "-1s" }, []string{localcloud.AnnotationHealthCheckTimeout}},
+		{"ip mode", func(s *corev1.Service) { s.Annotations[localcloud.AnnotationIPMode] = "Direct" }, []string{localcloud.AnnotationIPMode, "Direct"}},
+		{"timeout longer than interval", func(s *corev1.Service) { s.Annotations[localcloud.AnnotationHealthCheckTimeout] = "1s" },
 			[]string{localcloud.AnnotationHealthCheckTimeout + `="1s"`, localcloud.AnnotationHealthCheckInterval + " (100ms)"}},
-		{"timeout longer than default interval", func(s *v1.Service) {
+		{"timeout longer than default interval", func(s *corev1.Service) {
 			delete(s.Annotations, localcloud.AnnotationHealthCheckInterval)
 			s.Annotations[localcloud.AnnotationHealthCheckTimeout] = "6s"
 		}, []string{localcloud.AnnotationHealthCheckTimeout + `="6s"`, localcloud.AnnotationHealthCheckInterval + " (5s)"}},
-		{"source range", func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }, []string{"10.0.0.0/33"}},
-		{"no node port", func(s *v1.Service) { s.Spec.Ports[0].NodePort = 0 }, []string{"node port"}},
+		{"source range", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }, []string{"10.0.0.0/33"}},
+		{"no node port", func(s *corev1.Service) { s.Spec.Ports[0].NodePort = 0 }, []string{"node port"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			svc := service(30000, v1.ProtocolTCP)
+			svc := service(30000, corev1.ProtocolTCP)
 			tc.mutate(svc)
 			_, err := lbs.EnsureLoadBalancer(e.ctx, "kubernetes", svc, nil)
 			if err == nil {
@@ -297,7 +297,7 @@ func TestLoadBalancerInErrorIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = squatter.Close() }()
-	st, err := lbs.EnsureLoadBalancer(e.ctx, "kubernetes", service(30000, v1.ProtocolTCP), []*v1.Node{node("a", "localcloud://"+a.ID)})
+	st, err := lbs.EnsureLoadBalancer(e.ctx, "kubernetes", service(30000, corev1.ProtocolTCP), []*corev1.Node{node("a", "localcloud://"+a.ID)})
 	var retry *cloudproviderapi.RetryError
 	if err == nil || errors.As(err, &retry) || !strings.Contains(err.Error(), "is in error") || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("want an error saying why, got status %v, err %v", st, err)
@@ -311,7 +311,7 @@ func TestUnknownAnnotationsNamed(t *testing.T) {
 	if !ok {
 		t.Fatal("the localcloud load balancer does not name unknown annotations")
 	}
-	svc := service(30000, v1.ProtocolTCP)
+	svc := service(30000, corev1.ProtocolTCP)
 	svc.Annotations[localcloud.AnnotationPrefix+"health-check-intreval"] = "1s"
 	svc.Annotations["example.com/other"] = "x"
 	unknown, known := checker.UnknownAnnotations(svc)

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
@@ -50,12 +50,12 @@ type loadBalancers struct {
 // DefaultLoadBalancerName does, so a retried create finds its own load
 // balancer (the cloud answers 409 on a duplicate name) instead of making a
 // second one.
-func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Service) string {
 	return cloudprovider.DefaultLoadBalancerName(svc)
 }
 
 // lookup finds the Service's load balancer by name within the cluster.
-func (l *loadBalancers) lookup(ctx context.Context, cluster string, svc *v1.Service) (*api.LoadBalancer, error) {
+func (l *loadBalancers) lookup(ctx context.Context, cluster string, svc *corev1.Service) (*api.LoadBalancer, error) {
 	name := cloudprovider.DefaultLoadBalancerName(svc)
 	page, err := l.client.ListLoadBalancers(ctx, lcclient.ListOptions{Cluster: cluster, Name: name, MaxResults: 1})
 	if err != nil {
@@ -69,7 +69,7 @@ func (l *loadBalancers) lookup(ctx context.Context, cluster string, svc *v1.Serv
 
 // GetLoadBalancer reports the status of an active load balancer; one that
 // is being deleted no longer exists for the controller.
-func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (_ *v1.LoadBalancerStatus, _ bool, err error) {
+func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service) (_ *corev1.LoadBalancerStatus, _ bool, err error) {
 	defer markThrottled(&err)
 	lb, err := l.lookup(ctx, clusterOr(clusterName, l.defaultCluster), svc)
 	if err != nil {
@@ -79,28 +79,28 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 		return nil, false, nil
 	}
 	if lb.Status != api.LBActive {
-		return &v1.LoadBalancerStatus{}, true, nil
+		return &corev1.LoadBalancerStatus{}, true, nil
 	}
 	mode, err := ipModeFrom(svc)
 	if err != nil {
-		mode = v1.LoadBalancerIPModeVIP
+		mode = corev1.LoadBalancerIPModeVIP
 	}
 	return status(lb, mode), true, nil
 }
 
-func status(lb *api.LoadBalancer, mode v1.LoadBalancerIPMode) *v1.LoadBalancerStatus {
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: lb.VIP, IPMode: &mode}}}
+func status(lb *api.LoadBalancer, mode corev1.LoadBalancerIPMode) *corev1.LoadBalancerStatus {
+	return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: lb.VIP, IPMode: &mode}}}
 }
 
 // desired turns a Service and its nodes into the cloud spec. Every check
 // happens here, before any cloud call, so invalid input changes nothing.
-func desired(svc *v1.Service, nodes []*v1.Node) (api.LoadBalancerSpec, v1.LoadBalancerIPMode, error) {
+func desired(svc *corev1.Service, nodes []*corev1.Node) (api.LoadBalancerSpec, corev1.LoadBalancerIPMode, error) {
 	var spec api.LoadBalancerSpec
 	if len(svc.Spec.Ports) == 0 {
 		return spec, "", errors.New("service has no ports")
 	}
 	for _, p := range svc.Spec.Ports {
-		if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP {
+		if p.Protocol != corev1.ProtocolTCP && p.Protocol != corev1.ProtocolUDP {
 			return spec, "", fmt.Errorf("port %q (%d/%s): protocol %s is not supported, only TCP and UDP", p.Name, p.Port, p.Protocol, p.Protocol)
 		}
 		if p.NodePort == 0 {
@@ -138,7 +138,7 @@ func desired(svc *v1.Service, nodes []*v1.Node) (api.LoadBalancerSpec, v1.LoadBa
 // EnsureLoadBalancer creates or updates the load balancer and returns its
 // status once active. While the cloud provisions, it returns a RetryError
 // so the controller requeues after a fixed delay instead of waiting here.
-func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (_ *corev1.LoadBalancerStatus, err error) {
 	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, l.defaultCluster)
 	spec, mode, err := desired(svc, nodes)
@@ -163,7 +163,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	}
 }
 
-func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc *v1.Service, spec api.LoadBalancerSpec, nodes []*v1.Node) (*api.LoadBalancer, error) {
+func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc *corev1.Service, spec api.LoadBalancerSpec, nodes []*corev1.Node) (*api.LoadBalancer, error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	lb, err := l.lookup(ctx, cluster, svc)
 	if err != nil {
@@ -203,7 +203,7 @@ func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc 
 
 // update writes spec unless, once backends of gone instances are dropped,
 // it is what the load balancer already has.
-func (l *loadBalancers) update(ctx context.Context, lb *api.LoadBalancer, spec api.LoadBalancerSpec, nodes []*v1.Node) (*api.LoadBalancer, error) {
+func (l *loadBalancers) update(ctx context.Context, lb *api.LoadBalancer, spec api.LoadBalancerSpec, nodes []*corev1.Node) (*api.LoadBalancer, error) {
 	return l.withLiveBackends(ctx, &spec, nodes, func(sp api.LoadBalancerSpec) (*api.LoadBalancer, error) {
 		if specEqual(lb.LoadBalancerSpec, sp) {
 			return lb, nil
@@ -212,7 +212,7 @@ func (l *loadBalancers) update(ctx context.Context, lb *api.LoadBalancer, spec a
 	})
 }
 
-func (l *loadBalancers) lookupExisting(ctx context.Context, cluster string, svc *v1.Service) (*api.LoadBalancer, error) {
+func (l *loadBalancers) lookupExisting(ctx context.Context, cluster string, svc *corev1.Service) (*api.LoadBalancer, error) {
 	lb, err := l.lookup(ctx, cluster, svc)
 	if err == nil && lb == nil {
 		err = errors.New("load balancer vanished after a name conflict")
@@ -234,7 +234,7 @@ func specEqual(a, b api.LoadBalancerSpec) bool {
 }
 
 // UpdateLoadBalancer brings the node set (and any other change) up to date.
-func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (err error) {
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (err error) {
 	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, l.defaultCluster)
 	spec, _, err := desired(svc, nodes)
@@ -259,7 +259,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 
 // EnsureLoadBalancerDeleted starts the deletion and returns; a load
 // balancer that is gone or already being deleted is success.
-func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *corev1.Service) (err error) {
 	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, l.defaultCluster)
 	lb, err := l.lookup(ctx, cluster, svc)
@@ -278,7 +278,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 
 // requestedVIPErr names spec.loadBalancerIP when the cloud refused the VIP
 // the Service asked for (outside the pool, or taken).
-func requestedVIPErr(svc *v1.Service, err error) error {
+func requestedVIPErr(svc *corev1.Service, err error) error {
 	var ae *lcclient.APIError
 	if errors.As(err, &ae) && ae.Field == "vip" {
 		return fmt.Errorf("spec.loadBalancerIP %q: %w", svc.Spec.LoadBalancerIP, err)
@@ -289,6 +289,6 @@ func requestedVIPErr(svc *v1.Service, err error) error {
 // svcErr names the Service an error concerns: the instrumented wrapper names
 // the operation and the client the cloud request, so this layer adds only
 // which Service it was for.
-func svcErr(svc *v1.Service, err error) error {
+func svcErr(svc *corev1.Service, err error) error {
 	return fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, err)
 }

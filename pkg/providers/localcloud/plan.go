@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -17,7 +17,7 @@ var _ cloud.LoadBalancerPlanner = (*loadBalancers)(nil)
 
 // PlanLoadBalancer says what EnsureLoadBalancer would change, with reads
 // only: the same desired spec, compared field by field as specEqual does.
-func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) ([]string, error) {
+func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) ([]string, error) {
 	spec, _, err := desired(svc, nodes)
 	if err != nil {
 		return nil, svcErr(svc, err)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2/ktesting"
@@ -86,8 +86,8 @@ func (e *env) count(t *testing.T, op string) int64 {
 	return s.Count(op)
 }
 
-func node(name, providerID string) *v1.Node {
-	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{ProviderID: providerID}}
+func node(name, providerID string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
 }
 
 func TestNewConfig(t *testing.T) {
@@ -157,10 +157,10 @@ func TestInstancesV2(t *testing.T) {
 	if md.ProviderID != "localcloud://"+inst.ID || md.Zone != "zone-a" || md.Region != "region-1" || md.InstanceType != "small" {
 		t.Fatalf("metadata %+v", md)
 	}
-	want := []v1.NodeAddress{
-		{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal},
-		{Type: v1.NodeExternalIP, Address: inst.Addresses.External},
-		{Type: v1.NodeHostName, Address: "node-1"},
+	want := []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: inst.Addresses.Internal},
+		{Type: corev1.NodeExternalIP, Address: inst.Addresses.External},
+		{Type: corev1.NodeHostName, Address: "node-1"},
 	}
 	if fmt.Sprint(md.NodeAddresses) != fmt.Sprint(want) {
 		t.Fatalf("addresses %v, want %v", md.NodeAddresses, want)
@@ -178,7 +178,7 @@ func TestInstancesV2(t *testing.T) {
 	if _, err := e.admin.DeleteInstance(e.ctx, inst.ID); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []*v1.Node{byID, byName, node("never-existed", ""), node("x", "localcloud://i-0123456789abcdef")} {
+	for _, n := range []*corev1.Node{byID, byName, node("never-existed", ""), node("x", "localcloud://i-0123456789abcdef")} {
 		if ok, err := iv2.InstanceExists(e.ctx, n); ok || err != nil {
 			t.Errorf("%s/%s: exists=%v err=%v, want false, nil", n.Name, n.Spec.ProviderID, ok, err)
 		}

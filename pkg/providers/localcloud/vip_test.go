@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
@@ -17,13 +17,13 @@ import (
 func TestLoadBalancerIPFromThePool(t *testing.T) {
 	e := newEnv(t, 0)
 	a := e.instance(t, "a")
-	nodes := []*v1.Node{node("a", "localcloud://"+a.ID)}
+	nodes := []*corev1.Node{node("a", "localcloud://"+a.ID)}
 	lbs, _ := e.cloud.LoadBalancer()
 	ip := strings.TrimSuffix(e.pools.VIP.Addr().String(), ".0") + ".250"
 
-	svc := service(30080, v1.ProtocolTCP)
+	svc := service(30080, corev1.ProtocolTCP)
 	svc.Spec.LoadBalancerIP = ip
-	var st *v1.LoadBalancerStatus
+	var st *corev1.LoadBalancerStatus
 	var err error
 	for st == nil && err == nil || isRetry(err) {
 		st, err = lbs.EnsureLoadBalancer(e.ctx, "kubernetes", svc, nodes)
@@ -37,7 +37,7 @@ func TestLoadBalancerIPFromThePool(t *testing.T) {
 		{"10.1.2.3", "not a usable address of the VIP pool"},
 		{"not-an-ip", "not an IPv4 address"},
 	} {
-		other := service(30081, v1.ProtocolTCP)
+		other := service(30081, corev1.ProtocolTCP)
 		other.Name, other.UID = "other", types.UID(fmt.Sprintf("1b1c2d3e-4f50-6172-8394-a5b6c7d8e9f%d", i))
 		other.Spec.LoadBalancerIP = tc.ip
 		_, err := lbs.EnsureLoadBalancer(e.ctx, "kubernetes", other, nodes)

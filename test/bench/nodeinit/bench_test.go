@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	cloudproviderapi "k8s.io/cloud-provider/api"
@@ -179,7 +179,7 @@ type listFunc func(ctx context.Context, list client.ObjectList, opts ...client.L
 // node carries the uninitialized taint and every node has addresses.
 func waitAllInitialized(ctx context.Context, b *testing.B, list listFunc) time.Time {
 	for {
-		var nl v1.NodeList
+		var nl corev1.NodeList
 		if err := list(ctx, &nl); err != nil {
 			b.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func waitAllInitialized(ctx context.Context, b *testing.B, list listFunc) time.T
 	}
 }
 
-func hasUninitializedTaint(n *v1.Node) bool {
+func hasUninitializedTaint(n *corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
 		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
 			return true

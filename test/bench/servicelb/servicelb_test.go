@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -86,7 +86,7 @@ type countingLB struct {
 	updates map[types.UID]int
 }
 
-func (c *countingLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (c *countingLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	st, err := c.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 	if err == nil {
 		c.mu.Lock()
@@ -96,7 +96,7 @@ func (c *countingLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc
 	return st, err
 }
 
-func (c *countingLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
+func (c *countingLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) error {
 	err := c.LoadBalancer.UpdateLoadBalancer(ctx, cluster, svc, nodes)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -305,13 +305,13 @@ func byOp(s *api.Stats) string {
 	return out
 }
 
-func lbService(i int) *v1.Service {
-	return &v1.Service{
+func lbService(i int) *corev1.Service {
+	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("svc-%03d", i)},
-		Spec: v1.ServiceSpec{
-			Type:     v1.ServiceTypeLoadBalancer,
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
 			Selector: map[string]string{"app": "bench"},
-			Ports:    []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}},
+			Ports:    []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}},
 		},
 	}
 }

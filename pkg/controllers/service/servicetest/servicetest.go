@@ -15,23 +15,19 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
@@ -128,7 +124,7 @@ type Controller struct {
 // WaitForCacheSync returns once the manager's caches of Nodes and Services,
 // which the controller reads, hold every existing object.
 func (c *Controller) WaitForCacheSync(ctx context.Context) error {
-	for _, obj := range []client.Object{&v1.Node{}, &v1.Service{}} {
+	for _, obj := range []client.Object{&corev1.Node{}, &corev1.Service{}} {
 		// GetInformer blocks until the informer has synced.
 		if _, err := c.cache.GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("wait for the %T cache: %w", obj, err)
@@ -150,20 +146,12 @@ func StartController(t testing.TB, restCfg *rest.Config, c *Cloud, cfg service.C
 // directly (a benchmark wraps them to observe the calls).
 func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.LoadBalancer, lister cloud.LoadBalancerLister, cfg service.Config) *Controller {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	opts, err := kit.ManagerOptions(nil, true)
+	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := manager.New(restCfg, manager.Options{
-		Scheme: scheme, Logger: klog.Background(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()},
-		// A test process builds the controller once per test under the
-		// same name; controller-runtime's check of unique names guards
-		// its own process-wide metrics, which no test reads.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	opts.Logger = klog.Background()
+	mgr, err := manager.New(restCfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +195,7 @@ func (c *Controller) Stop() {
 // NewNode registers a node for an existing localcloud instance, the way
 // the node controller leaves it: providerID localcloud://<id>, the
 // instance's internal address, and (with kwok) kept Ready.
-func NewNode(inst api.Instance, labels map[string]string, kwok bool) *v1.Node {
+func NewNode(inst api.Instance, labels map[string]string, kwok bool) *corev1.Node {
 	n := localcluster.NewNode(inst.Name, localcluster.NodeOptions{
 		ProviderID: lcprovider.ProviderIDPrefix + inst.ID, Labels: labels, Unmanaged: !kwok,
 	})
@@ -217,7 +205,7 @@ func NewNode(inst api.Instance, labels map[string]string, kwok bool) *v1.Node {
 
 // AddNode creates a localcloud instance and its Node, with the node's
 // addresses set from the instance.
-func AddNode(ctx context.Context, cs kubernetes.Interface, lc *lcclient.Client, name string, labels map[string]string, kwok bool) (*v1.Node, api.Instance, error) {
+func AddNode(ctx context.Context, cs kubernetes.Interface, lc *lcclient.Client, name string, labels map[string]string, kwok bool) (*corev1.Node, api.Instance, error) {
 	inst, err := lc.CreateInstance(ctx, api.CreateInstanceRequest{Name: name, Zone: "zone-a", Region: "region-1", Type: "small"})
 	if err != nil {
 		return nil, api.Instance{}, fmt.Errorf("create instance %s: %w", name, err)
@@ -228,9 +216,9 @@ func AddNode(ctx context.Context, cs kubernetes.Interface, lc *lcclient.Client, 
 	}
 	// A merge patch, not an update: kwok writes the same Node's status
 	// concurrently, and an update would lose that race now and then.
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"addresses": []v1.NodeAddress{
-		{Type: v1.NodeInternalIP, Address: inst.Addresses.Internal},
-		{Type: v1.NodeHostName, Address: inst.Addresses.Hostname},
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"addresses": []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: inst.Addresses.Internal},
+		{Type: corev1.NodeHostName, Address: inst.Addresses.Hostname},
 	}}})
 	if err != nil {
 		return nil, *inst, fmt.Errorf("set addresses of node %s: %w", name, err)

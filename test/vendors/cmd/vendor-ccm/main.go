@@ -10,7 +10,7 @@ import (
 	"context"
 	"io"
 
-	v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/pkg/ccm"
@@ -62,16 +62,16 @@ func (p *provider) Routes() (cloudprovider.Routes, bool)                        
 func (p *provider) ProviderName() string                                              { return p.v.name }
 func (p *provider) HasClusterID() bool                                                { return p.v.clusterID }
 
-func (p *provider) InstanceExists(context.Context, *v1.Node) (bool, error)   { return true, nil }
-func (p *provider) InstanceShutdown(context.Context, *v1.Node) (bool, error) { return false, nil }
+func (p *provider) InstanceExists(context.Context, *corev1.Node) (bool, error)   { return true, nil }
+func (p *provider) InstanceShutdown(context.Context, *corev1.Node) (bool, error) { return false, nil }
 
 // InstanceMetadata answers every Node as a running machine of the vendor's
 // cloud, with a providerID in the vendor's scheme.
-func (p *provider) InstanceMetadata(_ context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+func (p *provider) InstanceMetadata(_ context.Context, n *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	return &cloudprovider.InstanceMetadata{
 		ProviderID:    p.v.name + "://" + n.Name,
 		InstanceType:  "standard",
-		NodeAddresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "192.0.2.10"}, {Type: v1.NodeHostName, Address: n.Name}},
+		NodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}, {Type: corev1.NodeHostName, Address: n.Name}},
 		Zone:          "zone-1",
 		Region:        "region-1",
 	}, nil

@@ -1,0 +1,64 @@
+package app
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/stratus-ccm/stratus/internal/app/testdata/sixth"
+	"github.com/stratus-ccm/stratus/pkg/controllers/kit/kittest"
+)
+
+// TestSixthControllerIsOneEntry adds a trivial controller the way a
+// maintainer would, with its own package and one table entry, and checks
+// that everything which depends on the set of controllers follows: the
+// --controllers vocabulary and its aliases, the informers every replica
+// warms, leader migration's names, and the start function.
+func TestSixthControllerIsOneEntry(t *testing.T) {
+	t.Parallel()
+	c := &sixth.Controller{}
+	entry := controllerEntry{name: sixth.ControllerName, aliases: []string{"sixth"}, watches: sixth.Watches,
+		start: func(_ context.Context, cc ControllerContext) (bool, string, error) {
+			return true, "", c.SetupWithManager(cc.Manager)
+		}}
+	table := append(builtinControllers(), entry)
+
+	all, err := resolveControllers([]string{"*"}, table)
+	if err != nil || all[len(all)-1] != sixth.ControllerName {
+		t.Errorf("'*' = %v, %v; want every controller, the sixth last", all, err)
+	}
+	if got, err := resolveControllers([]string{"*", "-sixth"}, table); err != nil || slices.Contains(got, sixth.ControllerName) {
+		t.Errorf("'*,-sixth' = %v, %v; want the alias to disable it", got, err)
+	}
+	if got := kindsFor([]string{sixth.ControllerName}, table); len(got) != 1 || !isKind[*corev1.ConfigMap](got[0]) {
+		t.Errorf("kinds warmed for the sixth = %v, want ConfigMap", got)
+	}
+	if got := kindsFor(names(builtinControllers()), table); len(got) != 2 {
+		t.Errorf("kinds warmed for the built-in five = %v, want Node and Service only", got)
+	}
+	if got := migrationNames(table); !slices.Contains(got, sixth.ControllerName) {
+		t.Errorf("migration names %v lack the sixth", got)
+	}
+	if _, ok := starters(table)[sixth.ControllerName]; !ok {
+		t.Error("the sixth has no start function")
+	}
+	if !strings.Contains(aliasList(aliases(table)), "sixth="+sixth.ControllerName) {
+		t.Errorf("aliases %s lack the sixth's", aliasList(aliases(table)))
+	}
+	kittest.RequireWatches(t, entry.watches(), func(ctx context.Context, mgr manager.Manager) error {
+		started, reason, err := starters(table)[sixth.ControllerName](ctx, ControllerContext{Manager: mgr})
+		if !started {
+			t.Errorf("not started: %s", reason)
+		}
+		return err
+	})
+}
+
+func isKind[T any](obj any) bool {
+	_, ok := obj.(T)
+	return ok
+}

@@ -106,16 +106,21 @@ type Listener struct {
 	NodePort int      `json:"nodePort"`
 }
 
-// HealthCheck configures the active TCP health check of the backends.
+// HealthCheck configures the active health check of the backends.
 // Zero values mean the defaults documented in DefaultHealthCheck.
 type HealthCheck struct {
 	// Port is the node port probed; 0 probes the first TCP listener's
 	// node port, and a load balancer without TCP listeners is not probed.
-	Port               int `json:"port,omitempty"`
-	IntervalMs         int `json:"intervalMs,omitempty"`
-	TimeoutMs          int `json:"timeoutMs,omitempty"`
-	HealthyThreshold   int `json:"healthyThreshold,omitempty"`
-	UnhealthyThreshold int `json:"unhealthyThreshold,omitempty"`
+	Port int `json:"port,omitempty"`
+	// Path, when set, makes the probe an HTTP GET of this path, healthy
+	// only on 200: what kube-proxy answers on a Service's health check
+	// node port (503 on a node without a local endpoint) and on :10256.
+	// Empty, the probe is a TCP connect.
+	Path               string `json:"path,omitempty"`
+	IntervalMs         int    `json:"intervalMs,omitempty"`
+	TimeoutMs          int    `json:"timeoutMs,omitempty"`
+	HealthyThreshold   int    `json:"healthyThreshold,omitempty"`
+	UnhealthyThreshold int    `json:"unhealthyThreshold,omitempty"`
 }
 
 // DefaultHealthCheck returns the values used for unset health check fields.

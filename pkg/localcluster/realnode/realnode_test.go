@@ -29,7 +29,7 @@ const (
 )
 
 // realNodeBinaries are what a real node needs from bin/.
-var realNodeBinaries = []string{"etcd", "kube-apiserver", "kubelet", "kube-proxy", "containerd",
+var realNodeBinaries = []string{"etcd", "kube-apiserver", "kubelet", "kube-proxy", "kube-controller-manager", "kube-scheduler", "containerd",
 	"containerd-shim-runc-v2", "ctr", "cni/bridge", "cni/host-local", "images/pause.tar", "images/demo.tar"}
 
 // A cluster whose holder was SIGKILLed is cleaned by the next Start. Then a
@@ -56,6 +56,7 @@ func TestRealNode(t *testing.T) {
 	}
 	t.Cleanup(cp.Stop)
 	cs := kubernetes.NewForConfigOrDie(admin)
+	startControllers(t, cp, bin, dir)
 
 	root := filepath.Join(dir, "nodes")
 	runtimeBefore := runtimeFiles()
@@ -129,6 +130,7 @@ func TestRealNode(t *testing.T) {
 	if code := httpStatus(ctx, t, "http://"+n.IP.String()+":10256/healthz"); code != http.StatusOK {
 		t.Errorf("kube-proxy healthz on the node's address: %d, want 200", code)
 	}
+	checkLoadBalancer(ctx, t, cs, c, n)
 
 	stopped = true
 	if err := c.Stop(ctx); err != nil {
@@ -204,18 +206,19 @@ func waitReady(ctx context.Context, t *testing.T, cs kubernetes.Interface, n *re
 	}
 }
 
-// runDemoPod runs the demo image on node, bound there directly (there is
-// no scheduler here) and tolerating the node's taints.
+// runDemoPod runs the demo image on node, where kube-scheduler places it
+// by the node's hostname label; it tolerates the node's taints (no CCM
+// lifts the uninitialized taint here).
 func runDemoPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, node string) *corev1.Pod {
 	t.Helper()
 	envFrom := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": name}},
 		Spec: corev1.PodSpec{
-			NodeName:    node,
-			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			NodeSelector: map[string]string{corev1.LabelHostname: node},
+			Tolerations:  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{{
 				Name: "demo", Image: "stratus.local/demo:v1", ImagePullPolicy: corev1.PullNever,
 				Env: []corev1.EnvVar{envFrom("POD_NAME", "metadata.name"), envFrom("NODE_NAME", "spec.nodeName")},

@@ -25,7 +25,11 @@ func listen(t *testing.T) string {
 
 func TestAnswerHTTP(t *testing.T) {
 	addr := listen(t)
-	resp, err := http.Get("http://" + addr + "/")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +45,7 @@ func TestAnswerHTTP(t *testing.T) {
 
 func TestAnswerLineToSilentClient(t *testing.T) {
 	addr := listen(t)
-	c, err := net.Dial("tcp", addr)
+	c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +67,7 @@ func TestEchoUDP(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = pc.Close() })
 	go echoUDP(pc)
-	c, err := net.Dial("udp", pc.LocalAddr().String())
+	c, err := (&net.Dialer{}).DialContext(t.Context(), "udp", pc.LocalAddr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func waitOnly(t *testing.T, addr, want string) {
 }
 
 func dialName(addr string) string {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	c, err := (&net.Dialer{Timeout: time.Second}).DialContext(context.Background(), "tcp", addr)
 	if err != nil {
 		return ""
 	}

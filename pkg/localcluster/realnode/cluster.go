@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -198,12 +199,17 @@ func validNodeName(name string) error {
 	return nil
 }
 
+// lookPath finds a program on the PATH or, as Debian installs runc and
+// iptables there, in the sbin directories a non-login PATH may lack.
 func lookPath(name string) (string, error) {
-	for _, dir := range append(filepath.SplitList(os.Getenv("PATH")), "/usr/sbin", "/sbin", "/usr/local/sbin") {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
+		if p, err2 := exec.LookPath(filepath.Join(dir, name)); err2 == nil {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s: not in PATH", name)
+	return "", fmt.Errorf("find %s: %w", name, err)
 }

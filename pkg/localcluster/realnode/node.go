@@ -46,7 +46,7 @@ const daemonGrace = 10 * time.Second
 func (n *Node) start(ctx context.Context) error {
 	c := n.cluster
 	for _, d := range []string{n.paths.join("log"), n.paths.cniConfDir(), n.paths.join("kubelet")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("realnode: node %s: %w", n.Name, err)
 		}
 	}
@@ -105,12 +105,13 @@ func (n *Node) makeCgroupRoot() error {
 		dir := base
 		for _, part := range []string{n.cluster.slot.name(), n.Name} {
 			dir = filepath.Join(dir, part)
-			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
 				return fmt.Errorf("realnode: cgroup %s: %w", dir, err)
 			}
 			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
 				if v, err := os.ReadFile(filepath.Join(base, f)); err == nil {
-					if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
+					//nolint:gosec // G703: a hierarchy listed under /sys/fs/cgroup and names this package chose
+					if err := os.WriteFile(filepath.Join(dir, f), v, 0o600); err != nil {
 						return fmt.Errorf("realnode: cgroup %s: %w", dir, err)
 					}
 				}

@@ -23,10 +23,10 @@ type proc struct {
 }
 
 func startProc(nsPath, logPath, binary string, env []string, args ...string) (*proc, error) {
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o750); err != nil {
 		return nil, fmt.Errorf("start %s: %w", binary, err)
 	}
-	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", binary, err)
 	}

@@ -82,7 +82,7 @@ const LockDir = "/run/stratus-realnode"
 // dirty (a non-empty lock file), whichever slot that holder had.
 func acquireSlot(ctx context.Context, root string) (*slot, error) {
 	for _, d := range []string{root, LockDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o750); err != nil {
 			return nil, fmt.Errorf("realnode: %w", err)
 		}
 	}
@@ -171,7 +171,7 @@ func (s *slot) claim() error {
 	if err := os.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("realnode: %w", err)
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	if err := os.MkdirAll(s.dir, 0o750); err != nil {
 		return fmt.Errorf("realnode: %w", err)
 	}
 	if err := s.lock.Truncate(0); err != nil {

@@ -112,13 +112,13 @@ func build(data []byte, target, arch string) (v1.Image, error) {
 	return img, nil
 }
 
-// singleFileTar is a layer with the file at name and its parent
+// singleFileTar is a layer with the file at path file and its parent
 // directories, all owned by root, every timestamp the epoch.
-func singleFileTar(name string, data []byte) ([]byte, error) {
+func singleFileTar(file string, data []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	var dirs []string
-	for d := path.Dir(name); d != "."; d = path.Dir(d) {
+	for d := path.Dir(file); d != "."; d = path.Dir(d) {
 		dirs = append([]string{d}, dirs...)
 	}
 	for _, d := range dirs {
@@ -126,7 +126,7 @@ func singleFileTar(name string, data []byte) ([]byte, error) {
 			return nil, fmt.Errorf("layer: %w", err)
 		}
 	}
-	h := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(data)), ModTime: epoch}
+	h := &tar.Header{Typeflag: tar.TypeReg, Name: file, Mode: 0o755, Size: int64(len(data)), ModTime: epoch}
 	if err := tw.WriteHeader(h); err != nil {
 		return nil, fmt.Errorf("layer: %w", err)
 	}

@@ -51,6 +51,11 @@ type CreateInstanceRequest struct {
 	Tags   map[string]string `json:"tags,omitempty"`
 	// External asks for an address from the external pool as well.
 	External bool `json:"external,omitempty"`
+	// InternalAddress, when set, is the instance's internal address
+	// instead of one from the internal pool: a machine whose address its
+	// network gives it (the sandbox's real nodes, each in a network
+	// namespace of its own). No live instance may hold it.
+	InternalAddress string `json:"internalAddress,omitempty"`
 }
 
 // BatchCreateInstancesRequest is the body of POST /v1/instances:batchCreate.

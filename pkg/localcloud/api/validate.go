@@ -89,6 +89,12 @@ func (r *CreateInstanceRequest) Validate(field string) error {
 	if err := validLabel(field+"type", r.Type, true); err != nil {
 		return err
 	}
+	if r.InternalAddress != "" {
+		a, err := netip.ParseAddr(r.InternalAddress)
+		if err != nil || a.Zone() != "" || a.IsUnspecified() || a.IsMulticast() {
+			return Invalid(field+"internalAddress", fmt.Sprintf("%q is not a unicast IP address", r.InternalAddress))
+		}
+	}
 	return validTags(field+"tags", r.Tags)
 }
 

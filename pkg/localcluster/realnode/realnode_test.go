@@ -3,6 +3,8 @@ package realnode_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -59,7 +61,6 @@ func TestRealNode(t *testing.T) {
 	startControllers(t, cp, bin, dir)
 
 	root := filepath.Join(dir, "nodes")
-	runtimeBefore := runtimeFiles()
 
 	// A holder killed with SIGKILL leaves its node behind (its shims and
 	// containers outlive it); the next Start cleans it.
@@ -73,6 +74,10 @@ func TestRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = child.Wait()
+	childFiles := existing(runtimeFiles(root))
+	if len(childFiles) == 0 {
+		t.Fatal("a killed holder with a running pod should leave its shim's socket")
+	}
 	if left := machineLeftovers(t, childSlot, root); !containsPrefix(left, "process ") || !containsPrefix(left, "/run/netns/") {
 		t.Fatalf("a killed holder should leave its shims and namespace; found %v", left)
 	}
@@ -93,6 +98,9 @@ func TestRealNode(t *testing.T) {
 	}
 	if len(left) > 0 {
 		t.Errorf("left by the killed holder after the next Start: %v", left)
+	}
+	if left := existing(childFiles); len(left) > 0 {
+		t.Errorf("the killed holder's shim sockets and CNI cache after the next Start: %v", left)
 	}
 	if _, err := cs.CoreV1().Nodes().Get(ctx, killed.Name, metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
@@ -132,6 +140,7 @@ func TestRealNode(t *testing.T) {
 	}
 	checkLoadBalancer(ctx, t, cs, c, n)
 
+	ours := runtimeFiles(root)
 	stopped = true
 	if err := c.Stop(ctx); err != nil {
 		t.Fatalf("stop: %v", err)
@@ -139,8 +148,8 @@ func TestRealNode(t *testing.T) {
 	if left := machineLeftovers(t, c.Name(), root); len(left) > 0 {
 		t.Errorf("left on the machine after Stop: %v", left)
 	}
-	if after := runtimeFiles(); !slices.Equal(after, runtimeBefore) {
-		t.Errorf("shim sockets and CNI cache before the test %v, after %v", runtimeBefore, after)
+	if left := existing(ours); len(left) > 0 {
+		t.Errorf("shim sockets and CNI cache left after Stop: %v", left)
 	}
 }
 
@@ -332,12 +341,32 @@ func containsPrefix(list []string, prefix string) bool {
 	return slices.ContainsFunc(list, func(s string) bool { return strings.HasPrefix(s, prefix) })
 }
 
-// runtimeFiles lists the shims' sockets and the CNI result cache, which
-// live outside the nodes' directories.
-func runtimeFiles() []string {
-	a, _ := filepath.Glob("/run/containerd/s/*")
-	b, _ := filepath.Glob("/var/lib/cni/results/*")
-	return append(a, b...)
+// runtimeFiles names the files the nodes under root put outside it, per
+// task of their containerd: the shim's socket, named by containerd after
+// the hash of its own socket, namespace and task id, and the CNI result
+// cache entries, named after the pod sandbox's id.
+func runtimeFiles(root string) []string {
+	tasks, _ := filepath.Glob(filepath.Join(root, "slot-*", "*", "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io", "*"))
+	var out []string
+	for _, task := range tasks {
+		nodeDir := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(task)))))
+		id := filepath.Base(task)
+		sum := sha256.Sum256([]byte(filepath.Join(nodeDir, "containerd.sock", "k8s.io", id)))
+		out = append(out, "/run/containerd/s/"+hex.EncodeToString(sum[:]))
+		cache, _ := filepath.Glob("/var/lib/cni/results/*-" + id + "-*")
+		out = append(out, cache...)
+	}
+	return out
+}
+
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func tail(path string) string {

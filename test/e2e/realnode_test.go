@@ -3,8 +3,10 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,22 +42,13 @@ type realCluster struct {
 // instance type, taint removed) and gives it a pod CIDR, which its CNI
 // uses; kube-scheduler places a pod there; a LoadBalancer Service's VIP
 // answers from that pod through localcloud's data plane and kube-proxy;
-// a stopped machine's node is tainted shutdown, a deleted one's Node goes.
+// the nodes' namespaces route pod CIDRs as localcloud's route table (which
+// Stratus' route controller fills) says, and a missing route breaks
+// traffic to that node's pods; a stopped machine's node is tainted
+// shutdown, a deleted one's Node goes.
 func TestRealNodeSeedsFlow(t *testing.T) {
 	c := startRealCluster(t)
-	n, err := c.nodes.AddNode(c.ctx, "real-0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := c.lc.Client.CreateInstance(c.ctx, api.CreateInstanceRequest{Name: n.Name, Zone: "zone-a", Region: "region-1",
-		Type: "standard-2", InternalAddress: n.IP.String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := c.waitNode(n.Name, "initialized by Stratus and Ready", func(node *corev1.Node) bool {
-		return node.Spec.ProviderID != "" && !hasTaintKey(node, cloudproviderapi.TaintExternalCloudProvider) &&
-			node.Spec.PodCIDR != "" && ready(node)
-	})
+	n, inst, node := c.addNode("real-0", "zone-a")
 	if got := node.Labels[corev1.LabelTopologyZone]; got != "zone-a" {
 		t.Errorf("zone label %q, want zone-a", got)
 	}
@@ -77,6 +70,8 @@ func TestRealNodeSeedsFlow(t *testing.T) {
 		return err == nil && line == want, nil
 	})
 
+	c.checkRoutes(pod, n)
+
 	// The machine stops: its kubelet goes silent, the node goes NotReady
 	// and Stratus taints it shutdown.
 	if _, err := c.lc.Client.StopInstance(c.ctx, inst.ID); err != nil {
@@ -93,6 +88,95 @@ func TestRealNodeSeedsFlow(t *testing.T) {
 		_, err := c.cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
+}
+
+// addNode starts a real node and its instance, with the node's address,
+// and waits until Stratus has initialized it and it is Ready.
+func (c *realCluster) addNode(name, zone string) (*realnode.Node, *api.Instance, *corev1.Node) {
+	c.t.Helper()
+	n, err := c.nodes.AddNode(c.ctx, name)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	inst, err := c.lc.Client.CreateInstance(c.ctx, api.CreateInstanceRequest{Name: n.Name, Zone: zone, Region: "region-1",
+		Type: "standard-2", InternalAddress: n.IP.String()})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	node := c.waitNode(n.Name, "initialized by Stratus and Ready", func(node *corev1.Node) bool {
+		return node.Spec.ProviderID != "" && !hasTaintKey(node, cloudproviderapi.TaintExternalCloudProvider) &&
+			node.Spec.PodCIDR != "" && ready(node)
+	})
+	return n, inst, node
+}
+
+// checkRoutes: a second node reaches the pod on the first through the
+// route to the first node's pod CIDR that Stratus put in localcloud's
+// route table; without that route it does not.
+func (c *realCluster) checkRoutes(pod *corev1.Pod, podNode *realnode.Node) {
+	c.t.Helper()
+	other, _, _ := c.addNode("real-1", "zone-b")
+	var routes []realnode.Route
+	c.poll("a cloud route per node", func(ctx context.Context) (bool, error) {
+		var err error
+		routes, err = c.cloudRoutes(ctx)
+		return err == nil && len(routes) == 2, nil
+	})
+	if err := c.nodes.SetRoutes(c.ctx, routes); err != nil {
+		c.t.Fatal(err)
+	}
+	podAddr := net.JoinHostPort(pod.Status.PodIP, "8080")
+	want := fmt.Sprintf("hello from pod %s on node %s\n", pod.Name, podNode.Name)
+	c.poll("the pod answering node "+other.Name, func(ctx context.Context) (bool, error) {
+		line, err := readLineFrom(ctx, other, podAddr)
+		return err == nil && line == want, nil
+	})
+	without := slices.DeleteFunc(slices.Clone(routes), func(r realnode.Route) bool { return r.NextHop == podNode.IP })
+	if err := c.nodes.SetRoutes(c.ctx, without); err != nil {
+		c.t.Fatal(err)
+	}
+	if line, err := readLineFrom(c.ctx, other, podAddr); err == nil {
+		c.t.Errorf("without the route to %s's pods, %s still reached the pod: %q", podNode.Name, other.Name, line)
+	}
+	if err := c.nodes.SetRoutes(c.ctx, routes); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// cloudRoutes reads the cluster's active routes from localcloud, each
+// to the internal address of its instance.
+func (c *realCluster) cloudRoutes(ctx context.Context) ([]realnode.Route, error) {
+	list, err := c.lc.Client.ListRoutes(ctx, servicetest.ClusterName)
+	if err != nil {
+		return nil, err
+	}
+	var out []realnode.Route
+	for _, r := range list {
+		if r.State != api.RouteActive {
+			continue
+		}
+		inst, err := c.lc.Client.GetInstance(ctx, r.InstanceID)
+		if err != nil {
+			return nil, err
+		}
+		dst, err1 := netip.ParsePrefix(r.DestinationCIDR)
+		via, err2 := netip.ParseAddr(inst.Addresses.Internal)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		out = append(out, realnode.Route{Destination: dst, NextHop: via})
+	}
+	return out, nil
+}
+
+func readLineFrom(ctx context.Context, n *realnode.Node, addr string) (string, error) {
+	conn, err := n.Dial(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	return bufio.NewReader(conn).ReadString('\n')
 }
 
 func startRealCluster(t *testing.T) *realCluster {

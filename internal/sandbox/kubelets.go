@@ -146,6 +146,9 @@ func machines(items []api.Instance) map[string]bool {
 // follow makes one node match its machine: a running machine's node is
 // registered and heard from; any other's is silent (or absent).
 func (k *kubelets) follow(ctx context.Context, name string, running bool) error {
+	if n := k.s.realNode(name); n != nil {
+		return k.s.followRealNode(ctx, n, running)
+	}
 	_, err := k.nodes.Get(name)
 	exists := err == nil
 	if running && !exists {

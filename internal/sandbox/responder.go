@@ -26,12 +26,15 @@ import (
 // the sandbox needs to show traffic arriving through a load balancer; no
 // packets are proxied anywhere else.
 type responder struct {
+	// realPods: Services with a selector have real pods behind
+	// kube-proxy (--real-nodes), so the responder leaves them alone.
+	realPods  bool
 	mu        sync.Mutex
 	listeners map[string]func() // key: proto/ip:port/service
 }
 
 func (s *sandbox) startResponder(ctx context.Context) error {
-	r := &responder{listeners: map[string]func(){}}
+	r := &responder{listeners: map[string]func(){}, realPods: s.o.RealNodes > 0}
 	// Watches, not polls: with 1,000 nodes a periodic list would cost more
 	// than everything else the sandbox does. Node addresses come from the
 	// Node objects, i.e. from what the CCM wrote, as kube-proxy would see them.
@@ -77,13 +80,16 @@ func (r *responder) sync(ctx context.Context, nodeLister corelisters.NodeLister,
 	svcs, _ := svcLister.List(labels.Everything())
 	want := map[string]endpoint{}
 	for _, svc := range svcs {
-		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || (r.realPods && len(svc.Spec.Selector) > 0) {
 			continue
 		}
 		name := svc.Namespace + "/" + svc.Name
 		local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 		pods := PodNodes(svc, nodes)
 		for _, n := range nodes {
+			if n.Labels[RealNodeLabel] == "true" {
+				continue // kube-proxy answers there
+			}
 			ip := internalIP(n)
 			// With externalTrafficPolicy Local, kube-proxy answers only
 			// where the Service has endpoints: elsewhere the node port

@@ -36,6 +36,9 @@ type Config struct {
 	ProxyMode string
 	// Runc is the runc binary; found on the PATH if empty.
 	Runc string
+	// NodeLabels are labels every kubelet registers its Node with
+	// (--node-labels), e.g. to keep workloads for real nodes there.
+	NodeLabels map[string]string
 }
 
 // Cluster is a set of real nodes sharing one slot of the machine.

@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -212,10 +214,18 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 		return nil
 	}
 	root := n.paths.join("kubelet")
-	p, err := startProc(netnsPath(n.ns), n.paths.log("kubelet"), filepath.Join(n.cluster.cfg.BinDir, "kubelet"), nil,
-		"--config="+n.paths.kubeletConfig(), "--kubeconfig="+n.paths.kubeletKubeconfig(),
-		"--hostname-override="+n.Name, "--node-ip="+n.IP.String(), "--cloud-provider=external",
-		"--root-dir="+root, "--cert-dir="+filepath.Join(root, "pki"))
+	args := []string{"--config=" + n.paths.kubeletConfig(), "--kubeconfig=" + n.paths.kubeletKubeconfig(),
+		"--hostname-override=" + n.Name, "--node-ip=" + n.IP.String(), "--cloud-provider=external",
+		"--root-dir=" + root, "--cert-dir=" + filepath.Join(root, "pki")}
+	if labels := n.cluster.cfg.NodeLabels; len(labels) > 0 {
+		kv := make([]string, 0, len(labels))
+		for k, v := range labels {
+			kv = append(kv, k+"="+v)
+		}
+		sort.Strings(kv)
+		args = append(args, "--node-labels="+strings.Join(kv, ","))
+	}
+	p, err := startProc(netnsPath(n.ns), n.paths.log("kubelet"), filepath.Join(n.cluster.cfg.BinDir, "kubelet"), nil, args...)
 	if err != nil {
 		return fmt.Errorf("realnode: node %s: %w", n.Name, err)
 	}

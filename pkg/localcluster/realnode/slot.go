@@ -88,7 +88,9 @@ func acquireSlot(ctx context.Context, root string) (*slot, error) {
 	}
 	var chosen *slot
 	for i := range maxSlots {
-		s, ok, err := tryLock(i, root)
+		// Past the chosen slot only existing lock files matter: a slot
+		// never taken has nothing to clean.
+		s, ok, err := tryLock(i, root, chosen == nil)
 		if err != nil || !ok {
 			if err != nil {
 				return nil, err
@@ -129,9 +131,17 @@ func acquireSlot(ctx context.Context, root string) (*slot, error) {
 	return chosen, nil
 }
 
-// tryLock locks slot i without waiting; ok is false when another holds it.
-func tryLock(i int, root string) (*slot, bool, error) {
-	f, err := os.OpenFile(filepath.Join(LockDir, fmt.Sprintf("slot-%d.lock", i)), os.O_CREATE|os.O_RDWR, 0o600)
+// tryLock locks slot i without waiting; ok is false when another holds it
+// (or, without create, when its lock file does not exist).
+func tryLock(i int, root string, create bool) (*slot, bool, error) {
+	flags := os.O_RDWR
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(filepath.Join(LockDir, fmt.Sprintf("slot-%d.lock", i)), flags, 0o600)
+	if !create && errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("realnode: slot lock: %w", err)
 	}

@@ -84,7 +84,8 @@ func (s *sandbox) startRealNodes(ctx context.Context) error {
 		}
 	}
 	cluster, err := realnode.Start(ctx, realnode.Config{BinDir: s.o.BinDir, APIServerPort: s.o.APIServerPort,
-		Credentials: s.plane.UserConfig, NodeLabels: map[string]string{RealNodeLabel: "true"}})
+		Credentials: s.plane.UserConfig, NodeLabels: map[string]string{RealNodeLabel: "true"},
+		NodeLeaseSeconds: s.leaseSeconds()})
 	if err != nil {
 		return fmt.Errorf("sandbox: real nodes: %w", err)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,13 +76,90 @@ func TestSandboxRealNodes(t *testing.T) {
 	}
 
 	stopAndCheck(t, p, r)
+	checkNoRealNodes(t, p, "SIGTERM")
+	checkKilledRealNodesCleaned(ctx, t, r)
+}
+
+func checkNoRealNodes(t *testing.T, p *testbed.Process, after string) {
+	t.Helper()
 	if m, _ := filepath.Glob("/run/netns/stratus-rn*-real-0*"); len(m) > 0 {
-		t.Errorf("real nodes' namespaces left after SIGTERM: %v", m)
+		t.Errorf("real nodes' namespaces left after %s: %v", after, m)
 	}
 	if left := leftovers(realnode.DefaultRoot + "/"); len(left) > 0 {
-		t.Errorf("real nodes' processes left after SIGTERM: %v", left)
+		t.Errorf("real nodes' processes left after %s: %v", after, left)
 	}
 	if b, err := os.ReadFile(p.LogFile); err == nil && strings.Contains(string(b), "stopping the real nodes:") {
 		t.Errorf("stopping the real nodes reported an error:\n%s", b)
 	}
+}
+
+// checkKilledRealNodesCleaned: a sandbox killed with SIGKILL leaves its
+// real node's shim, container and namespace; its next start removes them
+// before it makes its own.
+func checkKilledRealNodesCleaned(ctx context.Context, t *testing.T, r sandboxRun) {
+	t.Helper()
+	// Each run gets fresh ports: a stopped or killed run's may still be
+	// taken for a while.
+	r.ports = freshPorts(t)
+	// With the demo: hello-real's pod gives the node a shim and a container.
+	p := r.start(t, "killed.log", "--nodes=1", "--real-nodes=1")
+	waitReady(ctx, t, p, r.state)
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = p.Wait(time.Minute)
+	// Its children die with it (not the shims, which containerd detached).
+	waitCond(ctx, t, "the children of a killed sandbox to end", time.Minute, func(context.Context) (bool, error) {
+		return len(leftovers(r.state)) == 0, nil
+	})
+	netns, _ := filepath.Glob("/run/netns/stratus-rn*-real-01")
+	shims := leftovers(realnode.DefaultRoot + "/")
+	if len(netns) != 1 || len(shims) == 0 {
+		t.Fatalf("a SIGKILLed sandbox should leave its real node's namespace and shims; found %v and %v", netns, shims)
+	}
+	// Holding the killed run's namespace open keeps its inode number
+	// from being reused by the next run's namespace of the same name.
+	old, err := os.Open(netns[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = old.Close() }()
+	var before syscall.Stat_t
+	if err := syscall.Fstat(int(old.Fd()), &before); err != nil {
+		t.Fatal(err)
+	}
+	// The killed run's ready marker would pass for the next run's.
+	if err := os.Remove(filepath.Join(r.state, "ready")); err != nil {
+		t.Fatal(err)
+	}
+	r.ports = freshPorts(t)
+	p = r.start(t, "after-kill.log", "--nodes=1", "--real-nodes=1", "--no-demo")
+	waitReady(ctx, t, p, r.state)
+	for _, l := range shims {
+		pid, _, _ := strings.Cut(l, ":")
+		if slices.Contains(leftovers(realnode.DefaultRoot+"/"), l) {
+			t.Errorf("process %s of the killed sandbox still runs after the next start", pid)
+		}
+	}
+	var after syscall.Stat_t
+	for _, m := range mustGlob("/run/netns/stratus-rn*-real-01") {
+		if err := syscall.Stat(m, &after); err == nil && after.Ino == before.Ino && after.Dev == before.Dev {
+			t.Errorf("the killed sandbox's namespace %s is still there after the next start", m)
+		}
+	}
+	stopAndCheck(t, p, r)
+	checkNoRealNodes(t, p, "SIGTERM after a SIGKILL")
+}
+
+func freshPorts(t *testing.T) []int {
+	var ports []int
+	for range 4 {
+		ports = append(ports, testbed.FreePort(t))
+	}
+	return ports
+}
+
+func mustGlob(pattern string) []string {
+	m, _ := filepath.Glob(pattern)
+	return m
 }

@@ -41,9 +41,7 @@ func (s *slot) cleanup(ctx context.Context) error {
 		}
 	}
 	for _, l := range s.links() {
-		if err := run(ctx, "ip", "link", "delete", l); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, deleteLink(ctx, l))
 	}
 	for _, c := range s.cgroups() {
 		if err := removeCgroupTree(c); err != nil {
@@ -329,6 +327,17 @@ func nodeProcess(pid int, dir, cgroupRoot string) bool {
 	}
 	cg, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
 	return bytes.Contains(cg, []byte(":"+cgroupRoot+"/")) || bytes.Contains(cg, []byte(":"+cgroupRoot+"\n"))
+}
+
+// deleteLink deletes a link that may be going already: a veth goes with
+// the namespace of its other end, which the kernel tears down after
+// `ip netns delete` returns.
+func deleteLink(ctx context.Context, name string) error {
+	err := run(ctx, "ip", "link", "delete", name)
+	if _, statErr := os.Stat(filepath.Join("/sys/class/net", name)); errors.Is(statErr, os.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 func hasPathPrefix(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }

@@ -39,6 +39,11 @@ type Config struct {
 	// NodeLabels are labels every kubelet registers its Node with
 	// (--node-labels), e.g. to keep workloads for real nodes there.
 	NodeLabels map[string]string
+	// NodeLeaseSeconds is the kubelets' node Lease duration (they renew
+	// it every quarter of that); 0 is the kubelet's 40. A node monitor
+	// with a grace period shorter than the renewal interval would see
+	// live nodes go silent.
+	NodeLeaseSeconds int
 }
 
 // Cluster is a set of real nodes sharing one slot of the machine.

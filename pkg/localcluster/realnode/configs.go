@@ -132,6 +132,9 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 maxPods: 110
 podLogsDir: {{.Dir}}/pod-logs
+{{- if .LeaseSeconds}}
+nodeLeaseDurationSeconds: {{.LeaseSeconds}}
+{{- end}}
 serializeImagePulls: false
 `))
 
@@ -156,6 +159,7 @@ conntrack:
 type configValues struct {
 	Dir, Socket, Runc, CNIBin, CNIConfDir, CNITemplate, SandboxImage string
 	NodeIP, CgroupRoot, Kubeconfig, Name, Mode                       string
+	LeaseSeconds                                                     int
 }
 
 func writeTemplate(t *template.Template, path string, v any) error {

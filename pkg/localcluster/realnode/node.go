@@ -129,7 +129,7 @@ func (n *Node) writeConfigs() error {
 		Dir: n.paths.dir, Socket: n.paths.containerdSocket(), Runc: c.cfg.Runc,
 		CNIBin: filepath.Join(c.cfg.BinDir, "cni"), CNIConfDir: n.paths.cniConfDir(), CNITemplate: n.paths.cniTemplate(),
 		SandboxImage: SandboxImage, NodeIP: n.IP.String(), CgroupRoot: n.cgroupRoot(), Name: n.Name, Mode: c.cfg.ProxyMode,
-		Kubeconfig: n.paths.proxyKubeconfig(),
+		Kubeconfig: n.paths.proxyKubeconfig(), LeaseSeconds: c.cfg.NodeLeaseSeconds,
 	}
 	if err := writeTemplate(containerdTOML, n.paths.containerdConfig(), v); err != nil {
 		return err
@@ -312,9 +312,7 @@ func (n *Node) teardown(ctx context.Context) error {
 	if _, err := os.Stat(netnsPath(n.ns)); err == nil {
 		errs = append(errs, run(ctx, "ip", "netns", "delete", n.ns))
 	}
-	if _, err := os.Stat(filepath.Join("/sys/class/net", s.veth(n.index))); err == nil {
-		errs = append(errs, run(ctx, "ip", "link", "delete", s.veth(n.index)))
-	}
+	errs = append(errs, deleteLink(ctx, s.veth(n.index)))
 	for _, cg := range s.cgroups() {
 		errs = append(errs, removeCgroupTree(filepath.Join(cg, n.Name)))
 	}

@@ -6,6 +6,8 @@ export STRATUS_BIN_DIR := $(BIN)
 
 KUBE_VERSION := v1.36.3
 KWOK_VERSION := v0.8.0
+CONTAINERD_VERSION := v2.4.2
+CNI_PLUGINS_VERSION := v1.9.1
 GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS_MOD := hack/tools/go.mod hack/tools/go.sum
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -37,8 +39,21 @@ $(BIN)/stratus: FORCE
 
 FORCE:
 
-# tools builds only what is missing or older than hack/tools' go.mod/go.sum.
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm $(BIN)/helm
+# tools builds only what is missing or older than hack/tools' go.mod/go.sum,
+# after installing the few system programs a real node needs and Go cannot
+# build (hack/install-deps.sh: runc, iptables, nftables, conntrack).
+tools: deps $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm $(BIN)/helm node-tools
+
+# The real nodes' programs: kubelet, kube-proxy, kube-controller-manager and
+# kube-scheduler from the same k8s.io/kubernetes as kube-apiserver,
+# containerd 2 with its runc shim and ctr, the CNI plugins, and the images
+# the nodes run without a registry.
+KUBE_NODE_CMDS := kubelet kube-proxy kube-controller-manager kube-scheduler
+node-tools: $(addprefix $(BIN)/,$(KUBE_NODE_CMDS)) $(BIN)/containerd $(BIN)/cni/bridge images
+
+.PHONY: deps node-tools images
+deps:
+	hack/install-deps.sh
 
 # upstream-ccm is upstream's cloud-controller-manager (k8s.io/cloud-provider's
 # app) linked with the localcloud provider: the incumbent of the takeover and
@@ -51,6 +66,39 @@ $(BIN)/upstream-ccm: $(UPSTREAM_CCM_SRC)
 
 $(BIN)/kube-apiserver: $(TOOLS_MOD)
 	cd hack/tools && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+$(addprefix $(BIN)/,$(KUBE_NODE_CMDS)): $(BIN)/%: $(TOOLS_MOD)
+	cd hack/tools && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/$*
+
+# containerd and the CNI plugins install as their own modules (no replace
+# lines), static: no cgo, and no btrfs snapshotter, which needs C headers.
+# Each version's stamp file makes a bump rebuild it and nothing else.
+$(BIN)/containerd: $(BIN)/.containerd-$(CONTAINERD_VERSION)
+
+$(BIN)/.containerd-$(CONTAINERD_VERSION):
+	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -tags no_btrfs \
+		-ldflags "-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)" \
+		$(foreach c,containerd containerd-shim-runc-v2 ctr,github.com/containerd/containerd/v2/cmd/$(c)@$(CONTAINERD_VERSION))
+	touch $@
+
+$(BIN)/cni/bridge: $(BIN)/cni/.plugins-$(CNI_PLUGINS_VERSION)
+
+$(BIN)/cni/.plugins-$(CNI_PLUGINS_VERSION):
+	mkdir -p $(BIN)/cni
+	GOBIN=$(BIN)/cni CGO_ENABLED=0 $(GO) install \
+		$(foreach p,main/bridge main/loopback ipam/host-local meta/portmap,github.com/containernetworking/plugins/plugins/$(p)@$(CNI_PLUGINS_VERSION))
+	touch $@
+
+# images: the pause (pod sandbox) and demo images as image tarballs for
+# `ctr images import`, built from hack/images (a module of its own).
+IMAGES_SRC := hack/images/go.mod hack/images/go.sum $(shell find hack/images -name '*.go' -not -name '*_test.go' 2>/dev/null)
+IMAGE_NAMES := pause demo
+images: $(foreach i,$(IMAGE_NAMES),$(BIN)/images/$(i).tar)
+
+$(BIN)/images/%.tar: $(IMAGES_SRC)
+	mkdir -p $(BIN)/images
+	cd hack/images && CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/$* ./$* && \
+		$(GO) run ./cmd/ociimage -binary $(BIN)/images/$* -tag stratus.local/$*:v1 -out $@
 
 $(BIN)/etcd: $(TOOLS_MOD) hack/tools/etcd/main.go
 	cd hack/tools && $(GO) build -o $@ ./etcd
@@ -97,6 +145,7 @@ EXAMPLES := examples/fake-provider
 test: tools build
 	$(GO) test $(TEST_FLAGS) ./...
 	cd hack/dist && $(GO) test $(DIST_TEST_FLAGS) ./...
+	cd hack/images && $(GO) test $(DIST_TEST_FLAGS) ./...
 	cd bench && $(GO) test $(TEST_FLAGS) ./...
 	for m in $(EXAMPLES); do (cd $$m && $(GO) test $(TEST_FLAGS) ./...) || exit 1; done
 
@@ -121,6 +170,7 @@ lint: $(BIN)/golangci-lint
 	$(LINT) ./...
 	$(GO) run $(LOGCHECK) -check-contextual ./...
 	cd hack/dist && $(GO) vet ./... && $(LINT) ./...
+	cd hack/images && $(GO) mod tidy -diff && $(GO) vet ./... && $(LINT) ./...
 	cd bench && $(GO) mod tidy -diff && $(GO) vet ./... && $(LINT) ./...
 	@# An example requires this module through a replace, so a dependency
 	@# added here must reach its go.sum too: run go mod tidy in it.

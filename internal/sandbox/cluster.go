@@ -42,7 +42,12 @@ func (s *sandbox) preflight(_ context.Context) error {
 	if err := s.checkState(); err != nil {
 		return err
 	}
-	for _, b := range []string{"kube-apiserver", "etcd", "kwok"} {
+	bins := []string{"kube-apiserver", "etcd", "kwok"}
+	if s.o.RealNodes > 0 {
+		bins = append(bins, "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd",
+			"containerd-shim-runc-v2", "ctr", "cni/bridge", "images/pause.tar", "images/demo.tar")
+	}
+	for _, b := range bins {
 		if _, err := os.Stat(filepath.Join(s.o.BinDir, b)); err != nil {
 			return fmt.Errorf("sandbox: %w %s in %s: build it with `make tools`, or point --bin-dir at a directory holding kube-apiserver, etcd and kwok",
 				errMissingBinary, b, s.o.BinDir)
@@ -131,7 +136,7 @@ func (s *sandbox) startControlPlane(ctx context.Context) error {
 		APIServerPort: s.o.APIServerPort,
 		// Enough room for --nodes 1000 and its load: the sandbox is the
 		// only client that matters here.
-		APIServerArgs: []string{"--max-requests-inflight=800", "--max-mutating-requests-inflight=400"},
+		APIServerArgs: append([]string{"--max-requests-inflight=800", "--max-mutating-requests-inflight=400"}, s.realNodeAPIServerArgs()...),
 		EtcdLog:       etcdLog,
 		APIServerLog:  apiLog,
 		StartTimeout:  3 * time.Minute,

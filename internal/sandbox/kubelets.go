@@ -68,8 +68,7 @@ func (s *sandbox) startNodes(ctx context.Context) error {
 	kc := filepath.Join(s.state, "kubeconfig")
 	// Kubelets renew their Lease every quarter of its duration (40s): a
 	// grace period shortened below that would see live nodes go silent.
-	leaseSeconds := min(40, max(4, int(s.o.NodeMonitorGracePeriod.Seconds())))
-	args := append(localcluster.KwokArgs(kc, s.writeKwokStages()), "--node-lease-duration-seconds="+strconv.Itoa(leaseSeconds))
+	args := append(localcluster.KwokArgs(kc, s.writeKwokStages()), "--node-lease-duration-seconds="+strconv.Itoa(s.leaseSeconds()))
 	if _, err := s.superviseAPIClient(ctx, "kwok", func() (*child, error) {
 		return startChild("kwok", s.logs, filepath.Join(s.o.BinDir, "kwok"), args...)
 	}); err != nil {
@@ -83,6 +82,13 @@ func (s *sandbox) startNodes(ctx context.Context) error {
 		k.run(ctx)
 	}()
 	return nil
+}
+
+// leaseSeconds is the node Lease duration of kwok's and the real nodes'
+// kubelets: they renew every quarter of it, which must stay within the
+// node monitor's grace period.
+func (s *sandbox) leaseSeconds() int {
+	return min(40, max(4, int(s.o.NodeMonitorGracePeriod.Seconds())))
 }
 
 // run follows the instances until ctx ends; each answer of localcloud's
@@ -146,6 +152,9 @@ func machines(items []api.Instance) map[string]bool {
 // follow makes one node match its machine: a running machine's node is
 // registered and heard from; any other's is silent (or absent).
 func (k *kubelets) follow(ctx context.Context, name string, running bool) error {
+	if n := k.s.realNode(name); n != nil {
+		return k.s.followRealNode(ctx, n, running)
+	}
 	_, err := k.nodes.Get(name)
 	exists := err == nil
 	if running && !exists {

@@ -182,7 +182,7 @@ func (s *sandbox) waitNodes(ctx context.Context) error {
 			fmt.Fprintf(s.out, "            %d/%d nodes initialized\n", done, len(nodes.Items))
 			lastReport = time.Now()
 		}
-		return done >= s.o.Nodes, nil
+		return done >= s.o.Nodes+s.o.RealNodes, nil
 	})
 }
 

@@ -17,7 +17,11 @@ type Options struct {
 	BinDir   string
 	Nodes    int
 	Zones    int
-	NoDemo   bool
+	// RealNodes is the number of real nodes (kubelet, containerd and
+	// kube-proxy in network namespaces) beside the kwok ones; with any,
+	// kube-controller-manager and kube-scheduler run too.
+	RealNodes int
+	NoDemo    bool
 	// NoCCM leaves the controller manager to the user: the env file
 	// carries its flags (STRATUS_CCM_FLAGS).
 	NoCCM bool
@@ -89,6 +93,9 @@ func (o Options) Validate() error {
 	}
 	if o.Nodes > 5000 {
 		errs = append(errs, fmt.Errorf("--nodes=%d: at most 5000 fit in localcloud's default address pool and this machine", o.Nodes))
+	}
+	if o.RealNodes < 0 || o.RealNodes > maxRealNodes {
+		errs = append(errs, fmt.Errorf("--real-nodes=%d: want 0 to %d (each takes about 200 MiB)", o.RealNodes, maxRealNodes))
 	}
 	if o.Zones < 1 || o.Zones > 26 {
 		errs = append(errs, fmt.Errorf("--zones=%d: must be between 1 and 26", o.Zones))

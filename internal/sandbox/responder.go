@@ -26,12 +26,15 @@ import (
 // the sandbox needs to show traffic arriving through a load balancer; no
 // packets are proxied anywhere else.
 type responder struct {
+	// realPods: Services with a selector have real pods behind
+	// kube-proxy (--real-nodes), so the responder leaves them alone.
+	realPods  bool
 	mu        sync.Mutex
 	listeners map[string]func() // key: proto/ip:port/service
 }
 
 func (s *sandbox) startResponder(ctx context.Context) error {
-	r := &responder{listeners: map[string]func(){}}
+	r := &responder{listeners: map[string]func(){}, realPods: s.o.RealNodes > 0}
 	// Watches, not polls: with 1,000 nodes a periodic list would cost more
 	// than everything else the sandbox does. Node addresses come from the
 	// Node objects, i.e. from what the CCM wrote, as kube-proxy would see them.
@@ -77,34 +80,48 @@ func (r *responder) sync(ctx context.Context, nodeLister corelisters.NodeLister,
 	svcs, _ := svcLister.List(labels.Everything())
 	want := map[string]endpoint{}
 	for _, svc := range svcs {
-		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || (r.realPods && len(svc.Spec.Selector) > 0) {
 			continue
 		}
-		name := svc.Namespace + "/" + svc.Name
-		local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
-		pods := PodNodes(svc, nodes)
-		for _, n := range nodes {
-			ip := internalIP(n)
-			// With externalTrafficPolicy Local, kube-proxy answers only
-			// where the Service has endpoints: elsewhere the node port
-			// and the health-check node port are silent, so the load
-			// balancer's health checks leave those nodes out.
-			if ip == "" || (local && !pods[n.Name]) {
+		addEndpoints(want, svc, nodes)
+	}
+	r.apply(ctx, want)
+}
+
+// addEndpoints adds to want the node ports (and health-check node port)
+// svc's stand-in pods answer on, on every kwok node that serves it.
+func addEndpoints(want map[string]endpoint, svc *corev1.Service, nodes []*corev1.Node) {
+	name := svc.Namespace + "/" + svc.Name
+	local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	pods := PodNodes(svc, nodes)
+	for _, n := range nodes {
+		if n.Labels[RealNodeLabel] == "true" {
+			continue // kube-proxy answers there
+		}
+		ip := internalIP(n)
+		// With externalTrafficPolicy Local, kube-proxy answers only
+		// where the Service has endpoints: elsewhere the node port
+		// and the health-check node port are silent, so the load
+		// balancer's health checks leave those nodes out.
+		if ip == "" || (local && !pods[n.Name]) {
+			continue
+		}
+		for _, p := range svc.Spec.Ports {
+			if p.NodePort == 0 {
 				continue
 			}
-			for _, p := range svc.Spec.Ports {
-				if p.NodePort == 0 {
-					continue
-				}
-				e := endpoint{proto: string(p.Protocol), ip: ip, node: n.Name, service: name, port: p.NodePort}
-				want[e.key()] = e
-			}
-			if hc := svc.Spec.HealthCheckNodePort; hc != 0 {
-				e := endpoint{proto: "TCP", ip: ip, node: n.Name, service: name, port: hc}
-				want[e.key()] = e
-			}
+			e := endpoint{proto: string(p.Protocol), ip: ip, node: n.Name, service: name, port: p.NodePort}
+			want[e.key()] = e
+		}
+		if hc := svc.Spec.HealthCheckNodePort; hc != 0 {
+			e := endpoint{proto: "TCP", ip: ip, node: n.Name, service: name, port: hc}
+			want[e.key()] = e
 		}
 	}
+}
+
+// apply stops the listeners no longer wanted and starts the missing ones.
+func (r *responder) apply(ctx context.Context, want map[string]endpoint) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, stop := range r.listeners {

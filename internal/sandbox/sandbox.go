@@ -19,6 +19,7 @@ import (
 	lcapi "github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
+	"github.com/stratus-ccm/stratus/pkg/localcluster/realnode"
 )
 
 // sandbox is one run: what it started, in order, so it can stop them in
@@ -42,6 +43,8 @@ type sandbox struct {
 	// backoff is the first restart delay of a supervised child.
 	backoff time.Duration
 	plane   *localcluster.ControlPlane
+	// real holds the real nodes (--real-nodes), nil without.
+	real    *realnode.Cluster
 	kube    kubernetes.Interface
 	restCfg *rest.Config
 	cloud   *lcclient.Client
@@ -73,7 +76,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 	if s.o.BinDir == "" {
 		s.o.BinDir = filepath.Dir(self)
 	}
-	defer s.shutdown()
+	// Stopping outlives ctx (it ends first) but keeps its logger.
+	defer s.shutdown(context.WithoutCancel(ctx))
 	// Whatever ends the run (Ctrl-C, a child that keeps failing, a failed
 	// step), the sandbox's own watches and loops end first, so the API
 	// server they talk to stops at once rather than after its grace period.
@@ -89,10 +93,21 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 		{"starting localcloud", s.startLocalcloud},
 		{"creating the metrics reader's token", s.startMetricsReader},
 		{"applying the chart's RBAC; the controller manager runs as its ServiceAccount", s.installRBAC},
+	}
+	if o.RealNodes > 0 {
+		steps = append(steps, struct {
+			what string
+			fn   func(context.Context) error
+		}{fmt.Sprintf("starting kube-controller-manager, kube-scheduler and %d real nodes (kubelet, containerd, kube-proxy)", o.RealNodes), s.startRealNodes})
+	}
+	steps = append(steps, []struct {
+		what string
+		fn   func(context.Context) error
+	}{
 		{fmt.Sprintf("creating %d instances in %d zones", o.Nodes, o.Zones), s.ensureInstances},
 		{"registering the nodes of running instances (kwok sends their heartbeats)", s.startNodes},
 		{"starting the node-port responder", s.startResponder},
-	}
+	}...)
 	if o.NoCCM {
 		steps = append(steps, struct {
 			what string
@@ -112,6 +127,12 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 			what string
 			fn   func(context.Context) error
 		}{"creating the demo Services hello and hello-local (externalTrafficPolicy Local) and waiting for their load balancers", s.demo})
+		if o.RealNodes > 0 {
+			steps = append(steps, struct {
+				what string
+				fn   func(context.Context) error
+			}{"creating the demo Deployment and Service hello-real on the real nodes and waiting for its load balancer", s.demoReal})
+		}
 	}
 	for _, st := range steps {
 		if err := s.step(ctx, st.what, st.fn); err != nil {
@@ -152,11 +173,18 @@ func (s *sandbox) watch(ctx context.Context) error {
 
 // shutdown stops everything in reverse start order: the CCM, kwok and
 // localcloud first, then kube-apiserver, then etcd.
-func (s *sandbox) shutdown() {
+func (s *sandbox) shutdown(ctx context.Context) {
 	if s.state != "" {
 		_ = os.Remove(filepath.Join(s.state, "ready"))
 	}
 	s.stopOnce.Do(func() { close(s.stopping) })
+	// The real nodes first: their kubelets would only complain once the
+	// API server is gone. Their Stop checks that nothing of them is left.
+	if s.real != nil {
+		if err := s.real.Stop(ctx); err != nil {
+			fmt.Fprintf(s.out, "stopping the real nodes: %v\n", err)
+		}
+	}
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		s.procs[i].stop(15 * time.Second)
 	}

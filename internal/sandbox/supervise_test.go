@@ -40,7 +40,7 @@ func testSandbox(t *testing.T) (*sandbox, *syncBuffer) {
 	out := &syncBuffer{}
 	s := &sandbox{out: out, began: time.Now(), logs: t.TempDir(), state: t.TempDir(),
 		stopping: make(chan struct{}), failed: make(chan struct{}), backoff: 10 * time.Millisecond}
-	t.Cleanup(s.shutdown)
+	t.Cleanup(func() { s.shutdown(context.Background()) })
 	return s, out
 }
 
@@ -75,7 +75,7 @@ func TestSupervisorRestartsAChildThatExits(t *testing.T) {
 		t.Fatalf("one exit must not fail the sandbox: %v", err)
 	}
 	// Stopping the sandbox ends the child and supervision for good.
-	s.shutdown()
+	s.shutdown(context.Background())
 	if syscall.Kill(second, 0) == nil {
 		t.Fatalf("child %d outlived the sandbox", second)
 	}

@@ -51,6 +51,11 @@ type CreateInstanceRequest struct {
 	Tags   map[string]string `json:"tags,omitempty"`
 	// External asks for an address from the external pool as well.
 	External bool `json:"external,omitempty"`
+	// InternalAddress, when set, is the instance's internal address
+	// instead of one from the internal pool: a machine whose address its
+	// network gives it (the sandbox's real nodes, each in a network
+	// namespace of its own). No live instance may hold it.
+	InternalAddress string `json:"internalAddress,omitempty"`
 }
 
 // BatchCreateInstancesRequest is the body of POST /v1/instances:batchCreate.
@@ -106,16 +111,21 @@ type Listener struct {
 	NodePort int      `json:"nodePort"`
 }
 
-// HealthCheck configures the active TCP health check of the backends.
+// HealthCheck configures the active health check of the backends.
 // Zero values mean the defaults documented in DefaultHealthCheck.
 type HealthCheck struct {
 	// Port is the node port probed; 0 probes the first TCP listener's
 	// node port, and a load balancer without TCP listeners is not probed.
-	Port               int `json:"port,omitempty"`
-	IntervalMs         int `json:"intervalMs,omitempty"`
-	TimeoutMs          int `json:"timeoutMs,omitempty"`
-	HealthyThreshold   int `json:"healthyThreshold,omitempty"`
-	UnhealthyThreshold int `json:"unhealthyThreshold,omitempty"`
+	Port int `json:"port,omitempty"`
+	// Path, when set, makes the probe an HTTP GET of this path, healthy
+	// only on 200: what kube-proxy answers on a Service's health check
+	// node port (503 on a node without a local endpoint) and on :10256.
+	// Empty, the probe is a TCP connect.
+	Path               string `json:"path,omitempty"`
+	IntervalMs         int    `json:"intervalMs,omitempty"`
+	TimeoutMs          int    `json:"timeoutMs,omitempty"`
+	HealthyThreshold   int    `json:"healthyThreshold,omitempty"`
+	UnhealthyThreshold int    `json:"unhealthyThreshold,omitempty"`
 }
 
 // DefaultHealthCheck returns the values used for unset health check fields.

@@ -89,6 +89,12 @@ func (r *CreateInstanceRequest) Validate(field string) error {
 	if err := validLabel(field+"type", r.Type, true); err != nil {
 		return err
 	}
+	if r.InternalAddress != "" {
+		a, err := netip.ParseAddr(r.InternalAddress)
+		if err != nil || a.Zone() != "" || a.IsUnspecified() || a.IsMulticast() {
+			return Invalid(field+"internalAddress", fmt.Sprintf("%q is not a unicast IP address", r.InternalAddress))
+		}
+	}
 	return validTags(field+"tags", r.Tags)
 }
 
@@ -190,6 +196,11 @@ func (h HealthCheck) validate() error {
 			return err
 		}
 	}
+	if h.Path != "" {
+		if err := validHealthPath(h.Path); err != nil {
+			return err
+		}
+	}
 	for _, f := range []struct {
 		name string
 		v    int
@@ -202,6 +213,20 @@ func (h HealthCheck) validate() error {
 	} {
 		if f.v < 0 || f.v > f.max {
 			return Invalid(f.name, fmt.Sprintf("%d is out of range (0-%d, 0 means default)", f.v, f.max))
+		}
+	}
+	return nil
+}
+
+// validHealthPath accepts an absolute URL path of printable ASCII without
+// spaces, at most 256 bytes.
+func validHealthPath(p string) error {
+	if len(p) > 256 || !strings.HasPrefix(p, "/") {
+		return Invalid("healthCheck.path", fmt.Sprintf("%q must start with / and be at most 256 bytes", p))
+	}
+	for _, r := range p {
+		if r <= ' ' || r > '~' {
+			return Invalid("healthCheck.path", fmt.Sprintf("%q has a space or a character outside printable ASCII", p))
 		}
 	}
 	return nil

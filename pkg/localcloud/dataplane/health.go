@@ -2,7 +2,9 @@ package dataplane
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -140,7 +142,7 @@ func (lb *loadBalancer) probeRound(ctx context.Context, backends []Backend, port
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			ok := probe(ctx, b.Address, port, timeout)
+			ok := probe(ctx, b.Address, port, hc.Path, timeout)
 			mu.Lock()
 			results[b.ID] = ok
 			mu.Unlock()
@@ -165,12 +167,39 @@ func (lb *loadBalancer) probeRound(ctx context.Context, backends []Backend, port
 	}
 }
 
-func probe(ctx context.Context, addr netip.Addr, port int, timeout time.Duration) bool {
+// probe dials addr:port; with a path it asks for it over HTTP and wants
+// 200, since kube-proxy's health servers accept every connection and
+// answer 503 where the node must get no traffic.
+func probe(ctx context.Context, addr netip.Addr, port int, path string, timeout time.Duration) bool {
+	hostPort := net.JoinHostPort(addr.String(), strconv.Itoa(port))
+	if path != "" {
+		return probeHTTP(ctx, "http://"+hostPort+path, timeout)
+	}
 	d := net.Dialer{Timeout: timeout}
-	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(addr.String(), strconv.Itoa(port)))
+	c, err := d.DialContext(ctx, "tcp", hostPort)
 	if err != nil {
 		return false
 	}
 	_ = c.Close()
 	return true
+}
+
+func probeHTTP(ctx context.Context, url string, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	// One connection per probe, closed after it: a backend's health is
+	// its answer now, not that of a kept-alive connection.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }

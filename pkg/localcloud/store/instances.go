@@ -83,9 +83,9 @@ func fieldFor(n, i int, f string) string {
 }
 
 func (s *Store) newInstance(r api.CreateInstanceRequest, takenInt, takenExt map[netip.Addr]bool, now time.Time) (*api.Instance, error) {
-	ip, err := s.internal.next(takenInt)
+	ip, err := s.internalAddress(r, takenInt)
 	if err != nil {
-		return nil, poolErr(err, "internal")
+		return nil, err
 	}
 	takenInt[ip] = true
 	inst := &api.Instance{
@@ -102,6 +102,26 @@ func (s *Store) newInstance(r api.CreateInstanceRequest, takenInt, takenExt map[
 		inst.Addresses.External = ext.String()
 	}
 	return inst, nil
+}
+
+// internalAddress is the address the request asks for, if free, else the
+// internal pool's next.
+func (s *Store) internalAddress(r api.CreateInstanceRequest, taken map[netip.Addr]bool) (netip.Addr, error) {
+	if r.InternalAddress == "" {
+		ip, err := s.internal.next(taken)
+		if err != nil {
+			return netip.Addr{}, poolErr(err, "internal")
+		}
+		return ip, nil
+	}
+	ip, err := netip.ParseAddr(r.InternalAddress)
+	if err != nil {
+		return netip.Addr{}, api.Invalid("internalAddress", fmt.Sprintf("%q is not an IP address", r.InternalAddress))
+	}
+	if s.internal.used[ip] || taken[ip] {
+		return netip.Addr{}, api.Conflict("internalAddress", fmt.Sprintf("%s is held by another instance", ip))
+	}
+	return ip, nil
 }
 
 func poolErr(err error, pool string) error {

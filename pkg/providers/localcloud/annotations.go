@@ -87,9 +87,10 @@ func threshold(svc *corev1.Service, key string) (int, error) {
 	return n, nil
 }
 
-// healthCheckFrom reads the health check annotations; the probed port is
-// the health check node port for externalTrafficPolicy Local, else the
-// first TCP listener's node port (the cloud's default).
+// healthCheckFrom reads the health check annotations; the probe is an
+// HTTP GET of /healthz on the health check node port for
+// externalTrafficPolicy Local, else a TCP connect to the first TCP
+// listener's node port (the cloud's default).
 func healthCheckFrom(svc *corev1.Service) (api.HealthCheck, error) {
 	var hc api.HealthCheck
 	var err error
@@ -118,8 +119,11 @@ func healthCheckFrom(svc *corev1.Service) (api.HealthCheck, error) {
 	default:
 		hc.TimeoutMs = hc.IntervalMs
 	}
+	// kube-proxy's health check node port accepts every connection and
+	// answers /healthz with 503 on a node without a local endpoint: only
+	// an HTTP probe keeps such nodes out.
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0 {
-		hc.Port = int(svc.Spec.HealthCheckNodePort)
+		hc.Port, hc.Path = int(svc.Spec.HealthCheckNodePort), "/healthz"
 	}
 	return hc, nil
 }

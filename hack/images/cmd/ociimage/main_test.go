@@ -1,0 +1,107 @@
+package main
+
+import (
+	"archive/tar"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+func TestRunWritesLoadableTaggedImage(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "demo")
+	if err := os.WriteFile(bin, []byte("#!binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "demo.tar")
+	if err := run(options{binary: bin, tag: "stratus.local/demo:1", out: out, arch: "amd64"}); err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag("stratus.local/demo:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(out, &tag)
+	if err != nil {
+		t.Fatalf("read back: %v", err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Config.Entrypoint; len(got) != 1 || got[0] != "/demo" {
+		t.Errorf("entrypoint = %v, want [/demo]", got)
+	}
+	if cfg.OS != "linux" || cfg.Architecture != "amd64" {
+		t.Errorf("platform = %s/%s, want linux/amd64", cfg.OS, cfg.Architecture)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers = %d, %v; want 1", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rc.Close() }()
+	tr := tar.NewReader(rc)
+	h, err := tr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Name != "demo" || h.Mode != 0o755 || string(data) != "#!binary" {
+		t.Errorf("layer file = %s %o %q", h.Name, h.Mode, data)
+	}
+}
+
+func TestRunIsReproducible(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pause")
+	if err := os.WriteFile(bin, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var digests []string
+	for _, out := range []string{"a.tar", "b.tar"} {
+		p := filepath.Join(dir, out)
+		if err := run(options{binary: bin, tag: "stratus.local/pause:1", out: p, arch: "amd64"}); err != nil {
+			t.Fatal(err)
+		}
+		img, err := tarball.ImageFromPath(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, d.String())
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("two builds differ: %v", digests)
+	}
+}
+
+func TestRunRejectsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		o    options
+	}{
+		{"no binary", options{tag: "a/b:1", out: filepath.Join(dir, "x")}},
+		{"relative path", options{binary: "/bin/sh", target: "sh", tag: "a/b:1", out: filepath.Join(dir, "x")}},
+		{"bad tag", options{binary: "/bin/sh", tag: "UPPER/Case::", out: filepath.Join(dir, "x")}},
+		{"missing binary", options{binary: filepath.Join(dir, "nope"), tag: "a/b:1", out: filepath.Join(dir, "x")}},
+	} {
+		if err := run(tc.o); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+// Command demo is the server behind the sandbox's demo Services on real
+// nodes. It speaks as the sandbox's stand-in responder does, so the same
+// probes work against either: on TCP it answers an HTTP request with an
+// HTTP response and anything else (or silence) with one line, "hello from
+// pod P on node N"; on UDP it echoes. POD_NAME and NODE_NAME come from the
+// downward API.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	tcpAddr := flag.String("tcp", ":8080", "TCP address to answer on")
+	udpAddr := flag.String("udp", ":7", "UDP address to echo on (empty: none)")
+	flag.Parse()
+	greeting := fmt.Sprintf("hello from pod %s on node %s\n", envOr("POD_NAME", "unknown"), envOr("NODE_NAME", "unknown"))
+
+	ln, err := net.Listen("tcp", *tcpAddr)
+	if err != nil {
+		log.Fatalf("demo: listen tcp %s: %v", *tcpAddr, err)
+	}
+	go serveTCP(ln, greeting)
+	if *udpAddr != "" {
+		pc, err := net.ListenPacket("udp", *udpAddr)
+		if err != nil {
+			log.Fatalf("demo: listen udp %s: %v", *udpAddr, err)
+		}
+		go echoUDP(pc)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	<-sigs
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func serveTCP(ln net.Listener, greeting string) {
+	for {
+		c, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			continue
+		}
+		go answer(c, greeting)
+	}
+}
+
+// answer waits briefly for a request line: a client that speaks first
+// (HTTP) gets an HTTP response, one that only reads gets the bare line.
+func answer(c net.Conn, greeting string) {
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	_ = c.SetReadDeadline(time.Time{})
+	if isHTTP(line) {
+		_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+			len(greeting), greeting)
+		return
+	}
+	_, _ = c.Write([]byte(greeting))
+}
+
+func isHTTP(line string) bool {
+	for _, m := range []string{"GET ", "HEAD ", "POST ", "PUT ", "DELETE ", "OPTIONS "} {
+		if strings.HasPrefix(line, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func echoUDP(pc net.PacketConn) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, addr, err := pc.ReadFrom(buf)
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			continue
+		}
+		_, _ = pc.WriteTo(buf[:n], addr)
+	}
+}

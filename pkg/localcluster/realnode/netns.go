@@ -1,0 +1,163 @@
+package realnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+)
+
+// setupBridge creates the slot's bridge with the gateway address: the
+// machine's only foothold in the slot's subnet, through which it reaches
+// the nodes (kube-apiserver to kubelets, curl to node ports).
+func (s *slot) setupBridge(ctx context.Context) error {
+	br := s.bridge()
+	for _, args := range [][]string{
+		{"link", "add", br, "type", "bridge"},
+		{"addr", "add", s.gateway().String() + "/24", "dev", br},
+		{"link", "set", br, "up"},
+	} {
+		if err := run(ctx, "ip", args...); err != nil {
+			return fmt.Errorf("realnode: bridge: %w", err)
+		}
+	}
+	return nil
+}
+
+// setupNodeNetwork creates node i's namespace, its veth on the bridge
+// (eth0 inside, with the node's address and no default route) and turns on
+// forwarding inside the namespace only, so that its pods reach the bridge.
+func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string) error {
+	ns := s.netnsName(node)
+	addr := s.nodeAddr(i).String() + "/24"
+	steps := [][]string{
+		{"ip", "netns", "add", ns},
+		{"ip", "link", "add", s.veth(i), "type", "veth", "peer", "name", "eth0", "netns", ns},
+		{"ip", "link", "set", s.veth(i), "master", s.bridge(), "up"},
+		{"ip", "-n", ns, "addr", "add", addr, "dev", "eth0"},
+		{"ip", "-n", ns, "link", "set", "eth0", "up"},
+		{"ip", "-n", ns, "link", "set", "lo", "up"},
+		{"nsenter", "--net=" + netnsPath(ns), "--", "/bin/sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"},
+	}
+	for _, st := range steps {
+		if err := run(ctx, st[0], st[1:]...); err != nil {
+			return fmt.Errorf("realnode: node %s network: %w", node, err)
+		}
+	}
+	return nil
+}
+
+// inNetns runs fn on a thread inside the network namespace at nsPath. A
+// socket belongs to the namespace of the thread that creates it and keeps
+// it, so listeners and connections made by fn work from any goroutine
+// afterwards. The thread goes back to its namespace; if it cannot, it is
+// left locked and dies with its goroutine rather than serve others.
+func inNetns(nsPath string, fn func() error) error {
+	ch := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- err
+			return
+		}
+		defer func() { _ = orig.Close() }()
+		target, err := os.Open(nsPath)
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- err
+			return
+		}
+		defer func() { _ = target.Close() }()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			ch <- fmt.Errorf("setns %s: %w", nsPath, err)
+			return
+		}
+		ferr := fn()
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- ferr
+	}()
+	return <-ch
+}
+
+// listenIn opens a TCP listener inside the network namespace at nsPath.
+func listenIn(nsPath, addr string) (net.Listener, error) {
+	var ln net.Listener
+	err := inNetns(nsPath, func() error {
+		var err error
+		ln, err = net.Listen("tcp", addr)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("realnode: listen %s in %s: %w", addr, nsPath, err)
+	}
+	return ln, nil
+}
+
+// relay forwards every connection accepted on ln to target, dialled from
+// this process' own namespace: how the API server on the machine's
+// loopback appears on each node's loopback.
+type relay struct {
+	ln     net.Listener
+	target string
+	wg     sync.WaitGroup
+}
+
+func startRelay(ctx context.Context, ln net.Listener, target string) *relay {
+	r := &relay{ln: ln, target: target}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if err != nil {
+				klog.FromContext(ctx).V(4).Info("Relay accept failed", "err", err)
+				continue
+			}
+			go r.serve(ctx, c)
+		}
+	}()
+	return r
+}
+
+func (r *relay) serve(ctx context.Context, c net.Conn) {
+	defer func() { _ = c.Close() }()
+	var d net.Dialer
+	up, err := d.DialContext(ctx, "tcp", r.target)
+	if err != nil {
+		klog.FromContext(ctx).V(4).Info("Relay dial failed", "target", r.target, "err", err)
+		return
+	}
+	defer func() { _ = up.Close() }()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); closeWrite(up); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); closeWrite(c); done <- struct{}{} }()
+	<-done
+	<-done
+}
+
+func closeWrite(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+}
+
+// stop closes the listener; open connections end with their peers.
+func (r *relay) stop() {
+	_ = r.ln.Close()
+	r.wg.Wait()
+}

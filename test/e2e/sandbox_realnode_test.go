@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/stratus-ccm/stratus/internal/sandbox"
+	"github.com/stratus-ccm/stratus/pkg/localcluster/realnode"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
+)
+
+// TestSandboxRealNodes: `stratus sandbox --real-nodes 2` beside kwok nodes.
+// Stratus initializes the real nodes; hello-real answers from real pods
+// through its load balancer; kube-controller-manager finishes a namespace
+// deletion; a stopped instance's kubelet stops and its node is tainted
+// shutdown; after SIGTERM nothing of the real nodes is left.
+func TestSandboxRealNodes(t *testing.T) {
+	testbed.RequireBinaries(t, "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "images/demo.tar")
+	r := newSandboxRun(t)
+	p := r.start(t, "sandbox.log", "--nodes=2", "--real-nodes=2")
+	ctx := testbed.Context(t, 8*time.Minute)
+	waitReady(ctx, t, p, r.state)
+	cs := kubeClient(t, r.state)
+
+	for _, name := range []string{"real-01", "real-02"} {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Spec.ProviderID == "" || hasTaintKey(n, cloudproviderapi.TaintExternalCloudProvider) || n.Labels[sandbox.RealNodeLabel] != "true" {
+			t.Errorf("real node %s: providerID %q, taints %v, labels %v", name, n.Spec.ProviderID, n.Spec.Taints, n.Labels)
+		}
+	}
+	svc, err := cs.CoreV1().Services("default").Get(ctx, sandbox.DemoRealService, metav1.GetOptions{})
+	if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
+		t.Fatalf("%s: %v %+v", sandbox.DemoRealService, err, svc)
+	}
+	line, err := sandbox.Probe(ctx, svc.Status.LoadBalancer.Ingress[0].IP, 80)
+	if err != nil || !strings.HasPrefix(line, "hello from pod "+sandbox.DemoRealService) {
+		t.Errorf("%s answered %q, %v; want a real pod's greeting", sandbox.DemoRealService, line, err)
+	}
+
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, "doomed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("a deleted namespace never went (no namespace controller?): %v", err)
+	}
+
+	userCLI(t, r, "instances", "stop", "real-02")
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "real-02", metav1.GetOptions{})
+		return err == nil && hasTaintKey(n, cloudproviderapi.TaintNodeShutdown), nil
+	})
+	if err != nil {
+		t.Errorf("the stopped real node was never tainted shutdown: %v", err)
+	}
+
+	stopAndCheck(t, p, r)
+	checkNoRealNodes(t, p, "SIGTERM")
+	checkKilledRealNodesCleaned(ctx, t, r)
+}
+
+func checkNoRealNodes(t *testing.T, p *testbed.Process, after string) {
+	t.Helper()
+	if m, _ := filepath.Glob("/run/netns/stratus-rn*-real-0*"); len(m) > 0 {
+		t.Errorf("real nodes' namespaces left after %s: %v", after, m)
+	}
+	if left := leftovers(realnode.DefaultRoot + "/"); len(left) > 0 {
+		t.Errorf("real nodes' processes left after %s: %v", after, left)
+	}
+	if b, err := os.ReadFile(p.LogFile); err == nil && strings.Contains(string(b), "stopping the real nodes:") {
+		t.Errorf("stopping the real nodes reported an error:\n%s", b)
+	}
+}
+
+// checkKilledRealNodesCleaned: a sandbox killed with SIGKILL leaves its
+// real node's shim, container and namespace; its next start removes them
+// before it makes its own.
+func checkKilledRealNodesCleaned(ctx context.Context, t *testing.T, r sandboxRun) {
+	t.Helper()
+	// Each run gets fresh ports: a stopped or killed run's may still be
+	// taken for a while.
+	r.ports = freshPorts(t)
+	// With the demo: hello-real's pod gives the node a shim and a container.
+	p := r.start(t, "killed.log", "--nodes=1", "--real-nodes=1")
+	waitReady(ctx, t, p, r.state)
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = p.Wait(time.Minute)
+	// Its children die with it (not the shims, which containerd detached).
+	waitCond(ctx, t, "the children of a killed sandbox to end", time.Minute, func(context.Context) (bool, error) {
+		return len(leftovers(r.state)) == 0, nil
+	})
+	netns, _ := filepath.Glob("/run/netns/stratus-rn*-real-01")
+	shims := leftovers(realnode.DefaultRoot + "/")
+	if len(netns) != 1 || len(shims) == 0 {
+		t.Fatalf("a SIGKILLed sandbox should leave its real node's namespace and shims; found %v and %v", netns, shims)
+	}
+	// Holding the killed run's namespace open keeps its inode number
+	// from being reused by the next run's namespace of the same name.
+	old, err := os.Open(netns[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = old.Close() }()
+	var before syscall.Stat_t
+	if err := syscall.Fstat(int(old.Fd()), &before); err != nil {
+		t.Fatal(err)
+	}
+	// The killed run's ready marker would pass for the next run's.
+	if err := os.Remove(filepath.Join(r.state, "ready")); err != nil {
+		t.Fatal(err)
+	}
+	r.ports = freshPorts(t)
+	p = r.start(t, "after-kill.log", "--nodes=1", "--real-nodes=1", "--no-demo")
+	waitReady(ctx, t, p, r.state)
+	for _, l := range shims {
+		pid, _, _ := strings.Cut(l, ":")
+		if slices.Contains(leftovers(realnode.DefaultRoot+"/"), l) {
+			t.Errorf("process %s of the killed sandbox still runs after the next start", pid)
+		}
+	}
+	var after syscall.Stat_t
+	for _, m := range mustGlob("/run/netns/stratus-rn*-real-01") {
+		if err := syscall.Stat(m, &after); err == nil && after.Ino == before.Ino && after.Dev == before.Dev {
+			t.Errorf("the killed sandbox's namespace %s is still there after the next start", m)
+		}
+	}
+	stopAndCheck(t, p, r)
+	checkNoRealNodes(t, p, "SIGTERM after a SIGKILL")
+}
+
+func freshPorts(t *testing.T) []int {
+	var ports []int
+	for range 4 {
+		ports = append(ports, testbed.FreePort(t))
+	}
+	return ports
+}
+
+func mustGlob(pattern string) []string {
+	m, _ := filepath.Glob(pattern)
+	return m
+}

@@ -24,7 +24,7 @@ import (
 )
 
 // epoch is every timestamp in the image, so rebuilding changes nothing.
-var epoch = time.Unix(0, 0).UTC()
+func epoch() time.Time { return time.Unix(0, 0).UTC() }
 
 type options struct {
 	binary string // the file to put in the image
@@ -103,7 +103,7 @@ func build(data []byte, target, arch string) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", arch
-	cfg.Created = v1.Time{Time: epoch}
+	cfg.Created = v1.Time{Time: epoch()}
 	cfg.Config.Entrypoint = []string{target}
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {
@@ -122,11 +122,11 @@ func singleFileTar(file string, data []byte) ([]byte, error) {
 		dirs = append([]string{d}, dirs...)
 	}
 	for _, d := range dirs {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch()}); err != nil {
 			return nil, fmt.Errorf("layer: %w", err)
 		}
 	}
-	h := &tar.Header{Typeflag: tar.TypeReg, Name: file, Mode: 0o755, Size: int64(len(data)), ModTime: epoch}
+	h := &tar.Header{Typeflag: tar.TypeReg, Name: file, Mode: 0o755, Size: int64(len(data)), ModTime: epoch()}
 	if err := tw.WriteHeader(h); err != nil {
 		return nil, fmt.Errorf("layer: %w", err)
 	}

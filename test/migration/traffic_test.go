@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,9 @@ import (
 // responder stands in for kube-proxy and the pods: on every node address
 // it answers at the node ports of the Services it is given, TCP with one
 // reply line per request line (so a held connection can carry many
-// requests), UDP as an echo; health-check node ports accept connections.
+// requests), UDP as an echo; health-check node ports answer /healthz
+// with 200, as kube-proxy does where the Service has local endpoints (the
+// load balancer's probe for externalTrafficPolicy Local is an HTTP GET).
 type responder struct {
 	t    *testing.T
 	mu   sync.Mutex
@@ -33,7 +36,7 @@ func (r *responder) serve(nodes map[string]string, svc *corev1.Service) {
 			r.listen(string(p.Protocol), ip, p.NodePort)
 		}
 		if svc.Spec.HealthCheckNodePort != 0 {
-			r.listen("TCP", ip, svc.Spec.HealthCheckNodePort)
+			r.listen("HTTP", ip, svc.Spec.HealthCheckNodePort)
 		}
 	}
 }
@@ -48,6 +51,17 @@ func (r *responder) listen(proto, ip string, port int32) {
 	}
 	r.open[proto+addr] = true
 	switch proto {
+	case "HTTP":
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			r.t.Fatalf("responder: %v", err)
+		}
+		srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprint(w, `{"localEndpoints": 1}`)
+		})}
+		r.t.Cleanup(func() { _ = srv.Close() })
+		go func() { _ = srv.Serve(l) }()
 	case "TCP":
 		l, err := net.Listen("tcp", addr)
 		if err != nil {

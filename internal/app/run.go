@@ -254,8 +254,10 @@ func checkCloudConfig(o *Options, reg *cloud.Registry, data []byte) error {
 }
 
 // newProvider builds the provider from the --cloud-config contents and the
-// other inputs, and refuses one without a cluster ID unless
-// --allow-untagged-cloud.
+// other inputs. A provider without a cluster ID starts, as under upstream's
+// app, which never checks (only its sample main refuses one): DigitalOcean's
+// always reports none, and its published arguments have no
+// --allow-untagged-cloud. Without that flag a warning says so.
 func newProvider(ctx context.Context, o *Options, reg *cloud.Registry, data []byte, in cloud.Inputs) (cloudprovider.Interface, error) {
 	if reg == nil {
 		reg = cloud.NewRegistry()
@@ -266,7 +268,8 @@ func newProvider(ctx context.Context, o *Options, reg *cloud.Registry, data []by
 		return nil, fmt.Errorf("--cloud-provider=%s: %w", o.CloudProvider, err)
 	}
 	if !p.HasClusterID() && !o.AllowUntaggedCloud {
-		return nil, fmt.Errorf("--cloud-provider=%s: the provider reports no cluster ID; tag the cloud resources or set --allow-untagged-cloud", o.CloudProvider)
+		klog.FromContext(ctx).Info("Warning: the cloud provider reports no cluster ID; load balancers and routes may not be scoped to this cluster (--allow-untagged-cloud silences this)",
+			"cloudProvider", o.CloudProvider)
 	}
 	return p, nil
 }

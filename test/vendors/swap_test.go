@@ -53,8 +53,9 @@ type swap struct {
 // for --cloud-config, the secure port on loopback at a free port.
 //
 // Three vendors' manifests do not start Stratus yet (issue 22), so they
-// are not in the table: DigitalOcean's (a provider whose HasClusterID is
-// false, without --allow-untagged-cloud: refused), AWS'
+// are not in the table: DigitalOcean's (no --cloud-provider: its main sets
+// the default, which a pkg/ccm binary cannot; its provider's false
+// HasClusterID no longer stops the daemon), AWS'
 // (--use-service-account-credentials under RBAC that grants only
 // upstream's controller ServiceAccounts: exits after winning the Lease),
 // and kube-vip's (no --cloud-provider: its main sets the default, which a

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,8 +16,6 @@ import (
 	"github.com/stratus-ccm/stratus/internal/teardown"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
-	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
-	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -30,21 +26,8 @@ import (
 func teardownCloud(t *testing.T) (string, *client.Client) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	k := api.DefaultKnobs()
-	k.LBProvisioningTime, k.LBDeletionTime = 0, 0
-	dir := t.TempDir()
-	srv, err := server.New(server.Config{StateDir: dir, Knobs: &k, Pools: store.Pools{Internal: testbed.InstancePool(t), VIP: testbed.VIPPool(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	admin, err := client.New(srv.URL(), srv.Token())
-	if err != nil {
-		t.Fatal(err)
-	}
+	lc := testbed.StartLocalcloud(t)
+	admin := lc.Admin
 	for i, cluster := range []string{"gone", "kept"} {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: types.UID(fmt.Sprintf("%d0000000-0000-0000-0000-000000000000", i+1))}}
 		if _, err := admin.CreateLoadBalancer(ctx, api.CreateLoadBalancerRequest{Name: cloudprovider.DefaultLoadBalancerName(svc), Cluster: cluster,
@@ -53,11 +36,7 @@ func teardownCloud(t *testing.T) (string, *client.Client) {
 			t.Fatal(err)
 		}
 	}
-	conf := filepath.Join(dir, "cloud.conf")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, "url: %s\ntokenFile: %s\n", srv.URL(), filepath.Join(dir, server.TokenFileName)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return conf, admin
+	return lc.ConfigFile, admin
 }
 
 func runTeardown(t *testing.T, args ...string) (string, int) {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"path/filepath"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +19,6 @@ import (
 	"github.com/stratus-ccm/stratus/internal/teardown"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
-	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
-	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
@@ -38,27 +36,14 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	k := api.DefaultKnobs()
-	k.LBProvisioningTime, k.LBDeletionTime = 0, 0
-	dir := t.TempDir()
-	srv, err := server.New(server.Config{StateDir: dir, Knobs: &k,
-		Pools: store.Pools{Internal: testbed.InstancePool(t), VIP: testbed.VIPPool(t)}})
+	lc := testbed.StartLocalcloud(t)
+	// The provider as --cloud-config builds it; "alpha" is its default
+	// cluster, every call below names its cluster anyway.
+	prov, err := localcloud.New(strings.NewReader("clusterName: alpha\n" + readFile(t, lc.ConfigFile)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	prov, err := localcloud.New(strings.NewReader(fmt.Sprintf("url: %s\ntokenFile: %s\nclusterName: alpha\n",
-		srv.URL(), filepath.Join(dir, server.TokenFileName))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(srv.URL(), srv.Token())
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := lc.Admin
 	w := &world{ctx: ctx, admin: admin, cloud: prov}
 	for _, c := range []string{"alpha", "beta"} {
 		w.populate(t, c)
@@ -192,4 +177,13 @@ func TestTeardownNeedsAClusterName(t *testing.T) {
 	if _, err := teardown.Run(context.Background(), teardown.Options{}); err == nil || !strings.Contains(err.Error(), "cluster name") {
 		t.Fatalf("err = %v, want one naming the cluster name", err)
 	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stratus-ccm/stratus/internal/teardown"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
-	"github.com/stratus-ccm/stratus/pkg/testbed"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/localcloudtest"
 )
 
 // teardownCloud starts a real localcloud holding one load balancer of
@@ -26,7 +26,7 @@ import (
 func teardownCloud(t *testing.T) (string, *client.Client) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	lc := testbed.StartLocalcloud(t)
+	lc := localcloudtest.Start(t)
 	admin := lc.Admin
 	for i, cluster := range []string{"gone", "kept"} {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: types.UID(fmt.Sprintf("%d0000000-0000-0000-0000-000000000000", i+1))}}

@@ -19,8 +19,8 @@ import (
 	"github.com/stratus-ccm/stratus/internal/teardown"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/localcloudtest"
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
-	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 // world is one real localcloud holding the objects of two clusters,
@@ -36,7 +36,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	lc := testbed.StartLocalcloud(t)
+	lc := localcloudtest.Start(t)
 	// The provider as --cloud-config builds it; "alpha" is its default
 	// cluster, every call below names its cluster anyway.
 	prov, err := localcloud.New(strings.NewReader("clusterName: alpha\n" + readFile(t, lc.ConfigFile)))

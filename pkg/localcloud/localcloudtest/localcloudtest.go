@@ -1,4 +1,7 @@
-package testbed
+// Package localcloudtest starts a real localcloud for a test. It is apart
+// from pkg/testbed so that provider authors' tests, which import the test
+// bed, do not link localcloud's server and store.
+package localcloudtest
 
 import (
 	"fmt"
@@ -12,6 +15,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
+	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
 // Localcloud is a real localcloud on 127.0.0.1 for one test, with load
@@ -24,15 +28,15 @@ type Localcloud struct {
 	ConfigFile string
 }
 
-// StartLocalcloud starts a localcloud in a temporary state directory,
+// Start starts a localcloud in a temporary state directory,
 // with this test's instance and VIP pools, stopped when the test ends.
-func StartLocalcloud(t testing.TB) *Localcloud {
+func Start(t testing.TB) *Localcloud {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	k := api.DefaultKnobs()
 	k.LBProvisioningTime, k.LBDeletionTime = 0, 0
 	dir := t.TempDir()
-	srv, err := server.New(server.Config{StateDir: dir, Knobs: &k, Pools: store.Pools{Internal: InstancePool(t), VIP: VIPPool(t)}})
+	srv, err := server.New(server.Config{StateDir: dir, Knobs: &k, Pools: store.Pools{Internal: testbed.InstancePool(t), VIP: testbed.VIPPool(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ deps:
 # leader migration tests, and the benchmark peer. bench/ is its own module; it
 # links this module's provider, so provider changes rebuild it too.
 UPSTREAM_CCM_SRC := go.mod bench/go.mod bench/go.sum $(wildcard bench/cmd/upstream-ccm/*.go) \
-	$(shell find pkg/providers/localcloud pkg/localcloud/api pkg/localcloud/client pkg/cloud pkg/observe -name '*.go' -not -name '*_test.go' 2>/dev/null)
+	$(shell find pkg/providers/localcloud pkg/localcloud/api pkg/localcloud/client pkg/cloud internal/observe -name '*.go' -not -name '*_test.go' 2>/dev/null)
 $(BIN)/upstream-ccm: $(UPSTREAM_CCM_SRC)
 	cd bench && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ ./cmd/upstream-ccm
 

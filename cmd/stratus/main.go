@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/stratus-ccm/stratus/internal/cli"
+	"github.com/stratus-ccm/stratus/cmd/stratus/cli"
 )
 
 func main() {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 

@@ -26,9 +26,9 @@ import (
 
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/controllers/kit"
-	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // UserAgent identifies Stratus in API server audit logs and metrics.

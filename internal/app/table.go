@@ -3,11 +3,11 @@ package app
 import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stratus-ccm/stratus/pkg/controllers/node"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
-	"github.com/stratus-ccm/stratus/pkg/controllers/route"
-	"github.com/stratus-ccm/stratus/pkg/controllers/service"
+	"github.com/stratus-ccm/stratus/internal/controllers/node"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
+	"github.com/stratus-ccm/stratus/internal/controllers/route"
+	"github.com/stratus-ccm/stratus/internal/controllers/service"
 )
 
 // controllerEntry is one controller as the daemon knows it. Everything

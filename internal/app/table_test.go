@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stratus-ccm/stratus/internal/app/testdata/sixth"
-	"github.com/stratus-ccm/stratus/pkg/controllers/kit/kittest"
+	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
 )
 
 // TestSixthControllerIsOneEntry adds a trivial controller the way a

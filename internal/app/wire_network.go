@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam/cidrset"
-	"github.com/stratus-ccm/stratus/pkg/controllers/route"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam/cidrset"
+	"github.com/stratus-ccm/stratus/internal/controllers/route"
 )
 
 // startNodeRouteController programs cloud routes for pod CIDRs. Like

@@ -3,9 +3,9 @@ package app
 import (
 	"context"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/node"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/controllers/node"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
 )
 
 // instanceLister returns the list-all-instances extension when the provider

@@ -3,8 +3,8 @@ package app
 import (
 	"context"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/controllers/service"
 )
 
 // startServiceLBController starts the service-lb-controller when the

@@ -12,7 +12,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/utils/clock"
 
-	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/internal/observe"
 )
 
 // Results recorded in stratus_cloud_requests_total's "result" label.

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/internal/observe"
 )
 
 // InstancesV2 returns the provider's InstancesV2, instrumented.

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/stratus-ccm/stratus/pkg/observe"
+	"github.com/stratus-ccm/stratus/internal/observe"
 )
 
 // LoadBalancer returns the provider's LoadBalancer, instrumented.

@@ -20,9 +20,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
+	"github.com/stratus-ccm/stratus/internal/controllers/route"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodeipam"
-	"github.com/stratus-ccm/stratus/pkg/controllers/route"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"

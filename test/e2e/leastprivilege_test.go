@@ -29,8 +29,8 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/deploy"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
-	"github.com/stratus-ccm/stratus/pkg/controllers/service/servicetest"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
+	"github.com/stratus-ccm/stratus/internal/controllers/service/servicetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
-	"github.com/stratus-ccm/stratus/pkg/controllers/service/servicetest"
+	"github.com/stratus-ccm/stratus/internal/controllers/service/servicetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/localcluster/realnode"

@@ -15,14 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/stratus-ccm/stratus/pkg/controllers/node"
-	"github.com/stratus-ccm/stratus/pkg/controllers/nodelifecycle"
-	"github.com/stratus-ccm/stratus/pkg/controllers/route"
-	"github.com/stratus-ccm/stratus/pkg/controllers/service"
+	"github.com/stratus-ccm/stratus/internal/controllers/node"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
+	"github.com/stratus-ccm/stratus/internal/controllers/route"
+	"github.com/stratus-ccm/stratus/internal/controllers/service"
+	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
-	"github.com/stratus-ccm/stratus/pkg/observe"
 )
 
 // pending is the set of changes made while the incumbent is paused, each

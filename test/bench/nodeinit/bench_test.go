@@ -27,8 +27,8 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stratus-ccm/stratus/pkg/controllers/node"
-	"github.com/stratus-ccm/stratus/pkg/controllers/node/nodetest"
+	"github.com/stratus-ccm/stratus/internal/controllers/node"
+	"github.com/stratus-ccm/stratus/internal/controllers/node/nodetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"

@@ -35,8 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/stratus-ccm/stratus/pkg/controllers/service"
-	"github.com/stratus-ccm/stratus/pkg/controllers/service/servicetest"
+	"github.com/stratus-ccm/stratus/internal/controllers/service"
+	"github.com/stratus-ccm/stratus/internal/controllers/service/servicetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/testbed"

@@ -17,7 +17,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/stratus-ccm/stratus/internal/cli"
+	"github.com/stratus-ccm/stratus/cmd/stratus/cli"
 	"github.com/stratus-ccm/stratus/pkg/testbed/fakeprovider"
 )
 

@@ -1,0 +1,319 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// ControllerName is the controller's name, as upstream spells it; events,
+// logs and the --controllers flag carry it.
+const ControllerName = "cloud-node-controller"
+
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&corev1.Node{}} }
+
+// Event reasons. Synced is upstream's; the warnings name why a Node stays
+// uninitialized.
+const (
+	ReasonSynced              = "Synced"
+	ReasonInstanceMetadataErr = "InstanceMetadataFailed"
+	ReasonInstanceNotFound    = "InstanceNotFound"
+	ReasonNilMetadata         = "NilInstanceMetadata"
+	ReasonInvalidProviderID   = "InvalidProviderID"
+	ReasonNoAddresses         = "NoNodeAddresses"
+	ReasonInvalidNodeIP       = "InvalidProvidedNodeIP"
+	ReasonUpdateFailed        = "NodeUpdateFailed"
+)
+
+// Event actions (the events.k8s.io API requires one).
+const (
+	actionInitialize = "Initialize"
+	actionRefresh    = "Refresh"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultListInterval = 500 * time.Millisecond
+	DefaultCloudTimeout = time.Minute
+	// defaultBaseBackoff starts a failing Node's retries: long enough that a
+	// retry usually sees a newer list answer, short enough for a node whose
+	// machine is still being created.
+	defaultBaseBackoff = 250 * time.Millisecond
+	defaultMaxBackoff  = 5 * time.Minute
+)
+
+// Deps are the controller's collaborators.
+type Deps struct {
+	// Client reads Nodes (from the manager's cache in production) and
+	// writes them.
+	Client client.Client
+	// Instances is the standard per-node cloud interface; required.
+	Instances cloudprovider.InstancesV2
+	// Lister, when set, replaces per-node InstanceMetadata calls with
+	// shared ListInstances calls.
+	Lister cloud.InstanceLister
+	// Recorder emits events on Nodes; nil emits none.
+	Recorder events.EventRecorder
+	// Recovery, when set, tells the controller that the cloud answers again
+	// after an outage: the Nodes waiting for initialization are retried at
+	// once instead of sitting out the backoff the outage built up.
+	Recovery cloud.RecoveryNotifier
+	// Registerer receives the metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Clock dates first sightings and paces the shared list; nil is the
+	// real clock.
+	Clock clock.Clock
+}
+
+// Config tunes the controller.
+type Config struct {
+	// Workers initialize Nodes concurrently (--concurrent-node-syncs).
+	Workers int
+	// StatusWorkers refresh initialized Nodes concurrently
+	// (--concurrent-node-status-updates); 0 means Workers.
+	StatusWorkers int
+	// RefreshPeriod is --node-status-update-frequency; 0 disables refreshes.
+	RefreshPeriod time.Duration
+	// ListInterval is the least time between two ListInstances calls.
+	ListInterval time.Duration
+	// CloudTimeout bounds one cloud call.
+	CloudTimeout time.Duration
+	// BaseBackoff and MaxBackoff bound the per-Node retry delay.
+	BaseBackoff, MaxBackoff time.Duration
+	// ProviderIDOptional accepts metadata without a providerID. Set it only
+	// when Instances is cloud.InstancesV2FromV1 over a legacy provider:
+	// that adapter leaves the providerID empty only when the provider's
+	// InstanceID is NotImplemented, and upstream initializes such Nodes
+	// without one (addresses, labels, taint removed). From an InstancesV2
+	// provider an empty providerID is an error, as upstream treats it.
+	ProviderIDOptional bool
+}
+
+// Controller is the cloud-node-controller.
+type Controller struct {
+	client    client.Client
+	instances cloudprovider.InstancesV2
+	batcher   *batcher
+	recorder  events.EventRecorder
+	metrics   *metrics
+	cfg       Config
+	clock     clock.Clock
+	// queue is captured when the controller starts, for recovery.
+	queue kit.Queue[reconcile.Request]
+
+	// seen records when each uninitialized Node was first observed, so a
+	// list answer is trusted for it only if the list started afterwards.
+	mu   sync.Mutex
+	seen map[string]time.Time
+	// written holds, per Node just initialized, the resourceVersions it
+	// had before the controller's writes: a cached copy at one of them
+	// predates the writes, and acting on it would repeat them.
+	written map[string][]string
+}
+
+// New builds the controller; it starts nothing.
+func New(deps Deps, cfg Config) (*Controller, error) {
+	if deps.Client == nil {
+		return nil, errors.New("node controller: a client is required")
+	}
+	if deps.Instances == nil {
+		return nil, errors.New("node controller: the cloud provider's InstancesV2 is required")
+	}
+	if cfg.Workers < 1 {
+		return nil, fmt.Errorf("node controller: workers %d must be at least 1", cfg.Workers)
+	}
+	if cfg.StatusWorkers < 0 || cfg.RefreshPeriod < 0 {
+		return nil, fmt.Errorf("node controller: status workers %d and refresh period %s must not be negative", cfg.StatusWorkers, cfg.RefreshPeriod)
+	}
+	if cfg.StatusWorkers == 0 {
+		cfg.StatusWorkers = cfg.Workers
+	}
+	cfg.ListInterval = orDefault(cfg.ListInterval, DefaultListInterval)
+	cfg.CloudTimeout = orDefault(cfg.CloudTimeout, DefaultCloudTimeout)
+	cfg.BaseBackoff = orDefault(cfg.BaseBackoff, defaultBaseBackoff)
+	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, defaultMaxBackoff)
+	m, err := newMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	clk := deps.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	c := &Controller{
+		client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, recorder: kit.Recorder(deps.Recorder),
+		metrics: m, cfg: cfg, clock: clk, seen: map[string]time.Time{}, written: map[string][]string{},
+	}
+	if deps.Lister != nil {
+		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk)
+	}
+	kit.OnRecovered(deps.Recovery, c.recovered)
+	return c, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// SetupWithManager adds the initializing controller and, when refreshes
+// are on, the refresh loop to mgr (which may already be running).
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	h := handler.TypedFuncs[*corev1.Node, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			c.observe(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			c.observe(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*corev1.Node], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			c.forget(e.Object.Name)
+			c.clearWritten(e.Object.Name)
+		},
+	}
+	err := builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{}, h)).
+		WatchesRawSource(c.queue.Source()).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: c.cfg.Workers,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](c.cfg.BaseBackoff, c.cfg.MaxBackoff),
+		}).
+		Complete(c)
+	if err != nil {
+		return fmt.Errorf("node controller: %w", err)
+	}
+	if c.cfg.RefreshPeriod > 0 {
+		if err := mgr.Add(manager.RunnableFunc(c.runRefresh)); err != nil {
+			return fmt.Errorf("node controller: add refresh loop: %w", err)
+		}
+	}
+	return nil
+}
+
+// observe enqueues uninitialized Nodes only: initialized ones change often
+// (heartbeats) and are the refresh loop's business.
+func (c *Controller) observe(n *corev1.Node, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if !isUninitialized(n) {
+		c.clearWritten(n.Name)
+		return
+	}
+	c.firstSeen(n.Name)
+	q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: n.Name}})
+}
+
+// firstSeen returns when the Node was first observed, recording now if it
+// was not yet.
+func (c *Controller) firstSeen(name string) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.seen[name]
+	if !ok {
+		t = c.clock.Now()
+		c.seen[name] = t
+	}
+	return t
+}
+
+// retryAfterNow makes the Node's next attempt wait for a list answer newer
+// than the one that just failed it.
+func (c *Controller) retryAfterNow(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen[name] = c.clock.Now()
+}
+
+// recovered queues every Node waiting for initialization, now that the
+// cloud answers again: the backoff their failures built up during the
+// outage (minutes, at the cap) no longer protects anything. The workers and
+// the cloud call pacing still bound how fast they go.
+func (c *Controller) recovered() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name := range c.seen {
+		c.queue.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	}
+}
+
+func (c *Controller) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.seen, name)
+}
+
+// markWritten records the resourceVersions a Node had before this
+// controller initialized it.
+func (c *Controller) markWritten(name string, rvs ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written[name] = rvs
+}
+
+// predatesWrite reports whether a cached Node is older than the
+// controller's own initialization of it: the cache has not caught up yet,
+// and the watch event that brings it up to date needs no sync.
+func (c *Controller) predatesWrite(n *corev1.Node) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.written[n.Name], n.ResourceVersion)
+}
+
+func (c *Controller) clearWritten(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.written, name)
+}
+
+// Reconcile implements reconcile.Reconciler: one Node's sync, whose
+// outcome schedules what follows: nothing, a retry after the delay the
+// cloud asked for (a RetryError), or a retry with per-Node backoff.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = kit.WithController(ctx, ControllerName)
+	err := c.sync(ctx, req.Name)
+	if res, ok := kit.RetryLater(ctx, err); ok {
+		return res, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// event records an event on the Node.
+func (c *Controller) event(n *corev1.Node, typ, reason, action, note string, args ...any) {
+	c.recorder.Eventf(n, nil, typ, reason, action, note, args...)
+}
+
+// ensure interface conformance at compile time.
+var _ reconcile.Reconciler = (*Controller)(nil)
+
+// logger returns ctx's logger with the Node.
+func logger(ctx context.Context, n *corev1.Node) klog.Logger {
+	return klog.FromContext(ctx).WithValues("node", klog.KObj(n))
+}

@@ -1,0 +1,101 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratus-ccm/stratus/internal/metricsutil"
+)
+
+// Metric names.
+const (
+	MetricInitializations        = "stratus_node_initializations_total"
+	MetricInitializationDuration = "stratus_node_initialization_duration_seconds"
+	MetricRefreshes              = "stratus_node_refreshes_total"
+	MetricRefreshDuration        = "stratus_node_refresh_duration_seconds"
+	MetricRefreshWrites          = "stratus_node_refresh_writes_total"
+	MetricInstanceLists          = "stratus_node_instance_lists_total"
+	MetricInstanceListWaiters    = "stratus_node_instance_list_waiters"
+	MetricInstanceListServed     = "stratus_node_instance_list_served_total"
+)
+
+// Values of the "result" label.
+const (
+	resultSuccess          = "success"
+	resultError            = "error"
+	resultCloudError       = "cloud_error"
+	resultInstanceNotFound = "instance_not_found"
+	resultInvalidMetadata  = "invalid_metadata"
+	resultProvidedNodeIP   = "provided_node_ip"
+	resultAPIError         = "api_error"
+)
+
+// Values of the "served" label: how a sync got its list answer.
+const (
+	servedCached = "cached"
+)
+
+type metrics struct {
+	inits         *prometheus.CounterVec
+	initDuration  prometheus.Histogram
+	refreshes     *prometheus.CounterVec
+	refreshTime   prometheus.Histogram
+	refreshWrites *prometheus.CounterVec
+	lists         *prometheus.CounterVec
+	listWaiters   prometheus.Histogram
+	listServed    *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		inits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricInitializations,
+			Help: "Node initialization attempts by result (success, cloud_error, instance_not_found, invalid_metadata, provided_node_ip, api_error).",
+		}, []string{"result"}),
+		initDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricInitializationDuration,
+			Help:    "Time from when the controller first saw an uninitialized Node to its successful initialization.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
+		}),
+		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRefreshes,
+			Help: "Refresh periods over initialized Nodes by result.",
+		}, []string{"result"}),
+		refreshTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricRefreshDuration,
+			Help:    "Duration of one refresh period over every initialized Node.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+		}),
+		refreshWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRefreshWrites,
+			Help: "API server writes made by refreshes, by kind (status: addresses, metadata: labels).",
+		}, []string{"kind"}),
+		lists: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricInstanceLists,
+			Help: "ListInstances calls made to serve node syncs and refreshes, by result.",
+		}, []string{"result"}),
+		listWaiters: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricInstanceListWaiters,
+			Help:    "Node syncs that shared one ListInstances call.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+		}),
+		listServed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricInstanceListServed,
+			Help: "Node syncs served by an answer already at hand (no cloud call of their own).",
+		}, []string{"served"}),
+	}
+	if err := metricsutil.Register(reg,
+		m.inits,
+		m.initDuration,
+		m.refreshes,
+		m.refreshTime,
+		m.refreshWrites,
+		m.lists,
+		m.listWaiters,
+		m.listServed,
+	); err != nil {
+		return nil, fmt.Errorf("node controller metrics: %w", err)
+	}
+	return m, nil
+}

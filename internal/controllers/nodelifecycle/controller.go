@@ -1,0 +1,375 @@
+package nodelifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// ControllerName is the controller's name, as upstream spells it; events,
+// logs and the --controllers flag carry it.
+const ControllerName = "cloud-node-lifecycle-controller"
+
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&corev1.Node{}} }
+
+// Event reasons: DeletingNode and DeletingNodeFailed are upstream's.
+const (
+	ReasonDeletingNode       = "DeletingNode"
+	ReasonDeletingNodeFailed = "DeletingNodeFailed"
+	ReasonCloudCheckFailed   = "CloudInstanceCheckFailed"
+)
+
+const (
+	actionDelete = "Delete"
+	actionCheck  = "CheckInstance"
+)
+
+// DefaultCloudTimeout bounds one cloud call when Config leaves it zero.
+const DefaultCloudTimeout = 30 * time.Second
+
+// ShutdownTaint marks a Node whose machine is stopped.
+var ShutdownTaint = corev1.Taint{Key: cloudproviderapi.TaintNodeShutdown, Effect: corev1.TaintEffectNoSchedule}
+
+// Deps are the controller's collaborators.
+type Deps struct {
+	// Client reads Nodes (from the manager's cache in production), patches
+	// and deletes them.
+	Client client.Client
+	// Instances is the standard per-node cloud interface; required.
+	Instances cloudprovider.InstancesV2
+	// Lister, when set, answers for every NotReady Node in one call.
+	Lister cloud.InstanceLister
+	// Recorder emits events on Nodes; nil emits none.
+	Recorder events.EventRecorder
+	// Recovery, when set, tells the controller that the cloud answers again
+	// after an outage: a monitor period runs at once.
+	Recovery cloud.RecoveryNotifier
+	// Registerer receives the metrics; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// Config tunes the controller.
+type Config struct {
+	// Period is --node-monitor-period.
+	Period time.Duration
+	// CloudTimeout bounds one cloud call.
+	CloudTimeout time.Duration
+}
+
+// Controller is the cloud-node-lifecycle-controller.
+type Controller struct {
+	client    client.Client
+	instances cloudprovider.InstancesV2
+	lister    cloud.InstanceLister
+	recorder  events.EventRecorder
+	metrics   *metrics
+	cfg       Config
+	// queue is captured when the controller starts, for recovery.
+	queue kit.Queue[pass]
+}
+
+// New builds the controller; it starts nothing.
+func New(deps Deps, cfg Config) (*Controller, error) {
+	if deps.Client == nil {
+		return nil, errors.New("node lifecycle controller: a client is required")
+	}
+	if deps.Instances == nil {
+		return nil, errors.New("node lifecycle controller: the cloud provider's InstancesV2 is required")
+	}
+	if cfg.Period <= 0 {
+		return nil, fmt.Errorf("node lifecycle controller: period %s must be positive", cfg.Period)
+	}
+	if cfg.CloudTimeout <= 0 {
+		cfg.CloudTimeout = DefaultCloudTimeout
+	}
+	m, err := newMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
+		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg}
+	kit.OnRecovered(deps.Recovery, c.recovered)
+	return c, nil
+}
+
+// recovered runs a monitor period now that the cloud answers again: the
+// one that failed during the outage would otherwise wait for the next.
+func (c *Controller) recovered() { c.queue.Add(pass{}) }
+
+// pass is the controller's one work item: every period covers every Node,
+// so the queue never holds more than one.
+type pass struct{}
+
+// SetupWithManager adds the controller to mgr (which may be running): a
+// source queues the first period at start, and each period schedules the
+// next with RequeueAfter. Like every controller, it runs on the leader only.
+func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, attentionField, needsAttention); err != nil {
+		return fmt.Errorf("node lifecycle controller: index nodes: %w", err)
+	}
+	err := builder.TypedControllerManagedBy[pass](mgr).
+		Named(ControllerName).
+		WatchesRawSource(c.queue.Source(pass{})).
+		WithOptions(controller.TypedOptions[pass]{MaxConcurrentReconciles: 1}).
+		Complete(c)
+	if err != nil {
+		return fmt.Errorf("node lifecycle controller: set up: %w", err)
+	}
+	return nil
+}
+
+// Reconcile implements reconcile.TypedReconciler: one monitor period, then
+// the next one a period later. A failed period is retried by the next one,
+// not sooner, as upstream's monitor does: a cloud that failed to answer is
+// not asked again at once.
+func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
+	ctx = kit.WithController(ctx, ControllerName)
+	if _, err := c.sync(ctx, p); err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Error(err, "Monitoring nodes failed; next period retries")
+	}
+	return reconcile.Result{RequeueAfter: c.cfg.Period}, nil
+}
+
+// Summary is what one period did.
+type Summary struct {
+	NotReady  int
+	Deleted   int
+	Tainted   int
+	Untainted int
+	Undecided int
+	// Unknowable counts NotReady Nodes the provider can never tell about
+	// (it answers NotImplemented, as a legacy provider without instance
+	// IDs does for a Node without providerID): left alone, quietly.
+	Unknowable     int
+	CloudListCalls int
+}
+
+// sync runs one monitor period over every Node.
+func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
+	start := time.Now()
+	defer func() { c.metrics.duration.Observe(time.Since(start).Seconds()) }()
+	// Only the Nodes that need attention, from the index; uncopied, since
+	// they are only read (a patch works on its own copy).
+	var list corev1.NodeList
+	if err := c.client.List(ctx, &list, client.MatchingFields{attentionField: attentionValue}, client.UnsafeDisableDeepCopy); err != nil {
+		return Summary{}, fmt.Errorf("list nodes from cache: %w", err)
+	}
+	var sum Summary
+	var errs []error
+	var notReady []*corev1.Node
+	for i := range list.Items {
+		n := &list.Items[i]
+		if !isReady(n) {
+			notReady = append(notReady, n)
+			continue
+		}
+		if hasShutdownTaint(n) {
+			if err := c.removeShutdownTaint(ctx, n); err != nil {
+				errs = append(errs, err)
+			} else {
+				sum.Untainted++
+			}
+		}
+	}
+	sum.NotReady = len(notReady)
+	if len(notReady) == 0 {
+		return sum, errors.Join(errs...)
+	}
+	check, err := c.checker(ctx, &sum)
+	if err != nil {
+		c.undecided(ctx, notReady, err)
+		sum.Undecided = len(notReady)
+		return sum, errors.Join(append(errs, err)...)
+	}
+	for _, n := range notReady {
+		if err := c.monitor(ctx, n, check, &sum); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return sum, errors.Join(errs...)
+}
+
+// monitor decides one NotReady Node.
+func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFunc, sum *Summary) error {
+	exists, shutdown, err := check(ctx, n)
+	if errors.Is(err, errCannotTell) {
+		// Upstream logs an error for such a Node every period and leaves
+		// it; Stratus leaves it too, without the noise: nothing will
+		// change until the Node gets a providerID.
+		klog.FromContext(ctx).V(4).Info("Provider cannot tell whether the node's instance exists; leaving it", "node", klog.KObj(n), "err", err)
+		sum.Unknowable++
+		return nil
+	}
+	if err != nil {
+		c.undecided(ctx, []*corev1.Node{n}, err)
+		sum.Undecided++
+		return nil
+	}
+	switch {
+	case !exists:
+		if err := c.deleteNode(ctx, n); err != nil {
+			return err
+		}
+		sum.Deleted++
+	case shutdown && !hasShutdownTaint(n):
+		if err := c.addShutdownTaint(ctx, n); err != nil {
+			return err
+		}
+		sum.Tainted++
+	}
+	return nil
+}
+
+// checkFunc answers whether a Node's machine exists and is shut down.
+type checkFunc func(ctx context.Context, n *corev1.Node) (exists, shutdown bool, err error)
+
+// checker returns how this period asks the cloud: one list for all Nodes
+// when the provider can list (a failed list decides nothing), else per
+// Node.
+func (c *Controller) checker(ctx context.Context, sum *Summary) (checkFunc, error) {
+	if c.lister == nil {
+		return c.checkOne, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
+	defer cancel()
+	sum.CloudListCalls++
+	insts, err := c.lister.ListInstances(lctx)
+	if err != nil {
+		return nil, err // the cloud wrapper names the operation
+	}
+	idx := newIndex(insts)
+	return func(_ context.Context, n *corev1.Node) (bool, bool, error) { return idx.lookup(n) }, nil
+}
+
+// errCannotTell marks a Node the provider can never answer for.
+var errCannotTell = errors.New("the cloud provider cannot tell (NotImplemented)")
+
+// checkOne asks the cloud about one Node with the standard calls.
+func (c *Controller) checkOne(ctx context.Context, n *corev1.Node) (exists, shutdown bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
+	defer cancel()
+	exists, err = c.instances.InstanceExists(ctx, n)
+	if errors.Is(err, cloudprovider.NotImplemented) {
+		return false, false, fmt.Errorf("%w: %w", errCannotTell, err)
+	}
+	if err != nil {
+		return false, false, err // the cloud wrapper names the operation
+	}
+	if !exists {
+		return false, false, nil
+	}
+	shutdown, err = c.instances.InstanceShutdown(ctx, n)
+	if errors.Is(err, cloudprovider.InstanceNotFound) {
+		// Gone between the two calls: the next period sees it gone.
+		return true, false, nil
+	}
+	if err != nil {
+		return true, false, err // the cloud wrapper names the operation
+	}
+	return true, shutdown, nil
+}
+
+// undecided records that the cloud could not answer for these Nodes.
+func (c *Controller) undecided(ctx context.Context, nodes []*corev1.Node, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	c.metrics.cloudErrors.Inc()
+	klog.FromContext(ctx).Info("Cloud did not answer; not deleting or tainting NotReady nodes this period", "nodes", len(nodes), "err", err)
+	for _, n := range nodes {
+		c.event(n, corev1.EventTypeWarning, ReasonCloudCheckFailed, actionCheck, "Could not check the node's instance, will retry: %v", err)
+	}
+}
+
+// deleteNode deletes a Node whose machine is gone. The preconditions make
+// the delete apply only to the Node as judged: a Node re-registered under
+// the same name, or one that changed since the cache showed it (became
+// Ready, say), is left for the next period.
+func (c *Controller) deleteNode(ctx context.Context, n *corev1.Node) error {
+	log := klog.FromContext(ctx).WithValues("node", klog.KObj(n))
+	log.Info("Deleting node: its instance no longer exists in the cloud")
+	c.event(n, corev1.EventTypeNormal, ReasonDeletingNode, actionDelete, "Deleting node %s because it does not exist in the cloud provider", n.Name)
+	uid, rv := n.UID, n.ResourceVersion
+	err := c.client.Delete(ctx, n, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if err == nil || apierrors.IsNotFound(err) {
+		c.metrics.deletions.WithLabelValues("success").Inc()
+		return nil
+	}
+	c.metrics.deletions.WithLabelValues("error").Inc()
+	if apierrors.IsConflict(err) {
+		log.V(2).Info("Node changed since it was judged; deciding again next period")
+		return nil
+	}
+	c.event(n, corev1.EventTypeWarning, ReasonDeletingNodeFailed, actionDelete, "Failed deleting node %s: %v", n.Name, err)
+	return fmt.Errorf("delete node %s: %w", n.Name, err)
+}
+
+func (c *Controller) addShutdownTaint(ctx context.Context, n *corev1.Node) error {
+	want := n.DeepCopy()
+	want.Spec.Taints = append(want.Spec.Taints, ShutdownTaint)
+	if err := c.client.Patch(ctx, want, client.StrategicMergeFrom(n)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("add shutdown taint to node %s: %w", n.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Tainted node: its instance is shut down", "node", klog.KObj(n))
+	c.metrics.taints.WithLabelValues("add").Inc()
+	return nil
+}
+
+func (c *Controller) removeShutdownTaint(ctx context.Context, n *corev1.Node) error {
+	want := n.DeepCopy()
+	want.Spec.Taints = slices.DeleteFunc(want.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&ShutdownTaint) })
+	if err := c.client.Patch(ctx, want, client.StrategicMergeFrom(n)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("remove shutdown taint from node %s: %w", n.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Removed shutdown taint from Ready node", "node", klog.KObj(n))
+	c.metrics.taints.WithLabelValues("remove").Inc()
+	return nil
+}
+
+func (c *Controller) event(n *corev1.Node, typ, reason, action, note string, args ...any) {
+	c.recorder.Eventf(n, nil, typ, reason, action, note, args...)
+}
+
+// isReady reports whether the Node's Ready condition is True; a missing
+// condition counts as Unknown, as upstream's controller treats it.
+func isReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasShutdownTaint(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&ShutdownTaint) })
+}

@@ -1,0 +1,55 @@
+package nodelifecycle
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratus-ccm/stratus/internal/metricsutil"
+)
+
+// Metric names.
+const (
+	MetricDeletions      = "stratus_node_lifecycle_deletions_total"
+	MetricShutdownTaints = "stratus_node_lifecycle_shutdown_taints_total"
+	MetricCloudErrors    = "stratus_node_lifecycle_cloud_errors_total"
+	MetricPeriodDuration = "stratus_node_lifecycle_period_duration_seconds"
+)
+
+type metrics struct {
+	deletions   *prometheus.CounterVec
+	taints      *prometheus.CounterVec
+	cloudErrors prometheus.Counter
+	duration    prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		deletions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricDeletions,
+			Help: "Nodes deleted because their machine is gone, by result (success, error).",
+		}, []string{"result"}),
+		taints: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricShutdownTaints,
+			Help: "Shutdown taints written, by action (add, remove).",
+		}, []string{"action"}),
+		cloudErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricCloudErrors,
+			Help: "Cloud answers that left a NotReady Node undecided (errors, timeouts, rate limits).",
+		}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricPeriodDuration,
+			Help:    "Duration of one monitor period.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+	}
+	if err := metricsutil.Register(reg,
+		m.deletions,
+		m.taints,
+		m.cloudErrors,
+		m.duration,
+	); err != nil {
+		return nil, fmt.Errorf("node lifecycle controller metrics: %w", err)
+	}
+	return m, nil
+}

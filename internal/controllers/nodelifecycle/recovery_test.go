@@ -1,0 +1,29 @@
+package nodelifecycle
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
+)
+
+// A monitor period that failed during a cloud outage is run again as soon
+// as the cloud answers, not a period later.
+func TestPeriodRunsWhenCloudRecovers(t *testing.T) {
+	rec := &kittest.Recovery{}
+	c, err := New(Deps{Client: fake.NewClientBuilder().Build(), Instances: newCloud(), Recovery: rec}, Config{Period: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[pass]())
+	defer q.ShutDown()
+	rec.Fire() // before start: nothing to queue, and no panic
+	c.queue.Set(q)
+	rec.Fire()
+	if n := q.Len(); n != 1 {
+		t.Fatalf("queue holds %d passes after recovery, want 1", n)
+	}
+}

@@ -1,0 +1,216 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	cloudprovider "k8s.io/cloud-provider"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// ControllerName is the upstream name of this controller.
+const ControllerName = "node-route-controller"
+
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&corev1.Node{}} }
+
+// Event reasons and condition reasons, as upstream spells them.
+const (
+	ReasonFailedToCreateRoute = "FailedToCreateRoute"
+	ConditionRouteCreated     = "RouteCreated"
+	ConditionNoRouteCreated   = "NoRouteCreated"
+	eventAction               = "CreateRoute"
+)
+
+// Defaults.
+const (
+	DefaultReconcilePeriod = 10 * time.Second
+	DefaultConcurrency     = 10
+	DefaultCoalesce        = 500 * time.Millisecond
+	DefaultMaxBackoff      = 5 * time.Minute
+)
+
+// pass is the controller's one work item: every pass covers the whole
+// table, so concurrent Node events collapse into one pending pass.
+type pass struct{}
+
+// Config is the controller's configuration.
+type Config struct {
+	// ClusterName selects the cloud route table.
+	ClusterName string
+	// ClusterCIDRs bound the routes this controller considers its own.
+	ClusterCIDRs []netip.Prefix
+	// ReconcilePeriod is the longest time between two full passes.
+	ReconcilePeriod time.Duration
+	// Concurrency bounds parallel cloud calls within a pass.
+	Concurrency int
+	// Coalesce delays a pass after a Node event so that a burst of events
+	// costs one pass.
+	Coalesce time.Duration
+	// MaxBackoff caps the delay before a failed creation is retried; the
+	// first retry waits one ReconcilePeriod.
+	MaxBackoff time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Deps are the controller's collaborators.
+type Deps struct {
+	// Client lists Nodes (from the manager's cache in production) and
+	// patches their status.
+	Client client.Client
+	// Routes is the cloud's route API.
+	Routes cloudprovider.Routes
+	// Recorder emits events on Nodes; nil emits none.
+	Recorder events.EventRecorder
+	// Recovery, when set, tells the controller that the cloud answers again
+	// after an outage: a pass runs at once, without the routes' backoff.
+	Recovery cloud.RecoveryNotifier
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Controller reconciles cloud routes with Nodes' pod CIDRs.
+type Controller struct {
+	client   client.Client
+	routes   cloudprovider.Routes
+	recorder events.EventRecorder
+	cfg      Config
+	m        *metrics
+	backoff  *backoff
+	// queue is captured when the controller starts, for recovery.
+	queue kit.Queue[pass]
+}
+
+// New validates cfg and builds the controller. It has no side effects
+// beyond registering metrics.
+func New(deps Deps, cfg Config) (*Controller, error) {
+	if deps.Client == nil || deps.Routes == nil {
+		return nil, errors.New("route controller: Client and Routes are required")
+	}
+	if len(cfg.ClusterCIDRs) == 0 {
+		return nil, errors.New("route controller: at least one cluster CIDR is required to tell this cluster's routes apart")
+	}
+	if cfg.ReconcilePeriod <= 0 {
+		cfg.ReconcilePeriod = DefaultReconcilePeriod
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Coalesce < 0 {
+		cfg.Coalesce = 0
+	} else if cfg.Coalesce == 0 {
+		cfg.Coalesce = DefaultCoalesce
+	}
+	if cfg.MaxBackoff < cfg.ReconcilePeriod {
+		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.ReconcilePeriod)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	m, err := newMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		client: client.WithFieldOwner(deps.Client, ControllerName), routes: deps.Routes, recorder: kit.Recorder(deps.Recorder), cfg: cfg, m: m,
+		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff),
+	}
+	kit.OnRecovered(deps.Recovery, c.recovered)
+	return c, nil
+}
+
+// recovered runs a pass now that the cloud answers again, with every
+// route's backoff forgotten: the failures it counted were the outage's.
+func (c *Controller) recovered() {
+	c.backoff.reset()
+	c.queue.Add(pass{})
+}
+
+// SetupWithManager adds the controller to mgr; it may be called after the
+// manager has started.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	err := builder.TypedControllerManagedBy[pass](mgr).
+		Named(ControllerName).
+		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
+		// The first pass must run even in a cluster without Nodes, to delete
+		// stale routes; later passes are scheduled by RequeueAfter.
+		WatchesRawSource(c.queue.Source(pass{})).
+		WithOptions(controller.TypedOptions[pass]{
+			MaxConcurrentReconciles: 1,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[pass](time.Second, c.cfg.ReconcilePeriod),
+		}).
+		Complete(c)
+	if err != nil {
+		return fmt.Errorf("route controller: set up: %w", err)
+	}
+	return nil
+}
+
+// nodeHandler schedules a pass, after the coalescing delay, for the Node
+// events that can change the routes.
+func (c *Controller) nodeHandler() handler.TypedEventHandler[*corev1.Node, pass] {
+	enqueue := func(q workqueue.TypedRateLimitingInterface[pass]) {
+		q.AddAfter(pass{}, c.cfg.Coalesce)
+	}
+	return handler.TypedFuncs[*corev1.Node, pass]{
+		CreateFunc: func(_ context.Context, _ event.TypedCreateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[pass]) {
+			enqueue(q)
+		},
+		DeleteFunc: func(_ context.Context, _ event.TypedDeleteEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[pass]) {
+			enqueue(q)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[pass]) {
+			if routesMayChange(e.ObjectOld, e.ObjectNew) {
+				enqueue(q)
+			}
+		},
+	}
+}
+
+// routesMayChange is true when an update touches what routes derive from.
+func routesMayChange(old, cur *corev1.Node) bool {
+	return !slices.Equal(old.Spec.PodCIDRs, cur.Spec.PodCIDRs) ||
+		old.Spec.ProviderID != cur.Spec.ProviderID ||
+		old.UID != cur.UID ||
+		!slices.Equal(old.Status.Addresses, cur.Status.Addresses) ||
+		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
+}
+
+// Reconcile implements reconcile.TypedReconciler: one full pass, then the next
+// one a period later at the latest. A pass the cloud asked to retry later
+// (a RetryError) runs again after the delay it named, without counting as
+// a failure; any other error retries with backoff.
+func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
+	ctx = kit.WithController(ctx, ControllerName)
+	err := c.sync(ctx, p)
+	if res, ok := kit.RetryLater(ctx, err); ok {
+		return res, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: c.cfg.ReconcilePeriod}, nil
+}

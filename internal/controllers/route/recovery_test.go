@@ -1,0 +1,41 @@
+package route
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
+)
+
+// After a cloud outage a pass runs at once, and the routes whose creation
+// failed during it are not held back by the backoff the outage built up.
+func TestPassRunsWhenCloudRecovers(t *testing.T) {
+	fr := newFakeRoutes()
+	fr.failFor["10.244.0.0/24"] = errors.New("HTTP 503")
+	f := newFixture(t, fr, Config{}, node("a", "lc://a", "10.244.0.0/24"))
+	rec := &kittest.Recovery{}
+	c, err := New(Deps{Client: f.cl, Routes: fr, Recovery: rec}, f.c.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[pass]())
+	defer q.ShutDown()
+	c.queue.Set(q)
+	if err := c.sync(f.ctx, pass{}); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	k := routeKey{cidr: netip.MustParsePrefix("10.244.0.0/24"), node: "a"}
+	if c.backoff.ready(k, f.now) {
+		t.Fatal("the failed route is not backing off")
+	}
+	rec.Fire()
+	if n := q.Len(); n != 1 {
+		t.Fatalf("queue holds %d passes after recovery, want 1", n)
+	}
+	if !c.backoff.ready(k, f.now) {
+		t.Error("the failed route still backs off after the cloud recovered")
+	}
+}

@@ -1,0 +1,205 @@
+package route
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// sync runs one full pass: list the table once, delete what no Node
+// accounts for, create what routable Nodes miss, then bring every routable
+// Node's NetworkUnavailable condition in line.
+func (c *Controller) sync(ctx context.Context, _ pass) error {
+	log := klog.FromContext(ctx)
+	var nodes corev1.NodeList
+	if err := c.client.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("route controller: list nodes: %w", err)
+	}
+	routes, err := c.routes.ListRoutes(ctx, c.cfg.ClusterName)
+	if err != nil {
+		return fmt.Errorf("route controller: list routes of cluster %s: %w", c.cfg.ClusterName, err)
+	}
+	p := buildPlan(nodes.Items, routes, c.cfg.ClusterCIDRs)
+	log.V(4).Info("Route pass", "nodes", len(nodes.Items), "routes", len(routes), "delete", len(p.remove), "create", len(p.create))
+
+	if c.deleteRoutes(ctx, p.remove) > 0 {
+		// Room was made in the table: failed creations may succeed now.
+		c.backoff.reset()
+	}
+	c.createRoutes(ctx, p)
+	c.m.backedOff.Set(float64(c.backoff.retain(p.wanted)))
+	return c.updateConditions(ctx, p)
+}
+
+// parallel runs fn for every item with at most c.cfg.Concurrency at once.
+func parallel[T any](c *Controller, items []T, fn func(T)) {
+	sem := make(chan struct{}, c.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for _, it := range items {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(it)
+		})
+	}
+	wg.Wait()
+}
+
+// deleteRoutes deletes routes in parallel and returns how many went.
+func (c *Controller) deleteRoutes(ctx context.Context, routes []*cloudprovider.Route) int {
+	log := klog.FromContext(ctx)
+	var mu sync.Mutex
+	deleted := 0
+	parallel(c, routes, func(r *cloudprovider.Route) {
+		if err := c.routes.DeleteRoute(ctx, c.cfg.ClusterName, r); err != nil {
+			c.m.deletes.WithLabelValues(kit.ResultError).Inc()
+			log.Error(err, "Could not delete route", "route", r.Name, "destination", r.DestinationCIDR, "target", r.TargetNode)
+			return
+		}
+		c.m.deletes.WithLabelValues(kit.ResultSuccess).Inc()
+		log.Info("Deleted route", "route", r.Name, "destination", r.DestinationCIDR, "target", r.TargetNode, "blackhole", r.Blackhole)
+		mu.Lock()
+		deleted++
+		mu.Unlock()
+	})
+	return deleted
+}
+
+// createRoutes creates the missing routes whose backoff allows a try and
+// records the outcome per Node in p.routable.
+func (c *Controller) createRoutes(ctx context.Context, p *plan) {
+	log := klog.FromContext(ctx)
+	now := c.cfg.Now()
+	var due []wantedRoute
+	for _, w := range p.create {
+		if c.backoff.ready(w.key, now) {
+			due = append(due, w)
+		} else {
+			log.V(4).Info("Route creation backing off", "node", klog.KObj(w.node), "destination", w.key.cidr)
+		}
+	}
+	var mu sync.Mutex
+	parallel(c, due, func(w wantedRoute) {
+		r := &cloudprovider.Route{
+			TargetNode:          types.NodeName(w.node.Name),
+			TargetNodeAddresses: w.node.Status.Addresses,
+			DestinationCIDR:     w.key.cidr.String(),
+		}
+		err := c.routes.CreateRoute(ctx, c.cfg.ClusterName, w.nameHint, r)
+		mu.Lock()
+		defer mu.Unlock()
+		nr := p.routable[w.node.Name]
+		if err == nil {
+			c.m.creates.WithLabelValues(kit.ResultSuccess).Inc()
+			c.backoff.succeeded(w.key)
+			nr.missing--
+			log.Info("Created route", "node", klog.KObj(w.node), "destination", w.key.cidr, "nameHint", w.nameHint)
+			return
+		}
+		if errors.Is(err, cloud.ErrObserveOnly) {
+			// Observe mode recorded the creation as planned: count the
+			// route as the real creation would leave it, so the Node's
+			// condition is not planned as NetworkUnavailable and no
+			// failure is reported for a call that was never made.
+			nr.missing--
+			return
+		}
+		c.m.creates.WithLabelValues(kit.ResultError).Inc()
+		if errors.Is(err, cloud.ErrQuotaExceeded) {
+			c.m.quota.Inc()
+		}
+		retryAt := c.backoff.failed(w.key, c.cfg.Now())
+		nr.errs = append(nr.errs, fmt.Sprintf("%s: %v", w.key.cidr, err))
+		log.Error(err, "Could not create route", "node", klog.KObj(w.node), "destination", w.key.cidr, "retryAt", retryAt)
+		c.recorder.Eventf(w.node, nil, corev1.EventTypeWarning, ReasonFailedToCreateRoute, eventAction,
+			"Could not create route %s for node %s: %v", w.key.cidr, w.node.Name, err)
+	})
+}
+
+// wantCondition is the NetworkUnavailable condition a routable Node should
+// carry after this pass.
+func wantCondition(nr *nodeRoutes) (corev1.ConditionStatus, string, string) {
+	if nr.missing <= 0 {
+		cidrs := strings.Join(nr.node.Spec.PodCIDRs, ", ")
+		return corev1.ConditionFalse, ConditionRouteCreated, "Cloud routes exist for pod CIDRs " + cidrs
+	}
+	if len(nr.errs) > 0 {
+		return corev1.ConditionTrue, ConditionNoRouteCreated, "Could not create cloud routes: " + strings.Join(nr.errs, "; ")
+	}
+	return corev1.ConditionTrue, ConditionNoRouteCreated, fmt.Sprintf("%d cloud route(s) missing; creation is backing off after failures", nr.missing)
+}
+
+// updateConditions patches NetworkUnavailable on routable Nodes where its
+// status or reason differs from what this pass found.
+func (c *Controller) updateConditions(ctx context.Context, p *plan) error {
+	names := make([]string, 0, len(p.routable))
+	for name := range p.routable {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var mu sync.Mutex
+	var errs []string
+	parallel(c, names, func(name string) {
+		nr := p.routable[name]
+		status, reason, msg := wantCondition(nr)
+		cur := condition(nr.node)
+		if cur != nil && cur.Status == status && cur.Reason == reason {
+			return
+		}
+		transition := metav1.NewTime(c.cfg.Now())
+		if cur != nil && cur.Status == status {
+			transition = cur.LastTransitionTime // only the reason changes
+		}
+		if err := c.patchCondition(ctx, nr.node, corev1.NodeCondition{
+			Type: corev1.NodeNetworkUnavailable, Status: status, Reason: reason, Message: msg,
+			LastTransitionTime: transition, LastHeartbeatTime: metav1.NewTime(c.cfg.Now()),
+		}); err != nil {
+			mu.Lock()
+			errs = append(errs, err.Error())
+			mu.Unlock()
+			return
+		}
+		klog.FromContext(ctx).V(2).Info("Set NetworkUnavailable", "node", klog.KObj(nr.node), "status", status, "reason", reason)
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("route controller: update NetworkUnavailable: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func condition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeNetworkUnavailable {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// patchCondition writes one condition with a strategic merge patch, which
+// merges status.conditions by type and leaves the kubelet's others alone.
+func (c *Controller) patchCondition(ctx context.Context, n *corev1.Node, cond corev1.NodeCondition) error {
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{cond}}})
+	if err != nil {
+		return fmt.Errorf("encode condition patch: %w", err)
+	}
+	target := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
+	if err := c.client.Status().Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, body)); err != nil {
+		return fmt.Errorf("patch node %s: %w", n.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,291 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// ControllerName is the controller's name, as upstream spells it; events,
+// logs, the field manager of its writes and the --controllers flag carry it.
+const ControllerName = "service-lb-controller"
+
+// Watches returns the kinds the controller reads through the manager's
+// shared cache (Nodes and Services). The daemon starts and syncs their informers on
+// every replica before the lease is won, so a standby that takes over
+// hands this controller complete caches; a test pins it to what
+// SetupWithManager really watches.
+func Watches() []client.Object { return []client.Object{&corev1.Node{}, &corev1.Service{}} }
+
+// Defaults of Config.
+const (
+	// DefaultWorkers: Services are independent, so syncs run in parallel;
+	// the cloud's rate limit, not the worker count, should bound a burst.
+	DefaultWorkers = 10
+	// DefaultNodeSyncDelay is the quiet period of node changes: a change
+	// after it updates the load balancers at once; changes closer together
+	// are a burst (autoscaler, rolling upgrade), whose pass waits until the
+	// changes have stopped for a quarter of it and no node is still being
+	// initialized, at most five times it (see nodePacer). One update per
+	// load balancer per burst is what a cloud's rate limit can afford.
+	DefaultNodeSyncDelay = time.Second
+	// DefaultMinRetryDelay and DefaultMaxRetryDelay bound the per-Service
+	// exponential backoff after errors (upstream's values).
+	DefaultMinRetryDelay = 5 * time.Second
+	DefaultMaxRetryDelay = 300 * time.Second
+	// DefaultOrphanInterval is the period of the orphan collector.
+	DefaultOrphanInterval = 5 * time.Minute
+)
+
+// Config tunes the controller. Zero values take the defaults above.
+type Config struct {
+	// ClusterName is passed to every LoadBalancer call.
+	ClusterName string
+	// LoadBalancerClass: Services whose spec.loadBalancerClass is unset or
+	// equal to it are handled; empty handles only Services without a class.
+	LoadBalancerClass string
+	Workers           int
+	NodeSyncDelay     time.Duration
+	MinRetryDelay     time.Duration
+	MaxRetryDelay     time.Duration
+
+	// DeleteOrphans deletes orphaned load balancers after OrphanGrace;
+	// otherwise they are only reported. Orphans are looked for every
+	// OrphanInterval when Deps.Lister is set.
+	DeleteOrphans  bool
+	OrphanGrace    time.Duration
+	OrphanInterval time.Duration
+}
+
+// Deps are the controller's collaborators.
+type Deps struct {
+	// Client reads Services (from the manager's cache in production) and
+	// writes their finalizer and status.
+	Client client.Client
+	// APIReader reads Services from the API server, past the cache: an
+	// orphan is deleted only after a live read confirms it. Required with
+	// Lister.
+	APIReader client.Reader
+	// LoadBalancer is the cloud's load balancer API.
+	LoadBalancer cloudprovider.LoadBalancer
+	// Lister, when set, enables the orphan collector.
+	Lister cloud.LoadBalancerLister
+	// Annotations, when set, names the annotations under the provider's
+	// prefix it does not read; each sync warns about them on the Service.
+	Annotations cloud.AnnotationChecker
+	// Recovery, when set, tells the controller that the cloud answers again
+	// after an outage: the Services whose sync failed are retried at once.
+	Recovery cloud.RecoveryNotifier
+	// Recorder receives events about Services; nil emits none.
+	Recorder events.EventRecorder
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// key is one work item: a Service, or one of the two passes that concern
+// every load balancer. The passes are single keys, so that any number of
+// triggers while one is pending cost one pass.
+type key struct {
+	// Service names the Service to sync; zero for a pass.
+	Service types.NamespacedName
+	// Pass names the pass; empty for a Service.
+	Pass string
+}
+
+var (
+	// nodesKey: the node set changed; update the load balancers whose
+	// node set differs.
+	nodesKey = key{Pass: "nodes"}
+	// orphansKey: look for load balancers whose Service is gone.
+	orphansKey = key{Pass: "orphans"}
+)
+
+func serviceKey(svc *corev1.Service) key {
+	return key{Service: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}}
+}
+
+// Controller is the service-lb-controller.
+type Controller struct {
+	cfg       Config
+	client    client.Client
+	apiReader client.Reader
+	lb        cloudprovider.LoadBalancer
+	lister    cloud.LoadBalancerLister
+	annots    cloud.AnnotationChecker
+	events    events.EventRecorder
+	metrics   *metrics
+	now       func() time.Time
+	nodePacer *nodePacer
+
+	nodes   *nodeTracker
+	state   *stateStore
+	orphans *orphanTracker
+	// failed holds the Services whose last sync failed, retried at once
+	// when the cloud recovers.
+	failed *failedSet
+	// queue is captured when the controller starts, for the node pass,
+	// drift and recovery.
+	queue kit.Queue[key]
+}
+
+// New builds a controller; it starts nothing (SetupWithManager does).
+func New(d Deps, cfg Config) (*Controller, error) {
+	switch {
+	case d.Client == nil:
+		return nil, errors.New("service controller: Client is required")
+	case d.LoadBalancer == nil:
+		return nil, errors.New("service controller: LoadBalancer is required")
+	case d.Lister != nil && d.APIReader == nil:
+		return nil, errors.New("service controller: APIReader is required with Lister, to confirm orphans")
+	}
+	cfg = withDefaults(cfg)
+	if cfg.MinRetryDelay > cfg.MaxRetryDelay {
+		return nil, fmt.Errorf("service controller: min retry delay %v exceeds max %v", cfg.MinRetryDelay, cfg.MaxRetryDelay)
+	}
+	m, err := newMetrics(d.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		cfg: cfg, client: client.WithFieldOwner(d.Client, ControllerName), apiReader: d.APIReader,
+		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: kit.Recorder(d.Recorder), metrics: m, now: time.Now,
+		nodePacer: newNodePacer(cfg.NodeSyncDelay),
+		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
+	}
+	kit.OnRecovered(d.Recovery, c.retryFailed)
+	return c, nil
+}
+
+// firstKeys are the passes queued when the controller starts: the first
+// orphan pass, when the provider can list load balancers.
+func (c *Controller) firstKeys() []key {
+	if c.lister == nil {
+		return nil
+	}
+	return []key{orphansKey}
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.NodeSyncDelay <= 0 {
+		cfg.NodeSyncDelay = DefaultNodeSyncDelay
+	}
+	if cfg.MinRetryDelay <= 0 {
+		cfg.MinRetryDelay = DefaultMinRetryDelay
+	}
+	if cfg.MaxRetryDelay <= 0 {
+		cfg.MaxRetryDelay = DefaultMaxRetryDelay
+	}
+	if cfg.OrphanInterval <= 0 {
+		cfg.OrphanInterval = DefaultOrphanInterval
+	}
+	if cfg.OrphanGrace < 0 {
+		cfg.OrphanGrace = 0
+	}
+	return cfg
+}
+
+// SetupWithManager adds the controller to mgr; it may be called after the
+// manager has started. The workers start once both caches have synced and
+// the handlers have seen every existing Node and Service, so that the
+// first syncs see every node: a load balancer created with half the nodes
+// would need a second call at once.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	err := builder.TypedControllerManagedBy[key](mgr).
+		Named(ControllerName).
+		// The node pass queues Services itself, through the captured
+		// queue; the first orphan pass runs at start and each schedules
+		// the next.
+		WatchesRawSource(c.queue.Source(c.firstKeys()...)).
+		// Nodes first: their replay of existing objects starts first too.
+		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
+		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Service{}, c.serviceHandler())).
+		WithOptions(controller.TypedOptions[key]{
+			MaxConcurrentReconciles: c.cfg.Workers,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[key](c.cfg.MinRetryDelay, c.cfg.MaxRetryDelay),
+		}).
+		WithLogConstructor(logConstructor(mgr.GetLogger())).
+		Complete(c)
+	if err != nil {
+		return fmt.Errorf("service controller: set up: %w", err)
+	}
+	mgr.GetLogger().V(2).Info("Service controller set up", "controller", ControllerName, "workers", c.cfg.Workers,
+		"loadBalancerClass", c.cfg.LoadBalancerClass, "orphanCollector", c.lister != nil, "deleteOrphans", c.cfg.DeleteOrphans)
+	return nil
+}
+
+// logConstructor names the Service or the pass in every log line of a
+// reconcile.
+func logConstructor(base logr.Logger) func(*key) logr.Logger {
+	base = base.WithValues("controller", ControllerName)
+	return func(k *key) logr.Logger {
+		switch {
+		case k == nil:
+			return base
+		case k.Pass != "":
+			return base.WithValues("pass", k.Pass)
+		default:
+			return base.WithValues("service", klog.KRef(k.Service.Namespace, k.Service.Name))
+		}
+	}
+}
+
+// Reconcile implements reconcile.TypedReconciler: a pass, or one Service's
+// sync, whose result schedules what follows: nothing, a retry after the
+// delay the cloud asked for, or (on error) a retry with per-Service
+// exponential backoff. The queue never hands the same key to two workers,
+// so a Service's syncs never overlap; other Services proceed.
+func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, error) {
+	ctx = kit.WithController(ctx, ControllerName)
+	switch k {
+	case nodesKey:
+		if d := c.nodePacer.wait(c.now()); d > 0 {
+			// A burst is still under way; its last change decides.
+			return reconcile.Result{RequeueAfter: d}, nil
+		}
+		if q, ok := c.queue.Get(); ok {
+			c.nodePass(ctx, q)
+		}
+		return reconcile.Result{}, nil
+	case orphansKey:
+		if err := c.collectOrphans(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "Looking for orphaned load balancers failed; will try again", "after", c.cfg.OrphanInterval)
+		}
+		return reconcile.Result{RequeueAfter: c.cfg.OrphanInterval}, nil
+	}
+	start := c.now()
+	err := c.sync(ctx, k.Service)
+	c.metrics.syncDuration.Observe(c.now().Sub(start).Seconds())
+	c.failed.set(k, err != nil && !isRetryAfter(err))
+	if err == nil {
+		c.metrics.syncs.WithLabelValues(kit.ResultSuccess).Inc()
+		return reconcile.Result{}, nil
+	}
+	if res, ok := kit.RetryLater(ctx, err); ok {
+		c.metrics.syncs.WithLabelValues(kit.ResultRetry).Inc()
+		return res, nil
+	}
+	c.metrics.syncs.WithLabelValues(kit.ResultError).Inc()
+	return reconcile.Result{}, err
+}

@@ -1,0 +1,63 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
+)
+
+// A Service whose sync failed during a cloud outage is queued again as soon
+// as the cloud answers, not after the backoff it accumulated; one that
+// synced since, or never failed, is not.
+func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), lbService("ns", "ok"), node("n1"))
+	rec := &kittest.Recovery{}
+	c, err := New(Deps{Client: h.cl, APIReader: h.cl, LoadBalancer: h.lb, Recorder: h.recorder, Recovery: rec}, Config{ClusterName: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.queue.Set(h.q)
+	c.nodes.upsert(node("n1"))
+	if rec.Subscribers() != 1 {
+		t.Fatalf("controller subscribed %d times to recovery, want 1", rec.Subscribers())
+	}
+	ctx := context.Background()
+	web, ok := serviceKey(h.service("ns", "web")), serviceKey(h.service("ns", "ok"))
+
+	outage := errors.New("HTTP 503")
+	h.lb.failNext("EnsureLoadBalancer", outage)
+	if _, err := c.Reconcile(ctx, web); !errors.Is(err, outage) {
+		t.Fatalf("sync during the outage: %v", err)
+	}
+	// The backoff the outage built up: far longer than the test.
+	h.q.AddAfter(web, time.Hour)
+	if _, err := c.Reconcile(ctx, ok); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.q.Len(); n != 0 {
+		t.Fatalf("queue holds %d items before recovery, want 0 (web waits out its backoff)", n)
+	}
+
+	rec.Fire()
+	if n := h.q.Len(); n != 1 {
+		t.Fatalf("queue holds %d items after recovery, want 1 (web)", n)
+	}
+	got, _ := h.q.Get()
+	h.q.Done(got)
+	if got != web {
+		t.Fatalf("queued %v, want %v", got, web)
+	}
+	if _, err := c.Reconcile(ctx, web); err != nil {
+		t.Fatalf("sync after recovery: %v", err)
+	}
+	if st := h.service("ns", "web").Status.LoadBalancer; len(st.Ingress) == 0 {
+		t.Fatal("web has no load balancer after the retry")
+	}
+	rec.Fire()
+	if n := h.q.Len(); n != 0 {
+		t.Fatalf("a recovery after web synced queued %d items, want 0", n)
+	}
+}

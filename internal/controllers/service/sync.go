@@ -1,0 +1,214 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// maxNodeNamesInEvents bounds the node list in events and logs.
+const maxNodeNamesInEvents = 20
+
+// sync brings one Service's load balancer to what the Service asks for.
+// It returns an error carrying a RetryError when the cloud asked to come
+// back later; any other error is retried with backoff.
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
+	svc := &corev1.Service{}
+	err := c.client.Get(ctx, key, svc)
+	if apierrors.IsNotFound(err) {
+		// The finalizer guarantees that a Service with a load balancer is
+		// seen with a deletion timestamp first; nothing is left to do.
+		c.state.forget(key)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sync service %s: get: %w", key, err)
+	}
+	class := c.cfg.LoadBalancerClass
+	switch {
+	case needsCleanup(svc, class):
+		return c.cleanup(ctx, key, svc)
+	case svc.DeletionTimestamp != nil || !wantsLoadBalancer(svc, class):
+		c.state.forget(key)
+		return nil
+	}
+	// The finalizer goes on before the cloud is touched, so the Service
+	// cannot disappear while a load balancer exists for it.
+	if svc, err = c.addFinalizer(ctx, svc); err != nil {
+		return fmt.Errorf("sync service %s: add finalizer: %w", key, err)
+	}
+	st := c.state.get(key)
+	nodes := c.nodes.snapshot()
+	switch {
+	case st == nil || st.uid != svc.UID || !lbConfigEqual(st.applied, svc):
+		return c.ensure(ctx, key, svc, nodes)
+	case !sameNodes(st.nodes, nodes):
+		if c.nodePacer.holding(c.now()) {
+			// A burst of node changes is under way: its pass queues this
+			// Service again once the node set has settled, so the load
+			// balancer is updated once, not once per node.
+			klog.FromContext(ctx).V(4).Info("Node set changing; the update waits for the burst's node pass")
+			return nil
+		}
+		gone, err := c.updateHosts(ctx, key, svc, st, nodes)
+		if gone {
+			// A load balancer removed behind the controller's back is
+			// recreated by a full ensure, at once rather than after a
+			// backoff.
+			return c.ensure(ctx, key, svc, nodes)
+		}
+		return err
+	default:
+		// Nothing changed for the cloud; status may have been reset by
+		// someone else.
+		if err := c.patchStatus(ctx, svc, &st.status); err != nil {
+			return fmt.Errorf("sync service %s: %w", key, err)
+		}
+		return nil
+	}
+}
+
+// ensure creates or updates the load balancer with EnsureLoadBalancer.
+func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *corev1.Service, nodes nodeSet) error {
+	logger := klog.FromContext(ctx)
+	if !c.state.setRetrying(key, false) {
+		logger.V(2).Info("Ensuring load balancer", "nodes", len(nodes.nodes))
+		c.event(svc, corev1.EventTypeNormal, ReasonEnsuringLoadBalancer, actionEnsure, "Ensuring load balancer")
+	}
+	c.warnUnknownAnnotations(svc)
+	if len(nodes.nodes) == 0 {
+		c.event(svc, corev1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionEnsure, "There are no available nodes for LoadBalancer")
+	}
+	status, err := c.lb.EnsureLoadBalancer(ctx, c.cfg.ClusterName, svc, nodes.nodes)
+	switch {
+	case errors.Is(err, cloudprovider.ImplementedElsewhere):
+		logger.V(4).Info("Load balancer is implemented elsewhere; nothing to do")
+		return nil
+	case err != nil:
+		if _, ok := cloud.RetryAfter(err); ok {
+			// Expected while the cloud provisions: no warning event.
+			c.state.setRetrying(key, true)
+			return fmt.Errorf("sync service %s: ensure load balancer: %w", key, err)
+		}
+		c.event(svc, corev1.EventTypeWarning, ReasonSyncLoadBalancerFailed, actionEnsure, "Error syncing load balancer: %v", err)
+		return fmt.Errorf("sync service %s: ensure load balancer: %w", key, err)
+	case status == nil:
+		err := errors.New("the provider's EnsureLoadBalancer returned no status")
+		c.event(svc, corev1.EventTypeWarning, ReasonSyncLoadBalancerFailed, actionEnsure, "Error syncing load balancer: %v", err)
+		return fmt.Errorf("sync service %s: %w", key, err)
+	}
+	c.event(svc, corev1.EventTypeNormal, ReasonEnsuredLoadBalancer, actionEnsure, "Ensured load balancer")
+	c.warnIfIPIgnored(svc, status)
+	// Recorded before the status write, so that a failed write is retried
+	// without another cloud call.
+	c.state.set(key, &lbState{uid: svc.UID, applied: svc, status: *status.DeepCopy(), nodes: nodes})
+	if err := c.patchStatus(ctx, svc, status); err != nil {
+		return fmt.Errorf("sync service %s: %w", key, err)
+	}
+	return nil
+}
+
+// warnUnknownAnnotations says so on the Service when it carries
+// annotations under the provider's prefix that the provider does not read:
+// a misspelt annotation would otherwise be ignored in silence.
+func (c *Controller) warnUnknownAnnotations(svc *corev1.Service) {
+	if c.annots == nil {
+		return
+	}
+	if unknown, known := c.annots.UnknownAnnotations(svc); len(unknown) > 0 {
+		c.event(svc, corev1.EventTypeWarning, ReasonUnknownAnnotation, actionEnsure,
+			"annotations %v are not read by the cloud provider and have no effect (it reads %v)", unknown, known)
+	}
+}
+
+// warnIfIPIgnored says so on the Service when it asked for
+// spec.loadBalancerIP and the provider, which may not support the field
+// (upstream deprecated it), published other addresses: the request would
+// otherwise be ignored in silence.
+func (c *Controller) warnIfIPIgnored(svc *corev1.Service, status *corev1.LoadBalancerStatus) {
+	want := svc.Spec.LoadBalancerIP
+	if want == "" || len(status.Ingress) == 0 {
+		return
+	}
+	got := make([]string, 0, len(status.Ingress))
+	for _, in := range status.Ingress {
+		if in.IP == want {
+			return
+		}
+		got = append(got, in.IP+in.Hostname)
+	}
+	c.event(svc, corev1.EventTypeWarning, ReasonLoadBalancerIPIgnored, actionEnsure,
+		"spec.loadBalancerIP %s was not honoured by the cloud provider, which assigned %v", want, got)
+}
+
+// updateHosts tells the cloud about a new node set, leaving the rest of
+// the load balancer alone (upstream's UpdateLoadBalancer contract). It
+// reports gone, with its record forgotten, when the update failed because
+// the load balancer no longer exists.
+func (c *Controller) updateHosts(ctx context.Context, key types.NamespacedName, svc *corev1.Service, st *lbState, nodes nodeSet) (gone bool, err error) {
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Updating load balancer hosts", "nodes", len(nodes.nodes), "names", nodeNames(nodes.nodes, maxNodeNamesInEvents))
+	err = c.lb.UpdateLoadBalancer(ctx, c.cfg.ClusterName, svc, nodes.nodes)
+	if err == nil || errors.Is(err, cloudprovider.ImplementedElsewhere) {
+		c.metrics.updates.WithLabelValues(kit.ResultSuccess).Inc()
+		c.state.set(key, &lbState{uid: st.uid, applied: st.applied, status: st.status, nodes: nodes})
+		if len(nodes.nodes) == 0 {
+			c.event(svc, corev1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionUpdate, "There are no available nodes for LoadBalancer")
+		} else {
+			c.event(svc, corev1.EventTypeNormal, ReasonUpdatedLoadBalancer, actionUpdate, "Updated load balancer with new hosts")
+		}
+		return false, nil
+	}
+	if _, ok := cloud.RetryAfter(err); ok {
+		c.metrics.updates.WithLabelValues(kit.ResultRetry).Inc()
+		return false, fmt.Errorf("sync service %s: update load balancer: %w", key, err)
+	}
+	c.metrics.updates.WithLabelValues(kit.ResultError).Inc()
+	if _, exists, gerr := c.lb.GetLoadBalancer(ctx, c.cfg.ClusterName, svc); gerr == nil && !exists {
+		logger.Info("Load balancer is gone; ensuring it again")
+		c.state.forget(key)
+		return true, nil
+	}
+	c.event(svc, corev1.EventTypeWarning, ReasonUpdateLoadBalancerFailed, actionUpdate,
+		"Error updating load balancer with new hosts %v [node names limited, total number of nodes: %d], error: %v",
+		nodeNames(nodes.nodes, maxNodeNamesInEvents), len(nodes.nodes), err)
+	return false, fmt.Errorf("sync service %s: update load balancer: %w", key, err)
+}
+
+// cleanup deletes the load balancer of a Service that no longer wants one,
+// clears its status and only then removes the finalizer.
+func (c *Controller) cleanup(ctx context.Context, key types.NamespacedName, svc *corev1.Service) error {
+	klog.FromContext(ctx).V(2).Info("Deleting load balancer", "deleting", svc.DeletionTimestamp != nil, "type", svc.Spec.Type)
+	c.event(svc, corev1.EventTypeNormal, ReasonDeletingLoadBalancer, actionDelete, "Deleting load balancer")
+	err := c.lb.EnsureLoadBalancerDeleted(ctx, c.cfg.ClusterName, svc)
+	if err != nil && !errors.Is(err, cloudprovider.ImplementedElsewhere) {
+		if _, ok := cloud.RetryAfter(err); !ok {
+			c.event(svc, corev1.EventTypeWarning, ReasonDeleteLoadBalancerFailed, actionDelete, "Error deleting load balancer: %v", err)
+		}
+		return fmt.Errorf("sync service %s: delete load balancer: %w", key, err)
+	}
+	c.state.forget(key)
+	if svc.DeletionTimestamp == nil {
+		if err := c.patchStatus(ctx, svc, &corev1.LoadBalancerStatus{}); err != nil {
+			return fmt.Errorf("sync service %s: %w", key, err)
+		}
+	}
+	if err := c.removeFinalizer(ctx, svc); err != nil {
+		return fmt.Errorf("sync service %s: remove finalizer: %w", key, err)
+	}
+	c.event(svc, corev1.EventTypeNormal, ReasonDeletedLoadBalancer, actionDelete, "Deleted load balancer")
+	return nil
+}
+
+func (c *Controller) event(svc *corev1.Service, eventType, reason, action, note string, args ...any) {
+	c.events.Eventf(svc, nil, eventType, reason, action, note, args...)
+}

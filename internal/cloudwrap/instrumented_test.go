@@ -76,6 +76,7 @@ func requests(t *testing.T, c *Cloud, op, result string) float64 {
 }
 
 func TestCountsCallsByOperationAndResult(t *testing.T) {
+	t.Parallel()
 	p := &stubProvider{}
 	c, reg := instrument(t, p, Options{})
 	in, ok := c.InstancesV2()
@@ -109,6 +110,7 @@ func TestCountsCallsByOperationAndResult(t *testing.T) {
 }
 
 func TestErrorsPassThroughWrapped(t *testing.T) {
+	t.Parallel()
 	p := &stubProvider{err: cloudprovider.InstanceNotFound}
 	c, _ := instrument(t, p, Options{})
 	in, _ := c.InstancesV2()
@@ -135,6 +137,7 @@ func TestErrorsPassThroughWrapped(t *testing.T) {
 }
 
 func TestRateLimitHoldsCallsBack(t *testing.T) {
+	t.Parallel()
 	p := &stubProvider{}
 	// One token, refilled every 1000 s: the second call cannot be served
 	// before its context's deadline, so the limiter must refuse it without
@@ -159,6 +162,7 @@ func TestRateLimitHoldsCallsBack(t *testing.T) {
 }
 
 func TestExtensionsDetected(t *testing.T) {
+	t.Parallel()
 	plain, _ := instrument(t, &stubProvider{}, Options{})
 	if _, ok := plain.InstanceLister(); ok {
 		t.Error("InstanceLister reported for a provider without it")
@@ -179,6 +183,7 @@ func TestExtensionsDetected(t *testing.T) {
 }
 
 func TestInstrumentRejectsBadOptions(t *testing.T) {
+	t.Parallel()
 	if _, err := Instrument(&stubProvider{}, Options{QPS: -1}); err == nil || !strings.Contains(err.Error(), "qps") {
 		t.Errorf("negative qps: %v", err)
 	}
@@ -195,6 +200,7 @@ func TestInstrumentRejectsBadOptions(t *testing.T) {
 // successes, "not found" answers and retries the cloud asked for are not
 // outages.
 func TestRecoveredAfterOutage(t *testing.T) {
+	t.Parallel()
 	p := &stubProvider{}
 	c, _ := instrument(t, p, Options{})
 	var recovered atomic.Int32
@@ -229,6 +235,7 @@ func TestRecoveredAfterOutage(t *testing.T) {
 
 // NotifyNextCall reports exactly the next call, with its operation.
 func TestNotifyNextCall(t *testing.T) {
+	t.Parallel()
 	c, _ := instrument(t, &stubProvider{}, Options{})
 	in, _ := c.InstancesV2()
 	ctx := context.Background()
@@ -245,6 +252,7 @@ func TestNotifyNextCall(t *testing.T) {
 }
 
 func TestInstancesV2OrAdapted(t *testing.T) {
+	t.Parallel()
 	t.Run("InstancesV2 preferred", func(t *testing.T) {
 		c, _ := instrument(t, &stubProvider{}, Options{})
 		in, ok := c.InstancesV2OrAdapted()

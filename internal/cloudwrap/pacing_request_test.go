@@ -53,6 +53,7 @@ func (p *requestPacedProvider) InstanceExists(ctx context.Context, _ *corev1.Nod
 // call waits in the gate, in the call's class, and each throttled request
 // counts and slows that class alone.
 func TestWrapperPacesAProvidersRequests(t *testing.T) {
+	t.Parallel()
 	p := &requestPacedProvider{perCall: 3, retryAfter: 2 * time.Second, throttleOn: 3}
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	c, _ := instrument(t, p, Options{Clock: clk})

@@ -107,6 +107,7 @@ func (s *simulation) over(from, to int) (sent, throttled int) {
 }
 
 func TestPacingConvergesUnderTheLimit(t *testing.T) {
+	t.Parallel()
 	s := newSimulation(newPacer(0, 0), 50, 10)
 	s.runUntil(60 * time.Second)
 	if got := s.p.current(); got == 0 {
@@ -130,6 +131,7 @@ func TestPacingConvergesUnderTheLimit(t *testing.T) {
 // sent before any limit is known. Lower and higher limits are reached
 // within 1.4 × their floor.
 func TestPacingReachesTheCloudsFloor(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		limit    float64
 		maxRatio float64
@@ -161,6 +163,7 @@ func TestPacingReachesTheCloudsFloor(t *testing.T) {
 }
 
 func TestPacingBacksOffWhenTheLimitDropsAndRecovers(t *testing.T) {
+	t.Parallel()
 	s := newSimulation(newPacer(0, 0), 50, 10)
 	s.runUntil(30 * time.Second)
 	s.cloud.setLimit(s.start.Add(30*time.Second), 10)
@@ -190,6 +193,7 @@ func TestPacingBacksOffWhenTheLimitDropsAndRecovers(t *testing.T) {
 }
 
 func TestPacingHonoursTheCeiling(t *testing.T) {
+	t.Parallel()
 	s := newSimulation(newPacer(20, 20), 1000, 10)
 	s.runUntil(30 * time.Second)
 	// The first second may spend the burst; afterwards, at most the ceiling.
@@ -207,6 +211,7 @@ func TestPacingHonoursTheCeiling(t *testing.T) {
 }
 
 func TestPacingWithoutThrottlingSetsNoLimit(t *testing.T) {
+	t.Parallel()
 	s := newSimulation(newPacer(0, 0), 1e6, 10)
 	s.runUntil(10 * time.Second)
 	if got := s.p.current(); got != 0 {
@@ -241,6 +246,7 @@ func (p *classifyingProvider) OperationClass(op string) string {
 // Throttled answers slow the class down; a RetryError about one object (a
 // load balancer still provisioning) or any other error does not.
 func TestWrapperRecognisesThrottling(t *testing.T) {
+	t.Parallel()
 	retry := cloudproviderapi.NewRetryError("load balancer provisioning", time.Second)
 	for name, tc := range map[string]struct {
 		err       error
@@ -283,6 +289,7 @@ func TestWrapperRecognisesThrottling(t *testing.T) {
 // A throttled answer's Retry-After holds the class's next call back until
 // it has passed.
 func TestWrapperHonoursThrottledRetryAfter(t *testing.T) {
+	t.Parallel()
 	p := &stubProvider{err: fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", 2*time.Second), cloud.ErrThrottled)}
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	c, _ := instrument(t, p, Options{Clock: clk})
@@ -326,6 +333,7 @@ func waitForWaiter(t *testing.T, clk *clocktesting.FakeClock) {
 // climbs to the cloud's real limit within seconds, not at the gentle pace
 // of probes above a limit it measured.
 func TestPacingRecoversFromAThrottleWhileIdle(t *testing.T) {
+	t.Parallel()
 	s := newSimulation(newPacer(0, 0), 50, 0)
 	for i := range 50 { // 10 calls/s for 5 s
 		at := s.start.Add(time.Duration(i) * 100 * time.Millisecond)

@@ -288,6 +288,7 @@ func argFor(t reflect.Type) reflect.Value {
 }
 
 func TestObserveRefusesEveryMutatingCall(t *testing.T) {
+	t.Parallel()
 	p := &everything{}
 	rec, err := observe.NewRecorder(nil)
 	if err != nil {
@@ -372,6 +373,7 @@ func TestObserveRefusesEveryMutatingCall(t *testing.T) {
 // A refused call whose context names no controller is planned for an
 // unknown one, not for a guess.
 func TestObserveWithoutControllerPlansForUnknown(t *testing.T) {
+	t.Parallel()
 	rec, err := observe.NewRecorder(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -399,6 +401,7 @@ func (p *inSync) PlanLoadBalancer(context.Context, string, *corev1.Service, []*c
 }
 
 func TestObserveEnsureInSyncPlansNothing(t *testing.T) {
+	t.Parallel()
 	p := &inSync{}
 	rec, err := observe.NewRecorder(nil)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestRegistryFallsBackToUpstreamGlobalRegistry(t *testing.T) {
+	t.Parallel()
 	const name = "stratus-test-global-registry"
 	cloudprovider.RegisterCloudProvider(name, func(io.Reader) (cloudprovider.Interface, error) {
 		return &fake.Cloud{Name: "stub"}, nil
@@ -32,6 +33,7 @@ func TestRegistryFallsBackToUpstreamGlobalRegistry(t *testing.T) {
 }
 
 func TestRegistryPrefersOwnEntries(t *testing.T) {
+	t.Parallel()
 	reg := cloud.NewRegistry()
 	called := false
 	if err := reg.Register("mine", func(io.Reader) (cloudprovider.Interface, error) {

@@ -164,6 +164,7 @@ func wantErr(t *testing.T, err error, targets ...error) {
 }
 
 func TestV1AdapterInstanceExists(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		node      *corev1.Node
@@ -214,6 +215,7 @@ func TestV1AdapterInstanceExists(t *testing.T) {
 }
 
 func TestV1AdapterInstanceShutdown(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		node      *corev1.Node
@@ -261,6 +263,7 @@ func TestV1AdapterInstanceShutdown(t *testing.T) {
 }
 
 func TestV1AdapterInstanceMetadata(t *testing.T) {
+	t.Parallel()
 	full := &cloudprovider.InstanceMetadata{ProviderID: "fake://i-1", InstanceType: "m.small",
 		NodeAddresses: m1.addrs, Zone: "zone-a", Region: "region-1"}
 	byID := []string{"NodeAddressesByProviderID(fake://i-1)", "InstanceTypeByProviderID(fake://i-1)", "GetZoneByProviderID(fake://i-1)"}
@@ -333,6 +336,7 @@ func TestV1AdapterInstanceMetadata(t *testing.T) {
 }
 
 func TestV1AdapterInstanceTypeFailure(t *testing.T) {
+	t.Parallel()
 	f := newFakeV1()
 	f.byID = map[string]fakeInstance{"fake://i-1": m1}
 	calls := 0
@@ -361,6 +365,7 @@ func (f *typeFailing) InstanceType(context.Context, types.NodeName) (string, err
 }
 
 func TestV1AdapterKeepsRetryError(t *testing.T) {
+	t.Parallel()
 	f := newFakeV1()
 	f.existsErr = cloudproviderapi.NewRetryError("slow down", 7*time.Second)
 	_, err := InstancesV2FromV1("fake", f, f).InstanceExists(context.Background(), testNode("n1", "fake://i-1"))

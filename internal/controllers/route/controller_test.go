@@ -21,6 +21,7 @@ import (
 )
 
 func TestCreatesRoutesForRoutableNodes(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes()
 	f := newFixture(t, cloud, Config{},
 		node("a", "lc://a", "10.244.0.0/24", "fd00:10:244::/64"),
@@ -47,6 +48,7 @@ func TestCreatesRoutesForRoutableNodes(t *testing.T) {
 }
 
 func TestSteadyStateCostsOneListAndNoWrites(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes()
 	f := newFixture(t, cloud, Config{}, node("a", "lc://a", "10.244.0.0/24"))
 	f.mustSync()
@@ -63,6 +65,7 @@ func TestSteadyStateCostsOneListAndNoWrites(t *testing.T) {
 }
 
 func TestDeletesRoutesNoNodeAccountsFor(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes(
 		&cloudprovider.Route{Name: "gone", TargetNode: "gone", DestinationCIDR: "10.244.9.0/24"},
 		&cloudprovider.Route{Name: "moved", TargetNode: "old", DestinationCIDR: "10.244.0.0/24"},
@@ -85,6 +88,7 @@ func TestDeletesRoutesNoNodeAccountsFor(t *testing.T) {
 }
 
 func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes()
 	cloud.quota = 2
 	f := newFixture(t, cloud, Config{ReconcilePeriod: 10 * time.Second},
@@ -152,6 +156,7 @@ func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 }
 
 func TestCreationsRunInParallelWithABound(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes()
 	cloud.gate = make(chan struct{})
 	var nodes []*corev1.Node
@@ -181,6 +186,7 @@ func TestCreationsRunInParallelWithABound(t *testing.T) {
 }
 
 func TestListFailureChangesNothing(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes(&cloudprovider.Route{Name: "x", TargetNode: "gone", DestinationCIDR: "10.244.9.0/24"})
 	cloud.listErr = errors.New("cloud unavailable")
 	f := newFixture(t, cloud, Config{}, node("a", "lc://a", "10.244.0.0/24"))
@@ -199,6 +205,7 @@ func TestListFailureChangesNothing(t *testing.T) {
 // to retry later runs again after the delay it named, not as a failure;
 // another failure goes to the queue's backoff.
 func TestReconcileMapsOutcomes(t *testing.T) {
+	t.Parallel()
 	fr := newFakeRoutes()
 	f := newFixture(t, fr, Config{ReconcilePeriod: time.Minute}, node("a", "lc://a", "10.244.0.0/24"))
 	res, err := f.c.Reconcile(f.ctx, pass{})
@@ -217,6 +224,7 @@ func TestReconcileMapsOutcomes(t *testing.T) {
 }
 
 func TestConditionKeepsTransitionTimeWhenOnlyReasonChanges(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes()
 	n := node("a", "lc://a", "10.244.0.0/24")
 	old := metav1.NewTime(time.Unix(1_600_000_000, 0))
@@ -237,6 +245,7 @@ func TestConditionKeepsTransitionTimeWhenOnlyReasonChanges(t *testing.T) {
 }
 
 func TestRoutesMayChange(t *testing.T) {
+	t.Parallel()
 	base := node("a", "lc://a", "10.244.0.0/24")
 	tests := []struct {
 		name   string
@@ -265,6 +274,7 @@ func TestRoutesMayChange(t *testing.T) {
 }
 
 func TestNewRequiresDepsAndClusterCIDRs(t *testing.T) {
+	t.Parallel()
 	rec := events.NewFakeRecorder(1)
 	if _, err := New(Deps{Routes: newFakeRoutes(), Recorder: rec}, Config{}); err == nil {
 		t.Error("missing client accepted")

@@ -13,6 +13,7 @@ import (
 // After a cloud outage a pass runs at once, and the routes whose creation
 // failed during it are not held back by the backoff the outage built up.
 func TestPassRunsWhenCloudRecovers(t *testing.T) {
+	t.Parallel()
 	fr := newFakeRoutes()
 	fr.failFor["10.244.0.0/24"] = errors.New("HTTP 503")
 	f := newFixture(t, fr, Config{}, node("a", "lc://a", "10.244.0.0/24"))

@@ -15,6 +15,7 @@ import (
 // An error passes the client, the provider and the instrumented wrapper;
 // each adds only what it knows, so no part of the message repeats.
 func TestErrorsSayEachThingOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0)
 	a := e.instance(t, "a")
 	cfg := fmt.Sprintf("url: %s\ntoken: %s\nclusterName: kubernetes\nmaxRetries: 0\n", e.srv.URL(), e.srv.Token())

@@ -20,6 +20,7 @@ import (
 // included, goes through the CCM's pacing (cloud.RequestPacer), and every
 // 429 reaches it and slows the requests down.
 func TestThrottledAnswersReachPacing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Millisecond)
 	for i := range 3 {
 		e.instance(t, fmt.Sprintf("thr-%d", i))

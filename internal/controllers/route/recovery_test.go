@@ -15,7 +15,7 @@ import (
 func TestPassRunsWhenCloudRecovers(t *testing.T) {
 	t.Parallel()
 	fr := newFakeRoutes()
-	fr.failFor["10.244.0.0/24"] = errors.New("HTTP 503")
+	fr.failFor.set("10.244.0.0/24", errors.New("HTTP 503"))
 	f := newFixture(t, fr, Config{}, node("a", "lc://a", "10.244.0.0/24"))
 	rec := &kittest.Recovery{}
 	c, err := New(Deps{Client: f.cl, Routes: fr, Recovery: rec}, f.c.cfg)

@@ -35,15 +35,22 @@ type Cloud struct {
 	DisableZones        bool
 	// EnableInstancesV1 adds upstream's legacy Instances.
 	EnableInstancesV1 bool
+	// RouteQuota, when positive, is how many routes a cluster may have:
+	// CreateRoute beyond it fails with cloud.ErrQuotaExceeded, as a full
+	// route table does.
+	RouteQuota int
 
 	mu        sync.Mutex
 	instances map[string]cloud.Instance // by ProviderID
 	balancers map[string]*Balancer      // by cluster + "/" + name
 	routes    map[string]*cloudprovider.Route
 	errs      map[string]error
+	errsFor   map[string]error // by op + " " + object
 	gates     map[string]chan struct{}
 	calls     []string
 	nextIP    int
+	inFlight  map[string]int
+	maxFlight map[string]int
 }
 
 // Balancer is a load balancer the double holds.
@@ -113,6 +120,30 @@ func (c *Cloud) SetError(op string, err error) {
 	c.errs[op] = err
 }
 
+// SetErrorFor makes the calls of op about one object return err: the
+// object is a route's destination CIDR, a Service's "namespace/name", or a
+// Node's providerID (its name when it has none). A nil err clears it.
+func (c *Cloud) SetErrorFor(op, object string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.errsFor == nil {
+		c.errsFor = map[string]error{}
+	}
+	if err == nil {
+		delete(c.errsFor, op+" "+object)
+		return
+	}
+	c.errsFor[op+" "+object] = err
+}
+
+// MaxConcurrent is the most calls of op that were in flight (waiting at
+// its gate included) at once.
+func (c *Cloud) MaxConcurrent(op string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxFlight[op]
+}
+
 // Gate holds every call of op until the returned release is called (or
 // the call's context ends).
 func (c *Cloud) Gate(op string) (release func()) {
@@ -159,13 +190,23 @@ func (c *Cloud) ResetCalls() {
 	c.calls = nil
 }
 
-// enter logs a call of op, waits at its gate, and returns the error set
-// for it. The lock is not held on return.
-func (c *Cloud) enter(ctx context.Context, op string) error {
+// enter logs a call of op about object, waits at its gate, and returns
+// the error set for it. The lock is not held on return.
+func (c *Cloud) enter(ctx context.Context, op string, object ...string) error {
 	c.mu.Lock()
 	c.calls = append(c.calls, op)
 	gate := c.gates[op]
+	if c.inFlight == nil {
+		c.inFlight, c.maxFlight = map[string]int{}, map[string]int{}
+	}
+	c.inFlight[op]++
+	c.maxFlight[op] = max(c.maxFlight[op], c.inFlight[op])
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.inFlight[op]--
+		c.mu.Unlock()
+	}()
 	if gate != nil {
 		select {
 		case <-gate:
@@ -175,6 +216,11 @@ func (c *Cloud) enter(ctx context.Context, op string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, o := range object {
+		if err := c.errsFor[op+" "+o]; err != nil {
+			return fmt.Errorf("fake %s %s: %w", op, o, err)
+		}
+	}
 	if err := c.errs[op]; err != nil {
 		return fmt.Errorf("fake %s: %w", op, err)
 	}
@@ -262,7 +308,11 @@ func (c *Cloud) find(providerID, name string) (cloud.Instance, bool) {
 }
 
 func (c *Cloud) lookup(ctx context.Context, op, providerID, name string) (cloud.Instance, bool, error) {
-	if err := c.enter(ctx, op); err != nil {
+	object := providerID
+	if object == "" {
+		object = name
+	}
+	if err := c.enter(ctx, op, object); err != nil {
 		return cloud.Instance{}, false, err
 	}
 	c.mu.Lock()

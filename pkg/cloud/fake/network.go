@@ -22,7 +22,7 @@ func lbKey(cluster, name string) string { return cluster + "/" + name }
 
 // GetLoadBalancer returns the Service's load balancer's status.
 func (c *Cloud) GetLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
-	if err := c.enter(ctx, "GetLoadBalancer"); err != nil {
+	if err := c.enter(ctx, "GetLoadBalancer", svc.Namespace+"/"+svc.Name); err != nil {
 		return nil, false, err
 	}
 	c.mu.Lock()
@@ -39,7 +39,7 @@ func (c *Cloud) GetLoadBalancer(ctx context.Context, cluster string, svc *corev1
 // one gets the next address of 192.0.2.0/24 (documentation range, never
 // routed).
 func (c *Cloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
-	if err := c.enter(ctx, "EnsureLoadBalancer"); err != nil {
+	if err := c.enter(ctx, "EnsureLoadBalancer", svc.Namespace+"/"+svc.Name); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -66,7 +66,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *cor
 // UpdateLoadBalancer sets the load balancer's hosts; it fails when the
 // load balancer does not exist, as a cloud's would.
 func (c *Cloud) UpdateLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) error {
-	if err := c.enter(ctx, "UpdateLoadBalancer"); err != nil {
+	if err := c.enter(ctx, "UpdateLoadBalancer", svc.Namespace+"/"+svc.Name); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -81,7 +81,7 @@ func (c *Cloud) UpdateLoadBalancer(ctx context.Context, cluster string, svc *cor
 
 // EnsureLoadBalancerDeleted deletes the Service's load balancer, if any.
 func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *corev1.Service) error {
-	if err := c.enter(ctx, "EnsureLoadBalancerDeleted"); err != nil {
+	if err := c.enter(ctx, "EnsureLoadBalancerDeleted", svc.Namespace+"/"+svc.Name); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -153,9 +153,11 @@ func (c *Cloud) ListRoutes(ctx context.Context, cluster string) ([]*cloudprovide
 	return out, nil
 }
 
-// CreateRoute adds a route named by nameHint (or its destination).
+// CreateRoute adds a route named "r-" + nameHint, as clouds that take the
+// hint as the name do: a destination or a name already in the cluster's
+// table, or a table at RouteQuota, is refused.
 func (c *Cloud) CreateRoute(ctx context.Context, cluster, nameHint string, route *cloudprovider.Route) error {
-	if err := c.enter(ctx, "CreateRoute"); err != nil {
+	if err := c.enter(ctx, "CreateRoute", route.DestinationCIDR); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -164,16 +166,56 @@ func (c *Cloud) CreateRoute(ctx context.Context, cluster, nameHint string, route
 		c.routes = map[string]*cloudprovider.Route{}
 	}
 	r := *route
-	if r.Name == "" {
-		r.Name = nameHint + "-" + r.DestinationCIDR
+	r.Name = "r-" + nameHint
+	n := 0
+	for k, other := range c.routes {
+		if !strings.HasPrefix(k, cluster+"/") {
+			continue
+		}
+		n++
+		if other.DestinationCIDR == r.DestinationCIDR {
+			return fmt.Errorf("fake CreateRoute: a route to %s exists", r.DestinationCIDR)
+		}
+		if other.Name == r.Name {
+			return fmt.Errorf("fake CreateRoute: route name %s is taken", r.Name)
+		}
+	}
+	if c.RouteQuota > 0 && n >= c.RouteQuota {
+		return fmt.Errorf("fake CreateRoute %s: %w: route table full (%d routes)", r.DestinationCIDR, cloud.ErrQuotaExceeded, c.RouteQuota)
 	}
 	c.routes[cluster+"/"+r.Name] = &r
 	return nil
 }
 
+// PutRoute adds a route to the cluster's table as it is, as if another
+// tool or an earlier run had made it.
+func (c *Cloud) PutRoute(cluster string, route cloudprovider.Route) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.routes == nil {
+		c.routes = map[string]*cloudprovider.Route{}
+	}
+	c.routes[cluster+"/"+route.Name] = &route
+}
+
+// HeldRoutes returns copies of the cluster's routes, sorted by name,
+// without logging a call.
+func (c *Cloud) HeldRoutes(cluster string) []cloudprovider.Route {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []cloudprovider.Route
+	for k, r := range c.routes {
+		if strings.HasPrefix(k, cluster+"/") {
+			out = append(out, *r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
 // DeleteRoute removes the route (by name).
 func (c *Cloud) DeleteRoute(ctx context.Context, cluster string, route *cloudprovider.Route) error {
-	if err := c.enter(ctx, "DeleteRoute"); err != nil {
+	if err := c.enter(ctx, "DeleteRoute", route.DestinationCIDR); err != nil {
 		return err
 	}
 	c.mu.Lock()

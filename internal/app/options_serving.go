@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -135,7 +136,7 @@ type servingConfig struct {
 // set). Without --authentication-kubeconfig or --authorization-kubeconfig,
 // the daemon's own --kubeconfig is used, so one kubeconfig is enough outside
 // a cluster; in a cluster upstream's in-cluster lookup applies.
-func (o *Options) newServingConfig() (*servingConfig, error) {
+func (o *Options) newServingConfig(ctx context.Context) (*servingConfig, error) {
 	ss := *o.SecureServing
 	var alternateIPs []net.IP
 	if !ss.BindAddress.IsUnspecified() {
@@ -154,6 +155,7 @@ func (o *Options) newServingConfig() (*servingConfig, error) {
 	if authn.RemoteKubeConfigFile == "" {
 		authn.RemoteKubeConfigFile = kubeconfig
 	}
+	authn = withoutMissingRequestHeaderCA(ctx, authn)
 	if err := authn.ApplyTo(&cfg.authn, cfg.serving, nil); err != nil {
 		cfg.close()
 		return nil, fmt.Errorf("delegated authentication (--authentication-kubeconfig=%s): %w", authn.RemoteKubeConfigFile, err)

@@ -120,7 +120,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	}
 	synced := &atomic.Bool{}
 	if o.servingEnabled() {
-		if err := addServer(mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), debugHandlers(rec)); err != nil {
+		if err := addServer(ctx, mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), debugHandlers(rec)); err != nil {
 			return err
 		}
 	}
@@ -339,8 +339,8 @@ func resourceLockOrNil(l *observedLock) resourcelock.Interface {
 	return l
 }
 
-func addServer(mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, debug map[string]http.Handler) error {
-	cfg, err := o.newServingConfig()
+func addServer(ctx context.Context, mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, debug map[string]http.Handler) error {
+	cfg, err := o.newServingConfig(ctx)
 	if err != nil {
 		return err
 	}

@@ -214,7 +214,8 @@ func testV1WithInstanceIDs(t *testing.T, env *testbed.Env) {
 		// upstream's: the lifecycle controller may delete v1-gone, whose
 		// machine does not exist, before it is marked NotReady here.
 		err := localcluster.SetReady(ctx, cs, name, corev1.ConditionFalse)
-		if err != nil && !(name == "v1-gone" && apierrors.IsNotFound(err)) {
+		gone := name == "v1-gone" && apierrors.IsNotFound(err)
+		if err != nil && !gone {
 			t.Fatal(err)
 		}
 	}

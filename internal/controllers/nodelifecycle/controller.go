@@ -40,6 +40,9 @@ const (
 	ReasonDeletingNode       = "DeletingNode"
 	ReasonDeletingNodeFailed = "DeletingNodeFailed"
 	ReasonCloudCheckFailed   = "CloudInstanceCheckFailed"
+	// ReasonDeletionUnconfirmed: the cloud's list lacks the Node's
+	// instance, but the per-node check did not confirm it is gone.
+	ReasonDeletionUnconfirmed = "NodeDeletionUnconfirmed"
 )
 
 const (
@@ -165,6 +168,10 @@ type Summary struct {
 	// IDs does for a Node without providerID): left alone, quietly.
 	Unknowable     int
 	CloudListCalls int
+	// Confirmations counts the per-node checks of Nodes the list lacked;
+	// Disagreements, those that did not confirm the list (kept).
+	Confirmations int
+	Disagreements int
 }
 
 // sync runs one monitor period over every Node.
@@ -223,6 +230,9 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 		sum.Unknowable++
 		return nil
 	}
+	if errors.Is(err, errKept) {
+		return nil
+	}
 	if err != nil {
 		c.undecided(ctx, []*corev1.Node{n}, err)
 		sum.Undecided++
@@ -247,8 +257,9 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 type checkFunc func(ctx context.Context, n *corev1.Node) (exists, shutdown bool, err error)
 
 // checker returns how this period asks the cloud: one list for all Nodes
-// when the provider can list (a failed list decides nothing), else per
-// Node.
+// when the provider can list (a failed list decides nothing), with a
+// per-node second opinion before a Node the list lacks is judged gone;
+// else per Node.
 func (c *Controller) checker(ctx context.Context, sum *Summary) (checkFunc, error) {
 	if c.lister == nil {
 		return c.checkOne, nil
@@ -261,7 +272,13 @@ func (c *Controller) checker(ctx context.Context, sum *Summary) (checkFunc, erro
 		return nil, err // the cloud wrapper names the operation
 	}
 	idx := newIndex(insts)
-	return func(_ context.Context, n *corev1.Node) (bool, bool, error) { return idx.lookup(n) }, nil
+	return func(ctx context.Context, n *corev1.Node) (bool, bool, error) {
+		exists, shutdown, err := idx.lookup(n)
+		if err != nil || exists {
+			return exists, shutdown, err
+		}
+		return c.secondOpinion(ctx, n, sum)
+	}, nil
 }
 
 // errCannotTell marks a Node the provider can never answer for.

@@ -14,6 +14,10 @@ const (
 	MetricShutdownTaints = "stratus_node_lifecycle_shutdown_taints_total"
 	MetricCloudErrors    = "stratus_node_lifecycle_cloud_errors_total"
 	MetricPeriodDuration = "stratus_node_lifecycle_period_duration_seconds"
+	// MetricSecondOpinions counts the per-node checks of Nodes the
+	// cloud's list lacked, by answer: confirmed (gone, may be deleted),
+	// disagreed (the instance exists), failed (the check erred).
+	MetricSecondOpinions = "stratus_node_lifecycle_second_opinions_total"
 )
 
 type metrics struct {
@@ -21,6 +25,8 @@ type metrics struct {
 	taints      *prometheus.CounterVec
 	cloudErrors prometheus.Counter
 	duration    prometheus.Histogram
+	// secondOpinions is MetricSecondOpinions.
+	secondOpinions *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -42,12 +48,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Duration of one monitor period.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
+		secondOpinions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricSecondOpinions,
+			Help: "Per-node checks of NotReady Nodes missing from the cloud's instance list, by answer (confirmed, disagreed, failed); only confirmed ones may be deleted.",
+		}, []string{"answer"}),
 	}
 	if err := metricsutil.Register(reg,
 		m.deletions,
 		m.taints,
 		m.cloudErrors,
 		m.duration,
+		m.secondOpinions,
 	); err != nil {
 		return nil, fmt.Errorf("node lifecycle controller metrics: %w", err)
 	}

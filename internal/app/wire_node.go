@@ -83,7 +83,7 @@ func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext
 		Recorder:   cl.Recorder,
 		Recovery:   cc.Cloud,
 		Registerer: cc.Metrics,
-	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod})
+	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod, Cap: cc.Options.deletionCap()})
 	if err != nil {
 		return false, "", err
 	}

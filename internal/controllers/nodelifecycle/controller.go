@@ -14,6 +14,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -43,6 +44,9 @@ const (
 	// ReasonDeletionUnconfirmed: the cloud's list lacks the Node's
 	// instance, but the per-node check did not confirm it is gone.
 	ReasonDeletionUnconfirmed = "NodeDeletionUnconfirmed"
+	// ReasonDeletionCapped: the Node's instance is gone, but the deletion
+	// cap holds its deletion back for now.
+	ReasonDeletionCapped = "NodeDeletionCapped"
 )
 
 const (
@@ -72,6 +76,8 @@ type Deps struct {
 	Recovery cloud.RecoveryNotifier
 	// Registerer receives the metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// Clock dates deletions for the cap's window; nil is the real clock.
+	Clock clock.PassiveClock
 }
 
 // Config tunes the controller.
@@ -80,6 +86,8 @@ type Config struct {
 	Period time.Duration
 	// CloudTimeout bounds one cloud call.
 	CloudTimeout time.Duration
+	// Cap bounds the deletions per window; zero values take its defaults.
+	Cap DeletionCap
 }
 
 // Controller is the cloud-node-lifecycle-controller.
@@ -90,6 +98,7 @@ type Controller struct {
 	recorder  events.EventRecorder
 	metrics   *metrics
 	cfg       Config
+	ledger    *ledger
 	// queue is captured when the controller starts, for recovery.
 	queue kit.Queue[pass]
 }
@@ -108,12 +117,20 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if cfg.CloudTimeout <= 0 {
 		cfg.CloudTimeout = DefaultCloudTimeout
 	}
+	capc, err := cfg.Cap.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Cap = capc
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	c := &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
-		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg}
+		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg, ledger: &ledger{cap: capc, clock: deps.Clock}}
 	kit.OnRecovered(deps.Recovery, c.recovered)
 	return c, nil
 }
@@ -172,6 +189,9 @@ type Summary struct {
 	// Disagreements, those that did not confirm the list (kept).
 	Confirmations int
 	Disagreements int
+	// Held counts the Nodes whose instance is gone that the deletion cap
+	// kept this period.
+	Held int
 }
 
 // sync runs one monitor period over every Node.
@@ -211,16 +231,18 @@ func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 		sum.Undecided = len(notReady)
 		return sum, errors.Join(append(errs, err)...)
 	}
+	var ps periodState
 	for _, n := range notReady {
-		if err := c.monitor(ctx, n, check, &sum); err != nil {
+		if err := c.monitor(ctx, n, check, &ps, &sum); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	c.metrics.heldNow.Set(float64(sum.Held))
 	return sum, errors.Join(errs...)
 }
 
 // monitor decides one NotReady Node.
-func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFunc, sum *Summary) error {
+func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFunc, ps *periodState, sum *Summary) error {
 	exists, shutdown, err := check(ctx, n)
 	if errors.Is(err, errCannotTell) {
 		// Upstream logs an error for such a Node every period and leaves
@@ -240,10 +262,18 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 	}
 	switch {
 	case !exists:
-		if err := c.deleteNode(ctx, n); err != nil {
+		held, err := c.capHolds(ctx, n, ps, sum)
+		if err != nil || held {
 			return err
 		}
-		sum.Deleted++
+		deleted, err := c.deleteNode(ctx, n)
+		if err != nil {
+			return err
+		}
+		if deleted {
+			c.ledger.record(zoneOf(n))
+			sum.Deleted++
+		}
 	case shutdown && !hasShutdownTaint(n):
 		if err := c.addShutdownTaint(ctx, n); err != nil {
 			return err
@@ -324,8 +354,9 @@ func (c *Controller) undecided(ctx context.Context, nodes []*corev1.Node, err er
 // deleteNode deletes a Node whose machine is gone. The preconditions make
 // the delete apply only to the Node as judged: a Node re-registered under
 // the same name, or one that changed since the cache showed it (became
-// Ready, say), is left for the next period.
-func (c *Controller) deleteNode(ctx context.Context, n *corev1.Node) error {
+// Ready, say), is left for the next period. It reports whether this call
+// deleted the Node.
+func (c *Controller) deleteNode(ctx context.Context, n *corev1.Node) (bool, error) {
 	log := klog.FromContext(ctx).WithValues("node", klog.KObj(n))
 	log.Info("Deleting node: its instance no longer exists in the cloud")
 	c.event(n, corev1.EventTypeNormal, ReasonDeletingNode, actionDelete, "Deleting node %s because it does not exist in the cloud provider", n.Name)
@@ -333,15 +364,15 @@ func (c *Controller) deleteNode(ctx context.Context, n *corev1.Node) error {
 	err := c.client.Delete(ctx, n, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if err == nil || apierrors.IsNotFound(err) {
 		c.metrics.deletions.WithLabelValues("success").Inc()
-		return nil
+		return err == nil, nil
 	}
 	c.metrics.deletions.WithLabelValues("error").Inc()
 	if apierrors.IsConflict(err) {
 		log.V(2).Info("Node changed since it was judged; deciding again next period")
-		return nil
+		return false, nil
 	}
 	c.event(n, corev1.EventTypeWarning, ReasonDeletingNodeFailed, actionDelete, "Failed deleting node %s: %v", n.Name, err)
-	return fmt.Errorf("delete node %s: %w", n.Name, err)
+	return false, fmt.Errorf("delete node %s: %w", n.Name, err)
 }
 
 func (c *Controller) addShutdownTaint(ctx context.Context, n *corev1.Node) error {

@@ -11,5 +11,7 @@
 // InstanceShutdown calls, as upstream's controller does. A list answer
 // alone never deletes: a Node the list lacks is deleted only when its own
 // InstanceExists says the instance is gone too (confirm.go); a
-// disagreement keeps it, with a warning event and a count.
+// disagreement keeps it, with a warning event and a count. The deletions
+// within a window are capped to a share of the cluster's and of a zone's
+// Nodes (cap.go).
 package nodelifecycle

@@ -18,6 +18,11 @@ const (
 	// cloud's list lacked, by answer: confirmed (gone, may be deleted),
 	// disagreed (the instance exists), failed (the check erred).
 	MetricSecondOpinions = "stratus_node_lifecycle_second_opinions_total"
+	// MetricDeletionsHeld counts the deletions the cap held back, by the
+	// scope whose cap held (cluster, zone); MetricDeletionsHeldNow is how
+	// many Nodes the last period held back.
+	MetricDeletionsHeld    = "stratus_node_lifecycle_deletions_held_total"
+	MetricDeletionsHeldNow = "stratus_node_lifecycle_deletions_held"
 )
 
 type metrics struct {
@@ -27,6 +32,8 @@ type metrics struct {
 	duration    prometheus.Histogram
 	// secondOpinions is MetricSecondOpinions.
 	secondOpinions *prometheus.CounterVec
+	held           *prometheus.CounterVec
+	heldNow        prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -52,6 +59,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricSecondOpinions,
 			Help: "Per-node checks of NotReady Nodes missing from the cloud's instance list, by answer (confirmed, disagreed, failed); only confirmed ones may be deleted.",
 		}, []string{"answer"}),
+		held: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricDeletionsHeld,
+			Help: "Deletions of Nodes whose instance is gone that the deletion cap held back, by scope (cluster, zone).",
+		}, []string{"scope"}),
+		heldNow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricDeletionsHeldNow,
+			Help: "Nodes whose instance is gone that the last monitor period did not delete because the deletion cap held.",
+		}),
 	}
 	if err := metricsutil.Register(reg,
 		m.deletions,
@@ -59,6 +74,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.cloudErrors,
 		m.duration,
 		m.secondOpinions,
+		m.held,
+		m.heldNow,
 	); err != nil {
 		return nil, fmt.Errorf("node lifecycle controller metrics: %w", err)
 	}

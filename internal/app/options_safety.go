@@ -5,14 +5,24 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
+	"github.com/stratus-ccm/stratus/internal/ownership"
 )
 
 // SafetyOptions are the settings that bound what Stratus may destroy: the
 // node deletion cap (docs/reliability.md, beside kube-controller-manager's
-// eviction settings in docs/operations.md).
+// eviction settings in docs/operations.md) and which Nodes are the
+// provider's in a hybrid cluster.
 type SafetyOptions struct {
+	// CloudProviderPlatforms is KEP-5778's --cloud-provider-platforms: the
+	// providerID prefixes this controller manager owns. Empty means the
+	// provider's own list (ownership.PlatformLister), else every Node.
+	CloudProviderPlatforms []string
+	// ForeignNodeBackends keeps foreign Nodes in load balancers' backends.
+	ForeignNodeBackends bool
+
 	// NodeDeletionWindow, NodeDeletionMaxShare, NodeDeletionMaxZoneShare
 	// and NodeDeletionMin are the lifecycle controller's DeletionCap.
 	NodeDeletionWindow       time.Duration
@@ -32,6 +42,10 @@ func newSafetyOptions() SafetyOptions {
 
 func (o *Options) addSafetyFlags(fs *pflag.FlagSet) {
 	s := &o.Safety
+	fs.StringSliceVar(&s.CloudProviderPlatforms, "cloud-provider-platforms", s.CloudProviderPlatforms,
+		"Hybrid clusters: the platforms (providerID prefixes, as aws of aws:///zone/i-1) whose Nodes this controller manager owns; a Node without providerID names its platform in the annotation "+ownership.AnnotationPlatform+". Other Nodes are never initialized, tainted, deleted or routed. Empty: the provider's own list if it gives one, else every Node, as upstream.")
+	fs.BoolVar(&s.ForeignNodeBackends, "load-balancer-foreign-node-backends", s.ForeignNodeBackends,
+		"Hybrid clusters: keep Nodes of other platforms (--cloud-provider-platforms) among load balancers' backends, for a network that reaches them.")
 	fs.DurationVar(&s.NodeDeletionWindow, "node-deletion-window", s.NodeDeletionWindow,
 		"The window over which the node lifecycle controller's deletions are counted against --node-deletion-max-share and --node-deletion-max-zone-share.")
 	fs.Float64Var(&s.NodeDeletionMaxShare, "node-deletion-max-share", s.NodeDeletionMaxShare,
@@ -61,7 +75,24 @@ func (o *Options) validateSafety() []error {
 	if s.NodeDeletionMin < 1 {
 		bad("node-deletion-min-per-window", s.NodeDeletionMin, "must be at least 1")
 	}
+	if _, err := ownership.New(s.CloudProviderPlatforms, nil); err != nil {
+		errs = append(errs, err) // it names the flag and the value
+	}
 	return errs
+}
+
+// ownership is the hybrid-cluster policy the node controllers and the
+// service controller share: the flag's platforms, else the provider's.
+func (cc ControllerContext) ownership() (ownership.Policy, error) {
+	var p cloudprovider.Interface
+	if cc.Cloud != nil {
+		p = cc.Cloud.Unwrap()
+	}
+	pol, err := ownership.New(cc.Options.Safety.CloudProviderPlatforms, p)
+	if err != nil {
+		return ownership.Policy{}, fmt.Errorf("node ownership: %w", err)
+	}
+	return pol, nil
 }
 
 // deletionCap is the lifecycle controller's cap from the options.

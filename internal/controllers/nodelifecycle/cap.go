@@ -10,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stratus-ccm/stratus/internal/ownership"
 )
 
 // Defaults of the deletion cap (DeletionCap's zero values).
@@ -107,7 +109,8 @@ type census struct {
 }
 
 // takeCensus counts the cluster's Nodes, and those of each zone, from the
-// cache.
+// cache. Foreign Nodes are not counted: they are never deleted here, and
+// must not widen the share of those that can be.
 func (c *Controller) takeCensus(ctx context.Context) (*census, error) {
 	var list corev1.NodeList
 	if err := c.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
@@ -115,6 +118,9 @@ func (c *Controller) takeCensus(ctx context.Context) (*census, error) {
 	}
 	cs := &census{byZone: map[string]int{}}
 	for i := range list.Items {
+		if c.ownership.Of(&list.Items[i]) == ownership.Foreign {
+			continue
+		}
 		cs.total++
 		cs.byZone[zoneOf(&list.Items[i])]++
 	}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -78,6 +79,11 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	// Clock dates deletions for the cap's window; nil is the real clock.
 	Clock clock.PassiveClock
+	// Ownership says which Nodes are the provider's in a hybrid cluster:
+	// a foreign Node is never checked, tainted or deleted, and one that
+	// names no platform is never deleted. The zero value owns every Node,
+	// as upstream's controller assumes.
+	Ownership ownership.Policy
 }
 
 // Config tunes the controller.
@@ -99,6 +105,7 @@ type Controller struct {
 	metrics   *metrics
 	cfg       Config
 	ledger    *ledger
+	ownership ownership.Policy
 	// queue is captured when the controller starts, for recovery.
 	queue kit.Queue[pass]
 }
@@ -130,7 +137,8 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
-		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg, ledger: &ledger{cap: capc, clock: deps.Clock}}
+		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg, ledger: &ledger{cap: capc, clock: deps.Clock},
+		ownership: deps.Ownership}
 	kit.OnRecovered(deps.Recovery, c.recovered)
 	return c, nil
 }
@@ -192,6 +200,10 @@ type Summary struct {
 	// Held counts the Nodes whose instance is gone that the deletion cap
 	// kept this period.
 	Held int
+	// Foreign counts the Nodes of another platform left alone; NoPlatform,
+	// the Nodes naming no platform kept although the cloud lacks them.
+	Foreign    int
+	NoPlatform int
 }
 
 // sync runs one monitor period over every Node.
@@ -209,6 +221,10 @@ func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 	var notReady []*corev1.Node
 	for i := range list.Items {
 		n := &list.Items[i]
+		if c.ownership.Of(n) == ownership.Foreign {
+			sum.Foreign++
+			continue
+		}
 		if !isReady(n) {
 			notReady = append(notReady, n)
 			continue
@@ -261,6 +277,13 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 		return nil
 	}
 	switch {
+	case !exists && c.ownership.Of(n) == ownership.Unknown:
+		// In a hybrid cluster a Node without providerID or platform
+		// annotation may be another platform's, registered before its
+		// controller set the providerID: the cloud's not-found alone
+		// does not prove it was ever ours.
+		klog.FromContext(ctx).V(2).Info("Not deleting node: it names no platform, and the cloud does not know it", "node", klog.KObj(n))
+		sum.NoPlatform++
 	case !exists:
 		held, err := c.capHolds(ctx, n, ps, sum)
 		if err != nil || held {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -90,6 +91,9 @@ type Deps struct {
 	Recovery cloud.RecoveryNotifier
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// Ownership says which Nodes are the provider's in a hybrid cluster;
+	// foreign ones are never routed. The zero value owns every Node.
+	Ownership ownership.Policy
 }
 
 // Controller reconciles cloud routes with Nodes' pod CIDRs.
@@ -102,6 +106,8 @@ type Controller struct {
 	backoff  *backoff
 	// queue is captured when the controller starts, for recovery.
 	queue kit.Queue[pass]
+	// ownership leaves foreign Nodes out of every pass.
+	ownership ownership.Policy
 }
 
 // New validates cfg and builds the controller. It has no side effects
@@ -136,7 +142,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		client: client.WithFieldOwner(deps.Client, ControllerName), routes: deps.Routes, recorder: kit.Recorder(deps.Recorder), cfg: cfg, m: m,
-		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff),
+		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff), ownership: deps.Ownership,
 	}
 	kit.OnRecovered(deps.Recovery, c.recovered)
 	return c, nil

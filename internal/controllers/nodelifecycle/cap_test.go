@@ -17,7 +17,7 @@ import (
 
 // capHarness builds a controller with the given cap over nodes, on a fake
 // clock, with a list-capable cloud that knows alive's instances.
-func capHarness(t *testing.T, capc DeletionCap, alive []string, nodes ...*corev1.Node) (*harness, *clocktesting.FakePassiveClock) {
+func capHarness(t *testing.T, capc DeletionCap, alive []string, nodes ...*corev1.Node) (*harness, *clocktesting.FakeClock) {
 	t.Helper()
 	fc := newCloud()
 	for _, name := range alive {
@@ -29,7 +29,7 @@ func capHarness(t *testing.T, capc DeletionCap, alive []string, nodes ...*corev1
 	}
 	cl := fake.NewClientBuilder().WithObjects(objs...).WithIndex(&corev1.Node{}, attentionField, needsAttention).Build()
 	rec := events.NewFakeRecorder(1000)
-	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	c, err := New(Deps{Client: cl, Instances: fc, Lister: fc, Recorder: rec, Clock: clk}, Config{Period: 1, Cap: capc})
 	if err != nil {
 		t.Fatal(err)

@@ -77,8 +77,9 @@ type Deps struct {
 	Recovery cloud.RecoveryNotifier
 	// Registerer receives the metrics; nil registers none.
 	Registerer prometheus.Registerer
-	// Clock dates deletions for the cap's window; nil is the real clock.
-	Clock clock.PassiveClock
+	// Clock times monitor periods and dates deletions for the cap's
+	// window; nil is the real clock.
+	Clock clock.Clock
 	// Ownership says which Nodes are the provider's in a hybrid cluster:
 	// a foreign Node is never checked, tainted or deleted, and one that
 	// names no platform is never deleted. The zero value owns every Node,
@@ -104,6 +105,7 @@ type Controller struct {
 	recorder  events.EventRecorder
 	metrics   *metrics
 	cfg       Config
+	clock     clock.Clock
 	ledger    *ledger
 	ownership ownership.Policy
 	// queue is captured when the controller starts, for recovery.
@@ -129,16 +131,13 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	cfg.Cap = capc
-	if deps.Clock == nil {
-		deps.Clock = clock.RealClock{}
-	}
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	c := &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
-		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg, ledger: &ledger{cap: capc, clock: deps.Clock},
-		ownership: deps.Ownership}
+		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg, clock: kit.Clock(deps.Clock), ownership: deps.Ownership}
+	c.ledger = &ledger{cap: capc, clock: c.clock}
 	kit.OnRecovered(deps.Recovery, c.recovered)
 	return c, nil
 }
@@ -208,8 +207,8 @@ type Summary struct {
 
 // sync runs one monitor period over every Node.
 func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
-	start := time.Now()
-	defer func() { c.metrics.duration.Observe(time.Since(start).Seconds()) }()
+	start := c.clock.Now()
+	defer func() { c.metrics.duration.Observe(c.clock.Since(start).Seconds()) }()
 	// Only the Nodes that need attention, from the index; uncopied, since
 	// they are only read (a patch works on its own copy).
 	var list corev1.NodeList

@@ -107,6 +107,9 @@ type Options struct {
 	OrphanedLoadBalancerGrace    time.Duration
 	OrphanedLoadBalancerInterval time.Duration
 
+	// Safety bounds what Stratus may destroy (options_safety.go).
+	Safety SafetyOptions
+
 	// UseServiceAccountCredentials runs each controller as its own
 	// ServiceAccount (identity.go).
 	UseServiceAccountCredentials bool
@@ -121,6 +124,7 @@ func NewOptions() *Options {
 	fg, err := newFeatureGate()
 	return &Options{
 		ClusterName:                  "kubernetes",
+		Safety:                       newSafetyOptions(),
 		Controllers:                  []string{"*"},
 		KubeAPIQPS:                   20,
 		KubeAPIBurst:                 30,
@@ -167,6 +171,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.addNetworkFlags(fs)
 	o.addServingFlags(fs)
 	o.addStratusFlags(fs)
+	o.addSafetyFlags(fs)
 	o.addDebuggingFlags(fs)
 	o.addSwitchFlags(fs)
 	o.addCredentialFlags(fs)

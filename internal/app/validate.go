@@ -75,6 +75,7 @@ func (o *Options) validate(table []controllerEntry) error {
 	errs = append(errs, o.validateNetworking()...)
 	errs = append(errs, o.validateServing()...)
 	errs = append(errs, o.validateDebugging()...)
+	errs = append(errs, o.validateSafety()...)
 	if o.CloudAPIQPS < 0 {
 		bad("cloud-api-qps", o.CloudAPIQPS, "must not be negative")
 	}

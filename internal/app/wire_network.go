@@ -31,12 +31,19 @@ func startNodeRouteController(_ context.Context, cc ControllerContext) (bool, st
 	if err != nil {
 		return false, "", err
 	}
+	pol, err := cc.ownership()
+	if err != nil {
+		return false, "", err
+	}
 	c, err := route.New(route.Deps{
 		Client:     cl.Client,
 		Routes:     routes,
 		Recorder:   cl.Recorder,
 		Recovery:   cc.Cloud,
 		Registerer: cc.Metrics,
+
+		// Hybrid clusters: which Nodes are the provider's.
+		Ownership: pol,
 	}, route.Config{
 		ClusterName:     cc.ClusterName,
 		ClusterCIDRs:    clusterCIDRs,

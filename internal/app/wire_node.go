@@ -41,6 +41,10 @@ func startCloudNodeController(_ context.Context, cc ControllerContext) (bool, st
 	if err != nil {
 		return false, "", err
 	}
+	pol, err := cc.ownership()
+	if err != nil {
+		return false, "", err
+	}
 	c, err := node.New(node.Deps{
 		Client:     cl.Client,
 		Instances:  in,
@@ -48,6 +52,9 @@ func startCloudNodeController(_ context.Context, cc ControllerContext) (bool, st
 		Recorder:   cl.Recorder,
 		Recovery:   cc.Cloud,
 		Registerer: cc.Metrics,
+
+		// Hybrid clusters: which Nodes are the provider's.
+		Ownership: pol,
 	}, node.Config{
 		Workers:       int(cc.Options.ConcurrentNodeSyncs),
 		StatusWorkers: int(cc.Options.ConcurrentNodeStatusUpdates),
@@ -76,6 +83,10 @@ func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext
 	if err != nil {
 		return false, "", err
 	}
+	pol, err := cc.ownership()
+	if err != nil {
+		return false, "", err
+	}
 	c, err := nodelifecycle.New(nodelifecycle.Deps{
 		Client:     cl.Client,
 		Instances:  in,
@@ -83,7 +94,10 @@ func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext
 		Recorder:   cl.Recorder,
 		Recovery:   cc.Cloud,
 		Registerer: cc.Metrics,
-	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod})
+
+		// Hybrid clusters: which Nodes are the provider's.
+		Ownership: pol,
+	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod, Cap: cc.Options.deletionCap()})
 	if err != nil {
 		return false, "", err
 	}

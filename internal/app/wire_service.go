@@ -25,6 +25,10 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 	if err != nil {
 		return false, "", err
 	}
+	pol, err := cc.ownership()
+	if err != nil {
+		return false, "", err
+	}
 	c, err := service.New(service.Deps{
 		Client:       cl.Client,
 		APIReader:    cl.APIReader,
@@ -34,6 +38,10 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 		Recovery:     cc.Cloud,
 		Recorder:     cl.Recorder,
 		Registerer:   cc.Metrics,
+
+		// Hybrid clusters: which Nodes are the provider's.
+		Ownership:       pol,
+		ForeignBackends: cc.Options.Safety.ForeignNodeBackends,
 	}, service.Config{
 		ClusterName:       cc.ClusterName,
 		LoadBalancerClass: cc.Options.LoadBalancerClass,

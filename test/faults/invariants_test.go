@@ -44,6 +44,9 @@ func (w *world) converged(ctx context.Context) (bool, string) {
 	if why != "" {
 		return false, why
 	}
+	if why := w.otherUntouched(ctx); why != "" {
+		return false, why
+	}
 	svcs, err := w.cs.CoreV1().Services("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, "list services: " + err.Error()
@@ -84,8 +87,18 @@ func (w *world) nodesConverged(ctx context.Context, want map[string]string) ([]s
 		return nil, "list nodes: " + err.Error()
 	}
 	var ids []string
+	w.mu.Lock()
+	foreign := maps.Clone(w.foreign)
+	w.mu.Unlock()
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
+		if pid, ok := foreign[n.Name]; ok {
+			delete(foreign, n.Name)
+			if why := foreignUntouched(n, pid); why != "" {
+				return nil, why
+			}
+			continue
+		}
 		id, ok := want[n.Name]
 		if !ok {
 			return nil, fmt.Sprintf("node %s still exists, its instance is gone", n.Name)
@@ -102,8 +115,28 @@ func (w *world) nodesConverged(ctx context.Context, want map[string]string) ([]s
 	if len(want) > 0 {
 		return nil, fmt.Sprintf("nodes deleted although their instance exists: %v", slices.Sorted(maps.Keys(want)))
 	}
+	if len(foreign) > 0 {
+		return nil, fmt.Sprintf("foreign nodes deleted: %v", slices.Sorted(maps.Keys(foreign)))
+	}
 	slices.Sort(ids)
 	return ids, ""
+}
+
+// foreignUntouched checks a Node of another platform: as registered
+// (providerID), still waiting for its own platform's initialization, never
+// tainted shut down.
+func foreignUntouched(n *corev1.Node, providerID string) string {
+	switch {
+	case n.Spec.ProviderID != providerID:
+		return fmt.Sprintf("foreign node %s: providerID %q, want %q", n.Name, n.Spec.ProviderID, providerID)
+	case !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider }):
+		return fmt.Sprintf("foreign node %s was initialized", n.Name)
+	case slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintNodeShutdown }):
+		return fmt.Sprintf("foreign node %s was tainted shut down", n.Name)
+	case len(n.Status.Addresses) != 0:
+		return fmt.Sprintf("foreign node %s got addresses %v", n.Name, n.Status.Addresses)
+	}
+	return ""
 }
 
 func serviceConverged(s *corev1.Service, lbs []api.LoadBalancer, backends []string) string {

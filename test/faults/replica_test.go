@@ -26,6 +26,10 @@ const (
 	// driftPeriod is --orphaned-load-balancer-check-period: drift must be
 	// repaired within one.
 	driftPeriod = 2 * time.Second
+	// orphanGrace is --orphaned-load-balancer-grace-period.
+	orphanGrace = 3 * time.Second
+	// deletionWindow is --node-deletion-window.
+	deletionWindow = 15 * time.Second
 	// restartDelay stands in for the kubelet's restart backoff.
 	restartDelay    = 200 * time.Millisecond
 	maxRestartDelay = 3200 * time.Millisecond
@@ -79,6 +83,15 @@ func (r *replica) args() []string {
 		"--leader-elect-retry-period=" + retryPeriod.String(),
 		"--node-monitor-period=1s",
 		"--orphaned-load-balancer-check-period=" + driftPeriod.String(),
+		// The orphan collector runs, so that the two-clusters scenario
+		// would see it reach for the other cluster's load balancers.
+		"--delete-orphaned-load-balancers",
+		"--orphaned-load-balancer-grace-period=" + orphanGrace.String(),
+		// Hybrid: the foreign Nodes of the hybrid scenario are not ours.
+		"--cloud-provider-platforms=localcloud",
+		// A short deletion window, so that the mass-outage scenario sees
+		// the cap hold and then let the held deletions through.
+		"--node-deletion-window=" + deletionWindow.String(),
 		"--allocate-node-cidrs=false",
 		"--configure-cloud-routes=false",
 		"--bind-address=127.0.0.1",

@@ -48,6 +48,8 @@ type world struct {
 	cloudProc *testbed.Process
 	cloud     *lcclient.Client
 	cloudCfg  string
+	// proxy stands between the replicas and the cloud (proxy_test.go).
+	proxy *listProxy
 
 	mu   sync.Mutex
 	logs []string // every process' log file, for the panic scan
@@ -55,6 +57,12 @@ type world struct {
 	// the Nodes whose instance was deleted, which must not.
 	nodes map[string]string
 	gone  map[string]bool
+	// foreign maps each Node of another platform to its providerID: it
+	// must stay as registered, uninitialized and never deleted.
+	foreign map[string]string
+	// other is what another cluster keeps in the same cloud
+	// (safety_test.go); no replica may touch it.
+	other *otherCluster
 }
 
 func newWorld(t *testing.T, ctx context.Context) *world {
@@ -62,7 +70,7 @@ func newWorld(t *testing.T, ctx context.Context) *world {
 	w := &world{
 		t: t, ctx: ctx, dir: t.TempDir(),
 		binDir: testbed.RequireBinaries(t, "kube-apiserver", "etcd", "stratus"),
-		nodes:  map[string]string{}, gone: map[string]bool{},
+		nodes:  map[string]string{}, gone: map[string]bool{}, foreign: map[string]string{},
 	}
 	w.startCloud()
 	if t.Failed() {
@@ -160,8 +168,9 @@ func (w *world) startCloud() {
 		t.Errorf("localcloud did not come up: %v", err)
 		return
 	}
+	w.proxy = startListProxy(t, url)
 	w.cloudCfg = filepath.Join(w.dir, "cloud.yaml")
-	cfg := "url: " + url + "\ntokenFile: " + tokenFile + "\nclusterName: " + clusterName + "\n"
+	cfg := "url: " + w.proxy.url + "\ntokenFile: " + tokenFile + "\nclusterName: " + clusterName + "\n"
 	if err := os.WriteFile(w.cloudCfg, []byte(cfg), 0o600); err != nil {
 		t.Error(err)
 	}

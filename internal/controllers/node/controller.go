@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -90,6 +91,10 @@ type Deps struct {
 	// Clock dates first sightings and paces the shared list; nil is the
 	// real clock.
 	Clock clock.Clock
+	// Ownership says which Nodes are the provider's in a hybrid cluster;
+	// the controller never initializes or refreshes a foreign one. The
+	// zero value owns every Node, as upstream's controller assumes.
+	Ownership ownership.Policy
 }
 
 // Config tunes the controller.
@@ -126,7 +131,8 @@ type Controller struct {
 	cfg       Config
 	clock     clock.Clock
 	// queue is captured when the controller starts, for recovery.
-	queue kit.Queue[reconcile.Request]
+	queue     kit.Queue[reconcile.Request]
+	ownership ownership.Policy
 
 	// seen records when each uninitialized Node was first observed, so a
 	// list answer is trusted for it only if the list started afterwards.
@@ -136,6 +142,8 @@ type Controller struct {
 	// had before the controller's writes: a cached copy at one of them
 	// predates the writes, and acting on it would repeat them.
 	written map[string][]string
+	// foreign holds the names of the foreign Nodes (MetricForeignNodes).
+	foreign map[string]struct{}
 }
 
 // New builds the controller; it starts nothing.
@@ -167,6 +175,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	c := &Controller{
 		client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, recorder: kit.Recorder(deps.Recorder),
 		metrics: m, cfg: cfg, clock: clk, seen: map[string]time.Time{}, written: map[string][]string{},
+		ownership: deps.Ownership, foreign: map[string]struct{}{},
 	}
 	if deps.Lister != nil {
 		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk)
@@ -195,6 +204,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*corev1.Node], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			c.forget(e.Object.Name)
 			c.clearWritten(e.Object.Name)
+			c.forgetForeign(e.Object.Name)
 		},
 	}
 	err := builder.ControllerManagedBy(mgr).
@@ -218,8 +228,12 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 }
 
 // observe enqueues uninitialized Nodes only: initialized ones change often
-// (heartbeats) and are the refresh loop's business.
+// (heartbeats) and are the refresh loop's business. A foreign Node is
+// another platform's controller's to initialize.
 func (c *Controller) observe(n *corev1.Node, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if c.isForeign(n) {
+		return
+	}
 	if !isUninitialized(n) {
 		c.clearWritten(n.Name)
 		return

@@ -18,6 +18,9 @@ const (
 	MetricInstanceLists          = "stratus_node_instance_lists_total"
 	MetricInstanceListWaiters    = "stratus_node_instance_list_waiters"
 	MetricInstanceListServed     = "stratus_node_instance_list_served_total"
+	// MetricForeignNodes counts the Nodes of another platform that
+	// Stratus leaves alone in a hybrid cluster (--cloud-provider-platforms).
+	MetricForeignNodes = "stratus_node_foreign_nodes"
 )
 
 // Values of the "result" label.
@@ -45,6 +48,7 @@ type metrics struct {
 	lists         *prometheus.CounterVec
 	listWaiters   prometheus.Histogram
 	listServed    *prometheus.CounterVec
+	foreign       prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -84,6 +88,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricInstanceListServed,
 			Help: "Node syncs served by an answer already at hand (no cloud call of their own).",
 		}, []string{"served"}),
+		foreign: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricForeignNodes,
+			Help: "Nodes of another platform (--cloud-provider-platforms) that Stratus' controllers leave alone.",
+		}),
 	}
 	if err := metricsutil.Register(reg,
 		m.inits,
@@ -94,6 +102,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.lists,
 		m.listWaiters,
 		m.listServed,
+		m.foreign,
 	); err != nil {
 		return nil, fmt.Errorf("node controller metrics: %w", err)
 	}

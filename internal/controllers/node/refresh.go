@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/ownership"
 )
 
 // RefreshResult summarises one refresh period.
@@ -55,7 +56,9 @@ func (c *Controller) Refresh(ctx context.Context) (RefreshResult, error) {
 		c.metrics.refreshes.WithLabelValues(resultError).Inc()
 		return RefreshResult{}, fmt.Errorf("list nodes from cache: %w", err)
 	}
-	nodes := slices.DeleteFunc(list.Items, func(n corev1.Node) bool { return isUninitialized(&n) })
+	nodes := slices.DeleteFunc(list.Items, func(n corev1.Node) bool {
+		return isUninitialized(&n) || c.ownership.Of(&n) == ownership.Foreign
+	})
 	res := RefreshResult{Nodes: len(nodes)}
 	if len(nodes) == 0 {
 		return res, nil

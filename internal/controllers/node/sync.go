@@ -14,6 +14,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -38,7 +39,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		}
 		return fmt.Errorf("get node %s from cache: %w", name, err)
 	}
-	if !isUninitialized(node) {
+	if !isUninitialized(node) || c.ownership.Of(node) == ownership.Foreign {
 		c.forget(name)
 		c.clearWritten(name)
 		return nil

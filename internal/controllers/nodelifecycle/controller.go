@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -41,6 +42,12 @@ const (
 	ReasonDeletingNode       = "DeletingNode"
 	ReasonDeletingNodeFailed = "DeletingNodeFailed"
 	ReasonCloudCheckFailed   = "CloudInstanceCheckFailed"
+	// ReasonDeletionUnconfirmed: the cloud's list lacks the Node's
+	// instance, but the per-node check did not confirm it is gone.
+	ReasonDeletionUnconfirmed = "NodeDeletionUnconfirmed"
+	// ReasonDeletionCapped: the Node's instance is gone, but the deletion
+	// cap holds its deletion back for now.
+	ReasonDeletionCapped = "NodeDeletionCapped"
 )
 
 const (
@@ -70,8 +77,14 @@ type Deps struct {
 	Recovery cloud.RecoveryNotifier
 	// Registerer receives the metrics; nil registers none.
 	Registerer prometheus.Registerer
-	// Clock times monitor periods; nil is the real clock.
+	// Clock times monitor periods and dates deletions for the cap's
+	// window; nil is the real clock.
 	Clock clock.Clock
+	// Ownership says which Nodes are the provider's in a hybrid cluster:
+	// a foreign Node is never checked, tainted or deleted, and one that
+	// names no platform is never deleted. The zero value owns every Node,
+	// as upstream's controller assumes.
+	Ownership ownership.Policy
 }
 
 // Config tunes the controller.
@@ -80,6 +93,8 @@ type Config struct {
 	Period time.Duration
 	// CloudTimeout bounds one cloud call.
 	CloudTimeout time.Duration
+	// Cap bounds the deletions per window; zero values take its defaults.
+	Cap DeletionCap
 }
 
 // Controller is the cloud-node-lifecycle-controller.
@@ -91,6 +106,8 @@ type Controller struct {
 	metrics   *metrics
 	cfg       Config
 	clock     clock.Clock
+	ledger    *ledger
+	ownership ownership.Policy
 	// queue is captured when the controller starts, for recovery.
 	queue kit.Queue[pass]
 }
@@ -109,12 +126,18 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if cfg.CloudTimeout <= 0 {
 		cfg.CloudTimeout = DefaultCloudTimeout
 	}
+	capc, err := cfg.Cap.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Cap = capc
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	c := &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
-		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg, clock: kit.Clock(deps.Clock)}
+		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg, clock: kit.Clock(deps.Clock), ownership: deps.Ownership}
+	c.ledger = &ledger{cap: capc, clock: c.clock}
 	kit.OnRecovered(deps.Recovery, c.recovered)
 	return c, nil
 }
@@ -169,6 +192,17 @@ type Summary struct {
 	// IDs does for a Node without providerID): left alone, quietly.
 	Unknowable     int
 	CloudListCalls int
+	// Confirmations counts the per-node checks of Nodes the list lacked;
+	// Disagreements, those that did not confirm the list (kept).
+	Confirmations int
+	Disagreements int
+	// Held counts the Nodes whose instance is gone that the deletion cap
+	// kept this period.
+	Held int
+	// Foreign counts the Nodes of another platform left alone; NoPlatform,
+	// the Nodes naming no platform kept although the cloud lacks them.
+	Foreign    int
+	NoPlatform int
 }
 
 // sync runs one monitor period over every Node.
@@ -186,6 +220,10 @@ func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 	var notReady []*corev1.Node
 	for i := range list.Items {
 		n := &list.Items[i]
+		if c.ownership.Of(n) == ownership.Foreign {
+			sum.Foreign++
+			continue
+		}
 		if !isReady(n) {
 			notReady = append(notReady, n)
 			continue
@@ -208,16 +246,18 @@ func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 		sum.Undecided = len(notReady)
 		return sum, errors.Join(append(errs, err)...)
 	}
+	var ps periodState
 	for _, n := range notReady {
-		if err := c.monitor(ctx, n, check, &sum); err != nil {
+		if err := c.monitor(ctx, n, check, &ps, &sum); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	c.metrics.heldNow.Set(float64(sum.Held))
 	return sum, errors.Join(errs...)
 }
 
 // monitor decides one NotReady Node.
-func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFunc, sum *Summary) error {
+func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFunc, ps *periodState, sum *Summary) error {
 	exists, shutdown, err := check(ctx, n)
 	if errors.Is(err, errCannotTell) {
 		// Upstream logs an error for such a Node every period and leaves
@@ -227,17 +267,35 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 		sum.Unknowable++
 		return nil
 	}
+	if errors.Is(err, errKept) {
+		return nil
+	}
 	if err != nil {
 		c.undecided(ctx, []*corev1.Node{n}, err)
 		sum.Undecided++
 		return nil
 	}
 	switch {
+	case !exists && c.ownership.Of(n) == ownership.Unknown:
+		// In a hybrid cluster a Node without providerID or platform
+		// annotation may be another platform's, registered before its
+		// controller set the providerID: the cloud's not-found alone
+		// does not prove it was ever ours.
+		klog.FromContext(ctx).V(2).Info("Not deleting node: it names no platform, and the cloud does not know it", "node", klog.KObj(n))
+		sum.NoPlatform++
 	case !exists:
-		if err := c.deleteNode(ctx, n); err != nil {
+		held, err := c.capHolds(ctx, n, ps, sum)
+		if err != nil || held {
 			return err
 		}
-		sum.Deleted++
+		deleted, err := c.deleteNode(ctx, n)
+		if err != nil {
+			return err
+		}
+		if deleted {
+			c.ledger.record(zoneOf(n))
+			sum.Deleted++
+		}
 	case shutdown && !hasShutdownTaint(n):
 		if err := c.addShutdownTaint(ctx, n); err != nil {
 			return err
@@ -251,8 +309,9 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 type checkFunc func(ctx context.Context, n *corev1.Node) (exists, shutdown bool, err error)
 
 // checker returns how this period asks the cloud: one list for all Nodes
-// when the provider can list (a failed list decides nothing), else per
-// Node.
+// when the provider can list (a failed list decides nothing), with a
+// per-node second opinion before a Node the list lacks is judged gone;
+// else per Node.
 func (c *Controller) checker(ctx context.Context, sum *Summary) (checkFunc, error) {
 	if c.lister == nil {
 		return c.checkOne, nil
@@ -265,7 +324,13 @@ func (c *Controller) checker(ctx context.Context, sum *Summary) (checkFunc, erro
 		return nil, err // the cloud wrapper names the operation
 	}
 	idx := newIndex(insts)
-	return func(_ context.Context, n *corev1.Node) (bool, bool, error) { return idx.lookup(n) }, nil
+	return func(ctx context.Context, n *corev1.Node) (bool, bool, error) {
+		exists, shutdown, err := idx.lookup(n)
+		if err != nil || exists {
+			return exists, shutdown, err
+		}
+		return c.secondOpinion(ctx, n, sum)
+	}, nil
 }
 
 // errCannotTell marks a Node the provider can never answer for.
@@ -311,8 +376,9 @@ func (c *Controller) undecided(ctx context.Context, nodes []*corev1.Node, err er
 // deleteNode deletes a Node whose machine is gone. The preconditions make
 // the delete apply only to the Node as judged: a Node re-registered under
 // the same name, or one that changed since the cache showed it (became
-// Ready, say), is left for the next period.
-func (c *Controller) deleteNode(ctx context.Context, n *corev1.Node) error {
+// Ready, say), is left for the next period. It reports whether this call
+// deleted the Node.
+func (c *Controller) deleteNode(ctx context.Context, n *corev1.Node) (bool, error) {
 	log := klog.FromContext(ctx).WithValues("node", klog.KObj(n))
 	log.Info("Deleting node: its instance no longer exists in the cloud")
 	c.event(n, corev1.EventTypeNormal, ReasonDeletingNode, actionDelete, "Deleting node %s because it does not exist in the cloud provider", n.Name)
@@ -320,15 +386,15 @@ func (c *Controller) deleteNode(ctx context.Context, n *corev1.Node) error {
 	err := c.client.Delete(ctx, n, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if err == nil || apierrors.IsNotFound(err) {
 		c.metrics.deletions.WithLabelValues("success").Inc()
-		return nil
+		return err == nil, nil
 	}
 	c.metrics.deletions.WithLabelValues("error").Inc()
 	if apierrors.IsConflict(err) {
 		log.V(2).Info("Node changed since it was judged; deciding again next period")
-		return nil
+		return false, nil
 	}
 	c.event(n, corev1.EventTypeWarning, ReasonDeletingNodeFailed, actionDelete, "Failed deleting node %s: %v", n.Name, err)
-	return fmt.Errorf("delete node %s: %w", n.Name, err)
+	return false, fmt.Errorf("delete node %s: %w", n.Name, err)
 }
 
 func (c *Controller) addShutdownTaint(ctx context.Context, n *corev1.Node) error {

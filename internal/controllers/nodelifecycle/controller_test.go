@@ -29,6 +29,12 @@ type fakeCloud struct {
 	instances map[string]cloud.Instance
 	err       error
 	calls     atomic.Int64
+	// hidden lists providerIDs the list answer leaves out although the
+	// instance exists (a page cut short, an eventually consistent list).
+	hidden map[string]bool
+	// parse, when set, refuses a providerID the provider cannot read, as
+	// a real provider's InstanceExists does.
+	parse func(providerID string) error
 }
 
 func (f *fakeCloud) find(n *corev1.Node) (cloud.Instance, bool, error) {
@@ -37,6 +43,11 @@ func (f *fakeCloud) find(n *corev1.Node) (cloud.Instance, bool, error) {
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return cloud.Instance{}, false, f.err
+	}
+	if f.parse != nil && n.Spec.ProviderID != "" {
+		if err := f.parse(n.Spec.ProviderID); err != nil {
+			return cloud.Instance{}, false, err
+		}
 	}
 	for _, inst := range f.instances {
 		if inst.ProviderID == n.Spec.ProviderID || n.Spec.ProviderID == "" && inst.Name == n.Name {
@@ -72,7 +83,9 @@ func (f *fakeCloud) ListInstances(context.Context) ([]cloud.Instance, error) {
 	}
 	var out []cloud.Instance
 	for _, inst := range f.instances {
-		out = append(out, inst)
+		if !f.hidden[inst.ProviderID] {
+			out = append(out, inst)
+		}
 	}
 	return out, nil
 }

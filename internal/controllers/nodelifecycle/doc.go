@@ -8,5 +8,10 @@
 // exist: a cloud error, a timeout or a rate-limit answer deletes nothing.
 // With cloud.InstanceLister one successful list per period answers for
 // every NotReady Node; otherwise each costs InstanceExists and
-// InstanceShutdown calls, as upstream's controller does.
+// InstanceShutdown calls, as upstream's controller does. A list answer
+// alone never deletes: a Node the list lacks is deleted only when its own
+// InstanceExists says the instance is gone too (confirm.go); a
+// disagreement keeps it, with a warning event and a count. The deletions
+// within a window are capped to a share of the cluster's and of a zone's
+// Nodes (cap.go).
 package nodelifecycle

@@ -98,6 +98,52 @@ func TestIntegration(t *testing.T) {
 		}
 	})
 
+	// The sandbox's repro: NotReady Nodes another system registered, with
+	// providerIDs localcloud cannot parse. Its list has no such instance;
+	// the per-node check fails, so every one is kept, with a warning.
+	t.Run("list alone never deletes a node it cannot confirm", func(t *testing.T) {
+		ctx := testbed.Context(t, 2*time.Minute)
+		ids := map[string]string{
+			"repro-nonsense": "nonsense://x",
+			"repro-aws":      "aws:///eu-west-1a/i-0123456789abcdef0",
+			"repro-garbage":  "localcloud://garbage",
+		}
+		for name, id := range ids {
+			if _, err := localcluster.CreateNode(ctx, cs, name, localcluster.NodeOptions{ProviderID: id, Unmanaged: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := localcluster.SetReady(ctx, cs, name, corev1.ConditionFalse); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after := periods() + 3
+		if err := wait.PollUntilContextCancel(ctx, period/3, true, func(context.Context) (bool, error) {
+			return periods() >= after, nil
+		}); err != nil {
+			t.Fatalf("waiting for three more monitor periods: %v", err)
+		}
+		evs, err := cs.EventsV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, id := range ids {
+			if _, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Errorf("node %s (providerID %s): %v", name, id, err)
+			}
+			if !slices.ContainsFunc(evs.Items, func(e eventsv1.Event) bool {
+				return e.Regarding.Name == name && e.Reason == nodelifecycle.ReasonDeletionUnconfirmed && e.Type == corev1.EventTypeWarning
+			}) {
+				t.Errorf("no %s warning for node %s", nodelifecycle.ReasonDeletionUnconfirmed, name)
+			}
+		}
+		// Leave the rest of the test a cluster without them.
+		for name := range ids {
+			if err := cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
 	t.Run("shutdown taint added and removed", func(t *testing.T) {
 		ctx := testbed.Context(t, 2*time.Minute)
 		inst := newNode(ctx, t, "stopped", corev1.ConditionTrue)

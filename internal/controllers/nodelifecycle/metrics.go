@@ -14,6 +14,15 @@ const (
 	MetricShutdownTaints = "stratus_node_lifecycle_shutdown_taints_total"
 	MetricCloudErrors    = "stratus_node_lifecycle_cloud_errors_total"
 	MetricPeriodDuration = "stratus_node_lifecycle_period_duration_seconds"
+	// MetricSecondOpinions counts the per-node checks of Nodes the
+	// cloud's list lacked, by answer: confirmed (gone, may be deleted),
+	// disagreed (the instance exists), failed (the check erred).
+	MetricSecondOpinions = "stratus_node_lifecycle_second_opinions_total"
+	// MetricDeletionsHeld counts the deletions the cap held back, by the
+	// scope whose cap held (cluster, zone); MetricDeletionsHeldNow is how
+	// many Nodes the last period held back.
+	MetricDeletionsHeld    = "stratus_node_lifecycle_deletions_held_total"
+	MetricDeletionsHeldNow = "stratus_node_lifecycle_deletions_held"
 )
 
 type metrics struct {
@@ -21,6 +30,10 @@ type metrics struct {
 	taints      *prometheus.CounterVec
 	cloudErrors prometheus.Counter
 	duration    prometheus.Histogram
+	// secondOpinions is MetricSecondOpinions.
+	secondOpinions *prometheus.CounterVec
+	held           *prometheus.CounterVec
+	heldNow        prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -42,12 +55,27 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Duration of one monitor period.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
+		secondOpinions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricSecondOpinions,
+			Help: "Per-node checks of NotReady Nodes missing from the cloud's instance list, by answer (confirmed, disagreed, failed); only confirmed ones may be deleted.",
+		}, []string{"answer"}),
+		held: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricDeletionsHeld,
+			Help: "Deletions of Nodes whose instance is gone that the deletion cap held back, by scope (cluster, zone).",
+		}, []string{"scope"}),
+		heldNow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricDeletionsHeldNow,
+			Help: "Nodes whose instance is gone that the last monitor period did not delete because the deletion cap held.",
+		}),
 	}
 	if err := metricsutil.Register(reg,
 		m.deletions,
 		m.taints,
 		m.cloudErrors,
 		m.duration,
+		m.secondOpinions,
+		m.held,
+		m.heldNow,
 	); err != nil {
 		return nil, fmt.Errorf("node lifecycle controller metrics: %w", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -91,6 +92,9 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	// Clock dates conditions and paces retries; nil is the real clock.
 	Clock clock.Clock
+	// Ownership says which Nodes are the provider's in a hybrid cluster;
+	// foreign ones are never routed. The zero value owns every Node.
+	Ownership ownership.Policy
 }
 
 // Controller reconciles cloud routes with Nodes' pod CIDRs.
@@ -104,6 +108,8 @@ type Controller struct {
 	backoff  *backoff
 	// queue is captured when the controller starts, for recovery.
 	queue kit.Queue[pass]
+	// ownership leaves foreign Nodes out of every pass.
+	ownership ownership.Policy
 }
 
 // New validates cfg and builds the controller. It has no side effects
@@ -135,7 +141,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		client: client.WithFieldOwner(deps.Client, ControllerName), routes: deps.Routes, recorder: kit.Recorder(deps.Recorder), cfg: cfg, m: m,
-		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff), clock: kit.Clock(deps.Clock),
+		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff), clock: kit.Clock(deps.Clock), ownership: deps.Ownership,
 	}
 	kit.OnRecovered(deps.Recovery, c.recovered)
 	return c, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -29,6 +31,9 @@ func (c *Controller) sync(ctx context.Context, _ pass) error {
 	if err := c.client.List(ctx, &nodes); err != nil {
 		return fmt.Errorf("route controller: list nodes: %w", err)
 	}
+	// Another platform routes its own Nodes: a foreign Node gets no route
+	// and its NetworkUnavailable condition is not written.
+	nodes.Items = slices.DeleteFunc(nodes.Items, func(n corev1.Node) bool { return c.ownership.Of(&n) == ownership.Foreign })
 	routes, err := c.routes.ListRoutes(ctx, c.cfg.ClusterName)
 	if err != nil {
 		return fmt.Errorf("route controller: list routes of cluster %s: %w", c.cfg.ClusterName, err)

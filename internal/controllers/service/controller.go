@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -102,6 +103,11 @@ type Deps struct {
 	Clock clock.Clock
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// Ownership says which Nodes are the provider's in a hybrid cluster: a
+	// foreign Node is no backend unless ForeignBackends (backends.go).
+	// The zero value owns every Node.
+	Ownership       ownership.Policy
+	ForeignBackends bool
 }
 
 // key is one work item: a Service, or one of the two passes that concern
@@ -174,6 +180,7 @@ func New(d Deps, cfg Config) (*Controller, error) {
 		nodePacer: newNodePacer(cfg.NodeSyncDelay),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
 	}
+	c.nodes.backend = backendPolicy(d.Ownership, d.ForeignBackends)
 	kit.OnRecovered(d.Recovery, c.retryFailed)
 	return c, nil
 }

@@ -55,10 +55,18 @@ type nodeTracker struct {
 	// identityStale: ids and names must be rebuilt for a new version.
 	identityStale bool
 	current       *nodeSet // nil when the objects must be gathered again
+	// backend excludes the Nodes a hybrid cluster's ownership policy keeps
+	// out of load balancers (backends.go); nil excludes none.
+	backend func(*corev1.Node) bool
 }
 
 func newNodeTracker() *nodeTracker {
 	return &nodeTracker{all: map[string]*corev1.Node{}, identityStale: true}
+}
+
+// eligible is nodeEligible and the ownership policy's say.
+func (t *nodeTracker) eligible(n *corev1.Node) bool {
+	return nodeEligible(n) && (t.backend == nil || t.backend(n))
 }
 
 // identity is what a load balancer cares about in one node.
@@ -67,11 +75,11 @@ type identity struct {
 	providerID string
 }
 
-func identityOf(n *corev1.Node) identity {
+func (t *nodeTracker) identityOf(n *corev1.Node) identity {
 	if n == nil {
 		return identity{}
 	}
-	return identity{eligible: nodeEligible(n), providerID: n.Spec.ProviderID}
+	return identity{eligible: t.eligible(n), providerID: n.Spec.ProviderID}
 }
 
 // upsert records the latest object of a node.
@@ -80,7 +88,7 @@ func (t *nodeTracker) upsert(n *corev1.Node) {
 	defer t.mu.Unlock()
 	old := t.all[n.Name]
 	t.all[n.Name] = n
-	if old == nil || identityOf(old) != identityOf(n) {
+	if old == nil || t.identityOf(old) != t.identityOf(n) {
 		t.version++
 		t.identityStale = true
 	}
@@ -112,7 +120,7 @@ func (t *nodeTracker) snapshot() nodeSet {
 	if t.identityStale {
 		t.ids, t.names = map[string]string{}, nil
 		for _, n := range t.all {
-			if nodeEligible(n) {
+			if t.eligible(n) {
 				t.ids[n.Name] = n.Spec.ProviderID
 				t.names = append(t.names, n.Name)
 			}

@@ -50,7 +50,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	nodes := c.nodes.snapshot()
 	switch {
 	case st == nil || st.uid != svc.UID || !lbConfigEqual(st.applied, svc):
-		return c.ensure(ctx, key, svc, nodes)
+		return c.keepHostsCurrent(ctx, key, svc, st, nodes, c.ensure(ctx, key, svc, nodes))
 	case !sameNodes(st.nodes, nodes):
 		if c.nodePacer.holding(c.now()) {
 			// A burst of node changes is under way: its pass queues this

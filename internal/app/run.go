@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -113,7 +114,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	}
 	synced := &atomic.Bool{}
 	if o.servingEnabled() {
-		if err := addServer(mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), debugHandlers(rec)); err != nil {
+		if err := addServer(mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), p, rec); err != nil {
 			return err
 		}
 	}
@@ -332,7 +333,16 @@ func resourceLockOrNil(l *observedLock) resourcelock.Interface {
 	return l
 }
 
-func addServer(mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, debug map[string]http.Handler) error {
+// addServer adds the secure port's server. Besides /metrics, it serves
+// /configz and observe mode's pages behind the same authorization.
+func addServer(mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, p *runPlan, rec *observe.Recorder) error {
+	debug := map[string]http.Handler{}
+	maps.Copy(debug, debugHandlers(rec))
+	configz, err := configzHandler(componentConfig(o, p.table, p.migration))
+	if err != nil {
+		return err
+	}
+	debug[configzPath] = configz
 	cfg, err := o.newServingConfig()
 	if err != nil {
 		return err

@@ -221,8 +221,15 @@ func TestServingHealthAndMetricsAuth(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("authorized /metrics = %d: %s", code, body)
 	}
-	if !strings.Contains(body, "rest_client_requests_total") {
-		t.Errorf("metrics lack the API client metrics:\n%.2000s", body)
+	// The series component-base gives every upstream component, which
+	// dashboards written for upstream CCMs read.
+	for _, series := range []string{
+		"rest_client_requests_total{", "rest_client_request_duration_seconds_bucket{", "rest_client_rate_limiter_duration_seconds_bucket{",
+		"rest_client_response_size_bytes_bucket{", "kubernetes_build_info{",
+	} {
+		if !strings.Contains(body, "\n"+series) {
+			t.Errorf("metrics lack %s:\n%.2000s", series, body)
+		}
 	}
 	// /configz is upstream's: behind the same authorization as /metrics,
 	// one object keyed by upstream's name holding the flags in effect.

@@ -17,6 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/componentmetrics"
 	"github.com/stratus-ccm/stratus/internal/version"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -148,6 +149,9 @@ func run(ctx context.Context, out io.Writer, o *app.Options, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if err := componentmetrics.RegisterBuildInfo(deps.Metrics); err != nil {
+		return err
+	}
 	return app.Run(klog.NewContext(ctx, logger), o, deps)
 }
 
@@ -171,18 +175,24 @@ func (cfg Config) deps() (app.Deps, error) {
 			return app.Deps{}, err
 		}
 	}
-	var metrics interface {
-		prometheus.Registerer
-		prometheus.Gatherer
-	} = ctrlmetrics.Registry
-	if cfg.Metrics != nil {
-		metrics = cfg.Metrics
-	}
+	metrics := cfg.metrics()
 	extra := make([]app.ExtraController, 0, len(cfg.Controllers))
 	for _, c := range cfg.Controllers {
 		extra = append(extra, app.ExtraController{Name: c.Name, Start: startFunc(c, metrics), OffByDefault: c.OffByDefault})
 	}
 	return app.Deps{Providers: reg, Metrics: metrics, Extra: extra}, nil
+}
+
+// metrics is the registry served on /metrics: cfg.Metrics, else
+// controller-runtime's.
+func (cfg Config) metrics() interface {
+	prometheus.Registerer
+	prometheus.Gatherer
+} {
+	if cfg.Metrics != nil {
+		return cfg.Metrics
+	}
+	return ctrlmetrics.Registry
 }
 
 // startFunc adapts a public Controller to the daemon's table.
@@ -203,8 +213,15 @@ func Main(cfg Config) {
 }
 
 // Execute runs NewCommand(cfg) with args until SIGINT or SIGTERM and
-// returns the exit code Main would use.
+// returns the exit code Main would use. It is a process's entry point: it
+// first sets client-go's process-wide metric hooks, so that cfg's registry
+// serves upstream's rest_client_* metrics (which needs that no API client
+// of the process has been built yet).
 func Execute(cfg Config, args []string) int {
+	if err := InstallClientMetrics(cfg.metrics()); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	cmd := NewCommand(cfg)
@@ -214,4 +231,17 @@ func Execute(cfg Config, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// InstallClientMetrics registers client-go's request metrics
+// (rest_client_request_duration_seconds, rest_client_requests_total, ...,
+// as component-base registers them for upstream's components) on reg, and
+// points client-go's process-wide hooks at them. Main and Execute call it;
+// a binary that runs NewCommand under its own root command calls it in
+// main, before anything builds an API client. Later calls change nothing.
+func InstallClientMetrics(reg prometheus.Registerer) error {
+	if err := componentmetrics.InstallClientGo(reg); err != nil {
+		return fmt.Errorf("client-go metrics: %w", err)
+	}
+	return nil
 }

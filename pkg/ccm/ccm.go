@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	cloudprovider "k8s.io/cloud-provider"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -101,18 +102,34 @@ type Config struct {
 		prometheus.Registerer
 		prometheus.Gatherer
 	}
+	// FlagDefaults replaces the defaults of the daemon's flags, by flag
+	// name, as a provider's main sets upstream's options before building
+	// the command (DigitalOcean's sets the --cloud-provider name and
+	// --authentication-skip-lookup). The command line still overrides
+	// them, and --help shows them as the defaults. A list flag's value is
+	// comma-separated ("*,-route"). A name the command does not have, or a
+	// value its flag refuses, is an error when the command runs.
+	FlagDefaults map[string]string
+	// Flags are the provider's own flags, added beside the daemon's, as
+	// upstream's NewCloudControllerManagerCommand takes additionalFlags;
+	// the provider reads the variables they are bound to, which are set
+	// before its constructor runs. A flag whose name or shorthand the
+	// daemon already has is an error when the command runs.
+	Flags cliflag.NamedFlagSets
 }
 
 // NewCommand returns the daemon command: the command the stratus binary
 // runs as "stratus controller-manager" or "cloud-controller-manager", with
-// cfg's providers and controllers. A mistake in cfg (a duplicate name, a
-// Provider with neither constructor) is reported when the command runs.
+// cfg's providers, controllers and flags. A mistake in cfg (a duplicate
+// name, a Provider with neither constructor, a flag default for a flag
+// that does not exist) is reported when the command runs.
 func NewCommand(cfg Config) *cobra.Command {
 	o := app.NewOptions()
 	name := cfg.Name
 	if name == "" {
 		name = DefaultName
 	}
+	var flagErr error
 	cmd := &cobra.Command{
 		Use:   name,
 		Short: "Run the cloud controller manager (flags compatible with upstream cloud-controller-manager)",
@@ -129,10 +146,14 @@ where docs/operations.md says Stratus picks a better default.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if flagErr != nil {
+				return flagErr
+			}
 			return run(cmd.Context(), cmd.OutOrStdout(), o, cfg)
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	flagErr = addConfigFlags(cmd.Flags(), cfg)
 	return cmd
 }
 

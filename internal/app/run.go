@@ -334,7 +334,9 @@ func resourceLockOrNil(l *observedLock) resourcelock.Interface {
 }
 
 // addServer adds the secure port's server. Besides /metrics, it serves
-// /configz and observe mode's pages behind the same authorization.
+// /configz and observe mode's pages behind the same authorization. The
+// check beside it says which permission the delegated authentication or
+// authorization lacks, if any.
 func addServer(mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, p *runPlan, rec *observe.Recorder) error {
 	debug := map[string]http.Handler{}
 	maps.Copy(debug, debugHandlers(rec))
@@ -350,6 +352,9 @@ func addServer(mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, ch
 	if err := mgr.Add(newServer(o, cfg, gatherer, checks, debug)); err != nil {
 		cfg.close()
 		return fmt.Errorf("add server: %w", err)
+	}
+	if err := mgr.Add(newAuthCheck(o)); err != nil {
+		return fmt.Errorf("add delegated authentication check: %w", err)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func sizeBuckets() []float64 {
 // restClient holds the request metrics; its methods are client-go's hooks.
 type restClient struct {
 	latency, rateLimiter, requestSize, responseSize, resolver *prometheus.HistogramVec
-	results, retries                                         *prometheus.CounterVec
+	results, retries                                          *prometheus.CounterVec
 }
 
 func newRestClient() *restClient {

@@ -14,5 +14,8 @@ import (
 func main() {
 	ccm.Main(ccm.Config{
 		Providers: []ccm.Provider{{Name: provider.Name, New: provider.New}},
+		// This binary runs one provider: --cloud-provider defaults to it,
+		// as a vendor's main sets it, so manifests need not pass it.
+		FlagDefaults: map[string]string{"cloud-provider": provider.Name},
 	})
 }

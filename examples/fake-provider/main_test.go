@@ -34,8 +34,8 @@ func TestDaemonWithUpstreamFakeProvider(t *testing.T) {
 	ctx := testbed.Context(t, 2*time.Minute)
 	cs := env.Clientset
 
+	// No --cloud-provider: main defaults it to the example's provider.
 	testbed.StartProcess(t, filepath.Join(t.TempDir(), "fake-ccm.log"), bin,
-		"--cloud-provider="+provider.Name,
 		"--kubeconfig="+env.Kubeconfig,
 		"--cluster-name=example",
 		"--leader-elect=false",

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -220,8 +221,37 @@ func TestServingHealthAndMetricsAuth(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("authorized /metrics = %d: %s", code, body)
 	}
-	if !strings.Contains(body, "rest_client_requests_total") {
-		t.Errorf("metrics lack the API client metrics:\n%.2000s", body)
+	// The series component-base gives every upstream component, which
+	// dashboards written for upstream CCMs read.
+	for _, series := range []string{
+		"rest_client_requests_total{", "rest_client_request_duration_seconds_bucket{", "rest_client_rate_limiter_duration_seconds_bucket{",
+		"rest_client_response_size_bytes_bucket{", "kubernetes_build_info{",
+	} {
+		if !strings.Contains(body, "\n"+series) {
+			t.Errorf("metrics lack %s:\n%.2000s", series, body)
+		}
+	}
+	// /configz is upstream's: behind the same authorization as /metrics,
+	// one object keyed by upstream's name holding the flags in effect.
+	if code, _ := get("/configz", nobody); code != http.StatusForbidden {
+		t.Errorf("/configz without RBAC = %d, want 403", code)
+	}
+	code, body = get("/configz", reader)
+	if code != http.StatusOK {
+		t.Fatalf("authorized /configz = %d: %s", code, body)
+	}
+	var configz map[string]struct {
+		Kind            string
+		KubeCloudShared struct{ CloudProvider struct{ Name string } }
+		Generic         struct{ LeaderElection struct{ ResourceName string } }
+	}
+	if err := json.Unmarshal([]byte(body), &configz); err != nil {
+		t.Fatalf("/configz: %v: %s", err, body)
+	}
+	cz := configz["cloudcontrollermanager.config.k8s.io"]
+	if cz.Kind != "CloudControllerManagerConfiguration" || cz.KubeCloudShared.CloudProvider.Name != fakeprovider.Name ||
+		cz.Generic.LeaderElection.ResourceName != "serving-test" {
+		t.Errorf("/configz does not hold the flags in effect: %s", body)
 	}
 	// --profiling defaults to true, as upstream: pprof is served, behind
 	// the same authorization as /metrics.
@@ -231,7 +261,7 @@ func TestServingHealthAndMetricsAuth(t *testing.T) {
 }
 
 // serviceAccountToken creates a ServiceAccount (bound to a ClusterRole that
-// may GET /metrics when allowed) and returns a token for it.
+// may GET /metrics and /configz when allowed) and returns a token for it.
 func serviceAccountToken(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string, allowed bool) string {
 	t.Helper()
 	ns := "default"
@@ -241,7 +271,7 @@ func serviceAccountToken(ctx context.Context, t *testing.T, cs kubernetes.Interf
 	if allowed {
 		role := &rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/configz"}, Verbs: []string{"get"}}},
 		}
 		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

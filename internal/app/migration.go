@@ -45,6 +45,8 @@ func (m *MigrationOptions) addFlags(fs *pflag.FlagSet) {
 // the controller manager needs: the lease and which controllers it guards.
 type migrationPlan struct {
 	LeaseName string
+	// config is the loaded configuration, for /configz.
+	config *cmconfig.LeaderMigrationConfiguration
 	// migrated holds the controllers this process runs under the migration
 	// lease; unowned the ones another component runs, which this process
 	// must not start at all.
@@ -106,7 +108,7 @@ func loadMigration(o *Options, table []controllerEntry) (*migrationPlan, error) 
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
 	}
-	plan := &migrationPlan{LeaseName: cfg.LeaderName, migrated: map[string]bool{}, unowned: map[string]bool{}}
+	plan := &migrationPlan{LeaseName: cfg.LeaderName, config: cfg, migrated: map[string]bool{}, unowned: map[string]bool{}}
 	for _, l := range cfg.ControllerLeaders {
 		if l.Component == ComponentName || l.Component == "*" {
 			plan.migrated[l.Name] = true

@@ -31,6 +31,18 @@ const (
 	DefaultCloudAPIBurst = 100
 )
 
+// The --cidr-allocator-type values upstream accepts (kube-controller-manager's
+// ipam.RangeAllocatorType and ipam.CloudAllocatorType). Upstream's
+// cloud-controller-manager accepts the flag and never reads it, having no
+// node IPAM controller; Stratus' node-ipam controller allocates from ranges
+// and leaves allocation to the cloud under CloudAllocator (it skips
+// itself), so the value means what it means upstream. Any other value is
+// refused, naming the two.
+const (
+	RangeAllocator = "RangeAllocator"
+	CloudAllocator = "CloudAllocator"
+)
+
 // Options holds every command-line setting of the controller manager. Field
 // names follow upstream's component config where one exists. The serving,
 // authentication, authorization, webhook and debugging groups are upstream's
@@ -141,7 +153,7 @@ func NewOptions() *Options {
 		NodeStatusUpdateFrequency:    5 * time.Minute,
 		ConcurrentNodeSyncs:          DefaultConcurrentNodeSyncs,
 		ConcurrentServiceSyncs:       DefaultConcurrentServiceSyncs,
-		CIDRAllocatorType:            "RangeAllocator",
+		CIDRAllocatorType:            RangeAllocator,
 		NodeCIDRMaskSizeIPv4:         24,
 		NodeCIDRMaskSizeIPv6:         64,
 		ConfigureCloudRoutes:         true,
@@ -217,7 +229,7 @@ func (o *Options) addNetworkFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "CIDR range for pods: one IPv4 and/or one IPv6 CIDR, comma-separated. Requires --allocate-node-cidrs.")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR range(s) for Services; never handed out as pod CIDRs.")
 	fs.BoolVar(&o.AllocateNodeCIDRs, "allocate-node-cidrs", o.AllocateNodeCIDRs, "Allocate pod CIDRs to nodes from --cluster-cidr (and, with --configure-cloud-routes, program cloud routes).")
-	fs.StringVar(&o.CIDRAllocatorType, "cidr-allocator-type", o.CIDRAllocatorType, "Type of CIDR allocator; only RangeAllocator is supported.")
+	fs.StringVar(&o.CIDRAllocatorType, "cidr-allocator-type", o.CIDRAllocatorType, "Type of CIDR allocator: RangeAllocator (node-ipam-controller allocates from --cluster-cidr) or CloudAllocator (the cloud assigns pod CIDRs; node-ipam-controller does not run).")
 	fs.Int32Var(&o.NodeCIDRMaskSize, "node-cidr-mask-size", o.NodeCIDRMaskSize, "Mask size for node CIDRs in a single-stack cluster (sets the mask of the one family in use).")
 	fs.Int32Var(&o.NodeCIDRMaskSizeIPv4, "node-cidr-mask-size-ipv4", o.NodeCIDRMaskSizeIPv4, "Mask size for IPv4 node CIDRs.")
 	fs.Int32Var(&o.NodeCIDRMaskSizeIPv6, "node-cidr-mask-size-ipv6", o.NodeCIDRMaskSizeIPv6, "Mask size for IPv6 node CIDRs.")

@@ -171,7 +171,7 @@ func TestBadValuesRejected(t *testing.T) {
 		"concurrent-service-syncs=0":           {"--concurrent-service-syncs=0"},
 		"secure-port=70000":                    {"--secure-port=70000"},
 		"bind-address=nowhere":                 {"--bind-address=nowhere"},
-		"cidr-allocator-type=CloudAllocator":   {"--cidr-allocator-type=CloudAllocator"},
+		"cidr-allocator-type=IPAMFromCloud":    {"--cidr-allocator-type=IPAMFromCloud"},
 		"cloud-api-qps=-2":                     {"--cloud-api-qps=-2"},
 		"feature-gates=NoSuchGate=true":        {"--feature-gates=NoSuchGate=true"},
 		"tls-min-version=VersionTLS99":         {"--tls-min-version=VersionTLS99"},
@@ -196,6 +196,25 @@ func TestBadValuesRejected(t *testing.T) {
 				t.Fatalf("error does not name %s: %v", flag, err)
 			}
 		})
+	}
+}
+
+// TestCIDRAllocatorTypes: upstream's two values are accepted; under
+// CloudAllocator the cloud assigns pod CIDRs, so node-ipam-controller skips
+// itself (saying why) and does not race the cloud's allocation.
+func TestCIDRAllocatorTypes(t *testing.T) {
+	for _, v := range []string{RangeAllocator, CloudAllocator} {
+		if _, err := parse(t, "--cloud-provider=x", "--cidr-allocator-type="+v); err != nil {
+			t.Errorf("--cidr-allocator-type=%s: %v", v, err)
+		}
+	}
+	o, err := parse(t, "--cloud-provider=x", "--cidr-allocator-type=CloudAllocator", "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, reason, err := startNodeIPAMController(context.Background(), ControllerContext{Options: o})
+	if started || err != nil || !strings.Contains(reason, "--cidr-allocator-type=CloudAllocator") {
+		t.Errorf("node IPAM under CloudAllocator: started=%t reason=%q err=%v; want skipped, naming the flag", started, reason, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -120,7 +121,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	}
 	synced := &atomic.Bool{}
 	if o.servingEnabled() {
-		if err := addServer(ctx, mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), debugHandlers(rec)); err != nil {
+		if err := addServer(ctx, mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), p, rec); err != nil {
 			return err
 		}
 	}
@@ -339,7 +340,18 @@ func resourceLockOrNil(l *observedLock) resourcelock.Interface {
 	return l
 }
 
-func addServer(ctx context.Context, mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, debug map[string]http.Handler) error {
+// addServer adds the secure port's server. Besides /metrics, it serves
+// /configz and observe mode's pages behind the same authorization. The
+// check beside it says which permission the delegated authentication or
+// authorization lacks, if any.
+func addServer(ctx context.Context, mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, p *runPlan, rec *observe.Recorder) error {
+	debug := map[string]http.Handler{}
+	maps.Copy(debug, debugHandlers(rec))
+	configz, err := configzHandler(componentConfig(o, p.table, p.migration))
+	if err != nil {
+		return err
+	}
+	debug[configzPath] = configz
 	cfg, err := o.newServingConfig(ctx)
 	if err != nil {
 		return err
@@ -347,6 +359,9 @@ func addServer(ctx context.Context, mgr manager.Manager, o *Options, gatherer pr
 	if err := mgr.Add(newServer(o, cfg, gatherer, checks, debug)); err != nil {
 		cfg.close()
 		return fmt.Errorf("add server: %w", err)
+	}
+	if err := mgr.Add(newAuthCheck(o)); err != nil {
+		return fmt.Errorf("add delegated authentication check: %w", err)
 	}
 	return nil
 }

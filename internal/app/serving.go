@@ -50,8 +50,8 @@ func newHealthChecks(synced *atomic.Bool, lock *observedLock, o *Options) health
 	return h
 }
 
-// server serves the health endpoints, /metrics and (with --profiling)
-// /debug/pprof on the secure port through upstream's handler chain:
+// server serves the health endpoints, /metrics, /configz and (with
+// --profiling) /debug/pprof on the secure port through upstream's handler chain:
 // delegated authentication, then delegated authorization, with the
 // --authorization-always-allow-paths open to anyone. It runs on every
 // replica, leader or not, so that probes and scrapes work on standbys too.
@@ -70,7 +70,8 @@ func newServer(o *Options, cfg *servingConfig, gatherer prometheus.Gatherer, che
 		routes.Profiling{}.Install(m)
 		routes.DebugFlags{}.Install(m, "v", routes.StringFlagPutHandler(logs.GlogSetter))
 	}
-	// Debug pages (observe mode's plan) are authorized like /metrics.
+	// /configz and the debug pages (observe mode's plan) are authorized
+	// like /metrics, as upstream authorizes /configz.
 	for path, h := range debug {
 		m.Handle(path, h)
 	}

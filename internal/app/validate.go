@@ -121,8 +121,8 @@ func (o *Options) validateLeaderElection() []error {
 
 func (o *Options) validateNetworking() []error {
 	var errs []error
-	if o.CIDRAllocatorType != "RangeAllocator" {
-		errs = append(errs, fmt.Errorf("--cidr-allocator-type=%s: only RangeAllocator is supported", o.CIDRAllocatorType))
+	if o.CIDRAllocatorType != RangeAllocator && o.CIDRAllocatorType != CloudAllocator {
+		errs = append(errs, fmt.Errorf("--cidr-allocator-type=%s: must be %s or %s", o.CIDRAllocatorType, RangeAllocator, CloudAllocator))
 	}
 	if o.NodeCIDRMaskSize != 0 && (o.NodeCIDRMaskSize < 1 || o.NodeCIDRMaskSize > 128) {
 		errs = append(errs, fmt.Errorf("--node-cidr-mask-size=%d: must be between 1 and 128", o.NodeCIDRMaskSize))

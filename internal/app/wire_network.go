@@ -65,6 +65,9 @@ func startNodeIPAMController(_ context.Context, cc ControllerContext) (bool, str
 	if !o.AllocateNodeCIDRs {
 		return false, "--allocate-node-cidrs=false", nil
 	}
+	if o.CIDRAllocatorType == CloudAllocator {
+		return false, "--cidr-allocator-type=" + CloudAllocator + ": the cloud assigns pod CIDRs; Stratus' allocator works from --cluster-cidr ranges only", nil
+	}
 	cfg, err := nodeIPAMConfig(o)
 	if err != nil {
 		return false, "", err

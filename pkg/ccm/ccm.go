@@ -11,12 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	cloudprovider "k8s.io/cloud-provider"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/componentmetrics"
 	"github.com/stratus-ccm/stratus/internal/version"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -100,18 +102,34 @@ type Config struct {
 		prometheus.Registerer
 		prometheus.Gatherer
 	}
+	// FlagDefaults replaces the defaults of the daemon's flags, by flag
+	// name, as a provider's main sets upstream's options before building
+	// the command (DigitalOcean's sets the --cloud-provider name and
+	// --authentication-skip-lookup). The command line still overrides
+	// them, and --help shows them as the defaults. A list flag's value is
+	// comma-separated ("*,-route"). A name the command does not have, or a
+	// value its flag refuses, is an error when the command runs.
+	FlagDefaults map[string]string
+	// Flags are the provider's own flags, added beside the daemon's, as
+	// upstream's NewCloudControllerManagerCommand takes additionalFlags;
+	// the provider reads the variables they are bound to, which are set
+	// before its constructor runs. A flag whose name or shorthand the
+	// daemon already has is an error when the command runs.
+	Flags cliflag.NamedFlagSets
 }
 
 // NewCommand returns the daemon command: the command the stratus binary
 // runs as "stratus controller-manager" or "cloud-controller-manager", with
-// cfg's providers and controllers. A mistake in cfg (a duplicate name, a
-// Provider with neither constructor) is reported when the command runs.
+// cfg's providers, controllers and flags. A mistake in cfg (a duplicate
+// name, a Provider with neither constructor, a flag default for a flag
+// that does not exist) is reported when the command runs.
 func NewCommand(cfg Config) *cobra.Command {
 	o := app.NewOptions()
 	name := cfg.Name
 	if name == "" {
 		name = DefaultName
 	}
+	var flagErr error
 	cmd := &cobra.Command{
 		Use:   name,
 		Short: "Run the cloud controller manager (flags compatible with upstream cloud-controller-manager)",
@@ -128,10 +146,14 @@ where docs/operations.md says Stratus picks a better default.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if flagErr != nil {
+				return flagErr
+			}
 			return run(cmd.Context(), cmd.OutOrStdout(), o, cfg)
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	flagErr = addConfigFlags(cmd.Flags(), cfg)
 	return cmd
 }
 
@@ -146,6 +168,9 @@ func run(ctx context.Context, out io.Writer, o *app.Options, cfg Config) error {
 	logger.Info("Stratus", "version", version.Get().String())
 	deps, err := cfg.deps()
 	if err != nil {
+		return err
+	}
+	if err := componentmetrics.RegisterBuildInfo(deps.Metrics); err != nil {
 		return err
 	}
 	return app.Run(klog.NewContext(ctx, logger), o, deps)
@@ -171,18 +196,24 @@ func (cfg Config) deps() (app.Deps, error) {
 			return app.Deps{}, err
 		}
 	}
-	var metrics interface {
-		prometheus.Registerer
-		prometheus.Gatherer
-	} = ctrlmetrics.Registry
-	if cfg.Metrics != nil {
-		metrics = cfg.Metrics
-	}
+	metrics := cfg.metrics()
 	extra := make([]app.ExtraController, 0, len(cfg.Controllers))
 	for _, c := range cfg.Controllers {
 		extra = append(extra, app.ExtraController{Name: c.Name, Start: startFunc(c, metrics), OffByDefault: c.OffByDefault})
 	}
 	return app.Deps{Providers: reg, Metrics: metrics, Extra: extra}, nil
+}
+
+// metrics is the registry served on /metrics: cfg.Metrics, else
+// controller-runtime's.
+func (cfg Config) metrics() interface {
+	prometheus.Registerer
+	prometheus.Gatherer
+} {
+	if cfg.Metrics != nil {
+		return cfg.Metrics
+	}
+	return ctrlmetrics.Registry
 }
 
 // startFunc adapts a public Controller to the daemon's table.
@@ -203,8 +234,15 @@ func Main(cfg Config) {
 }
 
 // Execute runs NewCommand(cfg) with args until SIGINT or SIGTERM and
-// returns the exit code Main would use.
+// returns the exit code Main would use. It is a process's entry point: it
+// first sets client-go's process-wide metric hooks, so that cfg's registry
+// serves upstream's rest_client_* metrics (which needs that no API client
+// of the process has been built yet).
 func Execute(cfg Config, args []string) int {
+	if err := InstallClientMetrics(cfg.metrics()); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	cmd := NewCommand(cfg)
@@ -214,4 +252,17 @@ func Execute(cfg Config, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// InstallClientMetrics registers client-go's request metrics
+// (rest_client_request_duration_seconds, rest_client_requests_total, ...,
+// as component-base registers them for upstream's components) on reg, and
+// points client-go's process-wide hooks at them. Main and Execute call it;
+// a binary that runs NewCommand under its own root command calls it in
+// main, before anything builds an API client. Later calls change nothing.
+func InstallClientMetrics(reg prometheus.Registerer) error {
+	if err := componentmetrics.InstallClientGo(reg); err != nil {
+		return fmt.Errorf("client-go metrics: %w", err)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package ccm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	cloudprovider "k8s.io/cloud-provider"
+	cliflag "k8s.io/component-base/cli/flag"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stratus-ccm/stratus/pkg/ccm"
@@ -96,20 +98,29 @@ func TestNewCommandGivesProviderItsInputsAndRunsExtraControllers(t *testing.T) {
 	writeFile(t, cfgFile, "token: abc\n")
 
 	p := &inputsProvider{initializedCh: make(chan struct{})}
+	// The provider's own flag, and --cloud-provider defaulted to it as a
+	// vendor's main does: its manifest passes neither.
+	var fss cliflag.NamedFlagSets
+	region := fss.FlagSet("inputs").String("inputs-region", "nowhere", "the provider's own flag")
 	cfg := ccm.Config{
 		Providers: []ccm.Provider{{Name: "inputs", New: func(_ context.Context, in ccm.Inputs) (cloudprovider.Interface, error) {
 			b, err := io.ReadAll(in.Config)
 			if err != nil {
 				return nil, err
 			}
+			if *region != "eu-1" {
+				return nil, fmt.Errorf("--inputs-region = %q when the provider is built, want eu-1", *region)
+			}
 			p.in, p.config = in, string(b)
 			return p, nil
 		}}},
-		Controllers: []ccm.Controller{markerController("extra-on", false), markerController("extra-off", true)},
-		Metrics:     prometheus.NewRegistry(),
+		Controllers:  []ccm.Controller{markerController("extra-on", false), markerController("extra-off", true)},
+		Metrics:      prometheus.NewRegistry(),
+		FlagDefaults: map[string]string{"cloud-provider": "inputs"},
+		Flags:        fss,
 	}
 	cmd := ccm.NewCommand(cfg)
-	cmd.SetArgs([]string{"--cloud-provider=inputs", "--cloud-config=" + cfgFile, "--kubeconfig=" + env.Kubeconfig,
+	cmd.SetArgs([]string{"--inputs-region=eu-1", "--cloud-config=" + cfgFile, "--kubeconfig=" + env.Kubeconfig,
 		"--cluster-name=c1", "--cluster-cidr=10.244.0.0/16", "--leader-elect=false", "--secure-port=0",
 		"--controllers=*,-cloud-node-lifecycle-controller"})
 	runCtx, stop := context.WithCancel(ctx)

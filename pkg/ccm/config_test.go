@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	cloudprovider "k8s.io/cloud-provider"
+	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/stratus-ccm/stratus/pkg/ccm"
@@ -54,6 +55,18 @@ func TestConfigMistakesAreClearErrors(t *testing.T) {
 			cfg:  ccm.Config{Controllers: []ccm.Controller{{Name: "mine"}}},
 			want: `extra controller "mine": a start function is required`,
 		},
+		"flag default for a flag the daemon lacks": {
+			cfg:  ccm.Config{FlagDefaults: map[string]string{"no-such-flag": "1"}},
+			want: `FlagDefaults: the daemon has no flag --no-such-flag`,
+		},
+		"flag default the flag refuses": {
+			cfg:  ccm.Config{FlagDefaults: map[string]string{"kube-api-qps": "fast"}},
+			want: `FlagDefaults: --kube-api-qps=fast: set default:`,
+		},
+		"provider flag named like a daemon flag": {
+			cfg:  ccm.Config{Flags: clusterNameFlag()},
+			want: `provider flag --cluster-name (flag set "vendor"): the daemon already has a flag of that name`,
+		},
 		"unknown controller flag": {
 			cfg:  ccm.Config{Controllers: []ccm.Controller{{Name: "mine", Start: noop}}},
 			args: []string{"--controllers=*,yours"},
@@ -86,4 +99,10 @@ func TestCommandNameDefaultsToUpstreams(t *testing.T) {
 	if got := ccm.NewCommand(ccm.Config{Name: "mycloud-ccm"}).Use; got != "mycloud-ccm" {
 		t.Errorf("Use = %q, want mycloud-ccm", got)
 	}
+}
+
+func clusterNameFlag() cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+	fss.FlagSet("vendor").String("cluster-name", "", "")
+	return fss
 }

@@ -19,6 +19,11 @@
 // more than its cloud config (the cluster CIDR, the cluster name, a node
 // lister or informers) uses Provider.New, which receives Inputs.
 //
+// Config.FlagDefaults sets the defaults of the daemon's flags and
+// Config.Flags adds the provider's own, as upstream-based mains set
+// options before NewCloudControllerManagerCommand and pass it
+// additionalFlags.
+//
 // Extra controllers of the provider's own run beside the built-in ones,
 // on the leader, after the provider's Initialize; --controllers enables
 // and disables them by name.

@@ -14,8 +14,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/stratus-ccm/stratus/internal/version"
+	"github.com/stratus-ccm/stratus/pkg/ccm"
 )
 
 // CCMBinaryName is the name under which the binary runs the daemon directly.
@@ -23,6 +25,12 @@ const CCMBinaryName = "cloud-controller-manager"
 
 // Main runs the command line and returns the process exit code.
 func Main(ctx context.Context, args []string) int {
+	// The daemon serves upstream's rest_client_* metrics on the registry
+	// it serves by default; client-go's hooks are set before any client.
+	if err := ccm.InstallClientMetrics(ctrlmetrics.Registry); err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		return 1
+	}
 	var cmd *cobra.Command
 	if filepath.Base(args[0]) == CCMBinaryName {
 		cmd = NewControllerManagerCommand()

@@ -44,7 +44,7 @@ func TestChartRendersEachMode(t *testing.T) {
 			"containerPort: 10258", "priorityClassName: \"system-cluster-critical\"", "hostNetwork: true",
 			"node.cloudprovider.kubernetes.io/uninitialized", "--cloud-config=/etc/stratus/cloud-config/cloud.conf"},
 		"DaemonSet": {"kind: DaemonSet", "node-role.kubernetes.io/control-plane: \"\""},
-		"everything": {"replicas: 3", "kind: ServiceMonitor", "nonResourceURLs: [\"/metrics\"]", "kind: Secret",
+		"everything": {"replicas: 3", "kind: ServiceMonitor", "nonResourceURLs: [\"/metrics\", \"/configz\"]", "kind: Secret",
 			"--allocate-node-cidrs=true", "--configure-cloud-routes=true", "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56",
 			"--load-balancer-class=example.com/lb", "- --v=2", "image: registry.example/stratus@sha256:abab", "checksum/cloud-config:"},
 	} {

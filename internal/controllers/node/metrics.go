@@ -21,7 +21,21 @@ const (
 	// MetricForeignNodes counts the Nodes of another platform that
 	// Stratus leaves alone in a hybrid cluster (--cloud-provider-platforms).
 	MetricForeignNodes = "stratus_node_foreign_nodes"
+
+	// MetricTaintRemovalDelay and MetricInitialNodeSyncDelay are upstream
+	// cloud node controller's histograms, under its names, buckets and
+	// meaning, so that dashboards written for upstream CCMs keep their
+	// series: seconds from the Node's creation to the removal of the
+	// uninitialized taint, and to the end of its initial sync. Stratus
+	// removes the taint in the last write of the sync, so the two differ
+	// only by the event's recording.
+	MetricTaintRemovalDelay    = "node_controller_cloud_provider_taint_removal_delay_seconds"
+	MetricInitialNodeSyncDelay = "node_controller_initial_node_sync_delay_seconds"
 )
+
+// upstreamDelayBuckets are upstream's buckets for both delays: 1 s to
+// about 17 min.
+func upstreamDelayBuckets() []float64 { return prometheus.ExponentialBuckets(1, 4, 6) }
 
 // Values of the "result" label.
 const (
@@ -49,6 +63,8 @@ type metrics struct {
 	listWaiters   prometheus.Histogram
 	listServed    *prometheus.CounterVec
 	foreign       prometheus.Gauge
+	taintRemoval  prometheus.Histogram
+	initialSync   prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -92,6 +108,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricForeignNodes,
 			Help: "Nodes of another platform (--cloud-provider-platforms) that Stratus' controllers leave alone.",
 		}),
+		// The help texts are upstream's, with the stability prefix
+		// component-base gives an alpha metric.
+		taintRemoval: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricTaintRemovalDelay,
+			Help:    "[ALPHA] Number of seconds after node creation when NodeController removed the cloud-provider taint of a single node.",
+			Buckets: upstreamDelayBuckets(),
+		}),
+		initialSync: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricInitialNodeSyncDelay,
+			Help:    "[ALPHA] Number of seconds after node creation when NodeController finished the initial synchronization of a single node.",
+			Buckets: upstreamDelayBuckets(),
+		}),
 	}
 	if err := metricsutil.Register(reg,
 		m.inits,
@@ -103,6 +131,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.listWaiters,
 		m.listServed,
 		m.foreign,
+		m.taintRemoval,
+		m.initialSync,
 	); err != nil {
 		return nil, fmt.Errorf("node controller metrics: %w", err)
 	}

@@ -65,10 +65,12 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return c.initFailed(ctx, node, err)
 	}
+	c.metrics.taintRemoval.Observe(c.clock.Since(node.CreationTimestamp.Time).Seconds())
 	c.forget(name)
 	c.metrics.inits.WithLabelValues(resultSuccess).Inc()
 	c.metrics.initDuration.Observe(c.clock.Since(seen).Seconds())
 	c.event(node, corev1.EventTypeNormal, ReasonSynced, actionInitialize, "Node synced successfully")
+	c.metrics.initialSync.Observe(c.clock.Since(node.CreationTimestamp.Time).Seconds())
 	log.V(2).Info("Initialized node", "providerID", node.Spec.ProviderID)
 	return nil
 }

@@ -21,7 +21,7 @@ func capHarness(t *testing.T, capc DeletionCap, alive []string, nodes ...*corev1
 	t.Helper()
 	fc := newCloud()
 	for _, name := range alive {
-		fc.instances["fake://"+name] = inst(name, false)
+		fc.PutInstance(inst(name, false))
 	}
 	objs := make([]client.Object, 0, len(nodes))
 	for _, n := range nodes {

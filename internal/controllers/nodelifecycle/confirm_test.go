@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,13 +17,12 @@ import (
 // instance is really gone is deleted, after its own check confirmed it.
 func TestListAloneNeverDeletes(t *testing.T) {
 	fc := newCloud()
-	fc.hidden = map[string]bool{}
 	var nodes []*corev1.Node
 	for i := range 10 {
 		name := fmt.Sprintf("n%d", i)
-		fc.instances["fake://"+name] = inst(name, false)
+		fc.PutInstance(inst(name, false))
 		if i%2 == 0 {
-			fc.hidden["fake://"+name] = true
+			fc.HideFromList("fake://" + name)
 		}
 		nodes = append(nodes, node(name, corev1.ConditionFalse))
 	}
@@ -62,11 +62,10 @@ func TestUnparseableProviderIDKept(t *testing.T) {
 	ids := []string{"nonsense://x", "aws:///eu-west-1a/i-0abc", "localcloud://garbage"}
 	modes(t, func(t *testing.T, list bool) {
 		fc := newCloud()
-		fc.parse = func(id string) error {
-			if !strings.HasPrefix(id, "fake://") {
-				return fmt.Errorf("fake: providerID %q does not start with fake://", id)
-			}
-			return nil
+		// The provider cannot parse them, as a real one's per-node
+		// calls refuse a providerID of another scheme.
+		for _, id := range ids {
+			fc.SetErrorFor("", id, fmt.Errorf("providerID %q does not start with fake://", id))
 		}
 		var nodes []*corev1.Node
 		for i, id := range ids {
@@ -107,7 +106,8 @@ func TestUnparseableProviderIDKept(t *testing.T) {
 // and counts as failed, never as confirmed.
 func TestSecondOpinionErrorsKeep(t *testing.T) {
 	fc := newCloud()
-	fc.parse = func(string) error { return fmt.Errorf("503 service unavailable") }
+	fc.SetError("InstanceExists", errors.New("503 service unavailable"))
+	fc.SetError("InstanceShutdown", errors.New("503 service unavailable"))
 	h := newHarness(t, fc, true, node("n1", corev1.ConditionFalse))
 	sum, err := h.c.sync(context.Background(), pass{})
 	if err != nil || sum.Deleted != 0 || sum.Disagreements != 1 {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -21,81 +19,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
-// fakeCloud knows instances by providerID.
+// fakeCloud is the shared provider double with the counter these tests
+// read.
 type fakeCloud struct {
-	mu        sync.Mutex
-	instances map[string]cloud.Instance
-	err       error
-	calls     atomic.Int64
-	// hidden lists providerIDs the list answer leaves out although the
-	// instance exists (a page cut short, an eventually consistent list).
-	hidden map[string]bool
-	// parse, when set, refuses a providerID the provider cannot read, as
-	// a real provider's InstanceExists does.
-	parse func(providerID string) error
+	*cloudfake.Cloud
+	// calls counts every call that reached the cloud.
+	calls callCounter
 }
 
-func (f *fakeCloud) find(n *corev1.Node) (cloud.Instance, bool, error) {
-	f.calls.Add(1)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return cloud.Instance{}, false, f.err
-	}
-	if f.parse != nil && n.Spec.ProviderID != "" {
-		if err := f.parse(n.Spec.ProviderID); err != nil {
-			return cloud.Instance{}, false, err
-		}
-	}
-	for _, inst := range f.instances {
-		if inst.ProviderID == n.Spec.ProviderID || n.Spec.ProviderID == "" && inst.Name == n.Name {
-			return inst, true, nil
-		}
-	}
-	return cloud.Instance{}, false, nil
-}
+type callCounter struct{ c *cloudfake.Cloud }
 
-func (f *fakeCloud) InstanceExists(_ context.Context, n *corev1.Node) (bool, error) {
-	_, ok, err := f.find(n)
-	return ok, err
-}
-
-func (f *fakeCloud) InstanceShutdown(_ context.Context, n *corev1.Node) (bool, error) {
-	inst, ok, err := f.find(n)
-	if err == nil && !ok {
-		return false, cloudprovider.InstanceNotFound
-	}
-	return inst.Shutdown, err
-}
-
-func (f *fakeCloud) InstanceMetadata(context.Context, *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
-	return nil, errors.New("not used")
-}
-
-func (f *fakeCloud) ListInstances(context.Context) ([]cloud.Instance, error) {
-	f.calls.Add(1)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return nil, f.err
-	}
-	var out []cloud.Instance
-	for _, inst := range f.instances {
-		if !f.hidden[inst.ProviderID] {
-			out = append(out, inst)
-		}
-	}
-	return out, nil
-}
+func (c callCounter) Load() int64 { return int64(len(c.c.Calls())) }
 
 func newCloud(insts ...cloud.Instance) *fakeCloud {
-	f := &fakeCloud{instances: map[string]cloud.Instance{}}
-	for _, i := range insts {
-		f.instances[i.ProviderID] = i
-	}
-	return f
+	c := cloudfake.New(insts...)
+	return &fakeCloud{Cloud: c, calls: callCounter{c}}
 }
 
 func inst(name string, shutdown bool) cloud.Instance {
@@ -213,7 +154,7 @@ func TestCloudErrorsNeverDelete(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			modes(t, func(t *testing.T, list bool) {
 				fc := newCloud()
-				fc.err = err
+				fc.SetError("", err)
 				h := newHarness(t, fc, list, node("n1", corev1.ConditionFalse))
 				sum, _ := h.c.sync(context.Background(), pass{})
 				if _, ok := h.get(t, "n1"); !ok || sum.Deleted != 0 || sum.Undecided != 1 {
@@ -261,7 +202,7 @@ func TestOneListPerPeriod(t *testing.T) {
 	var nodes []*corev1.Node
 	for i := range 50 {
 		name := fmt.Sprintf("n%d", i)
-		fc.instances["fake://"+name] = inst(name, false)
+		fc.PutInstance(inst(name, false))
 		nodes = append(nodes, node(name, corev1.ConditionFalse))
 	}
 	h := newHarness(t, fc, true, nodes...)
@@ -328,7 +269,7 @@ func (noIDInstances) InstanceID(context.Context, types.NodeName) (string, error)
 
 func TestReconcileSchedulesNextPeriodEvenAfterFailure(t *testing.T) {
 	fc := newCloud()
-	fc.err = errors.New("cloud unavailable")
+	fc.SetError("", errors.New("cloud unavailable"))
 	h := newHarness(t, fc, true, node("a", corev1.ConditionFalse))
 	h.c.cfg.Period = 7
 	res, err := h.c.Reconcile(context.Background(), pass{})

@@ -46,6 +46,7 @@ type Cloud struct {
 	routes    map[string]*cloudprovider.Route
 	errs      map[string]error
 	errsFor   map[string]error // by op + " " + object
+	hidden    map[string]bool  // providerIDs ListInstances leaves out
 	gates     map[string]chan struct{}
 	calls     []string
 	nextIP    int
@@ -122,7 +123,8 @@ func (c *Cloud) SetError(op string, err error) {
 
 // SetErrorFor makes the calls of op about one object return err: the
 // object is a route's destination CIDR, a Service's "namespace/name", or a
-// Node's providerID (its name when it has none). A nil err clears it.
+// Node's providerID (its name when it has none); op "" means every
+// operation about the object. A nil err clears it.
 func (c *Cloud) SetErrorFor(op, object string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -217,8 +219,10 @@ func (c *Cloud) enter(ctx context.Context, op string, object ...string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, o := range object {
-		if err := c.errsFor[op+" "+o]; err != nil {
-			return fmt.Errorf("fake %s %s: %w", op, o, err)
+		for _, key := range []string{op + " " + o, " " + o} {
+			if err := c.errsFor[key]; err != nil {
+				return fmt.Errorf("fake %s %s: %w", op, o, err)
+			}
 		}
 	}
 	if err := c.errs[op]; err != nil {
@@ -319,6 +323,18 @@ func (c *Cloud) lookup(ctx context.Context, op, providerID, name string) (cloud.
 	defer c.mu.Unlock()
 	in, ok := c.find(providerID, name)
 	return in, ok, nil
+}
+
+// HideFromList makes ListInstances leave the instance out although it
+// exists, as a list cut short or an eventually consistent cloud does; the
+// per-node calls still find it.
+func (c *Cloud) HideFromList(providerID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hidden == nil {
+		c.hidden = map[string]bool{}
+	}
+	c.hidden[providerID] = true
 }
 
 // Held returns the instances held, sorted by ProviderID, without logging

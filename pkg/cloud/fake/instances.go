@@ -51,7 +51,9 @@ func (c *Cloud) ListInstances(ctx context.Context) ([]cloud.Instance, error) {
 	defer c.mu.Unlock()
 	out := make([]cloud.Instance, 0, len(c.instances))
 	for _, in := range c.instances {
-		out = append(out, in)
+		if !c.hidden[in.ProviderID] {
+			out = append(out, in)
+		}
 	}
 	sortInstances(out)
 	return out, nil

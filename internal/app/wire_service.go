@@ -41,6 +41,7 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 		DeleteOrphans:     cc.Options.DeleteOrphanedLoadBalancers,
 		OrphanGrace:       cc.Options.OrphanedLoadBalancerGrace,
 		OrphanInterval:    cc.Options.OrphanedLoadBalancerInterval,
+		Observe:           cc.Options.Observe,
 	})
 	if err != nil {
 		return false, "", err

@@ -74,6 +74,11 @@ type Config struct {
 	DeleteOrphans  bool
 	OrphanGrace    time.Duration
 	OrphanInterval time.Duration
+
+	// Observe is observe mode: the controller writes no conditions (their
+	// dry run would be a planned change of its own making, not the cloud
+	// controller manager's in charge).
+	Observe bool
 }
 
 // Deps are the controller's collaborators.
@@ -145,6 +150,9 @@ type Controller struct {
 	// queue is captured when the controller starts, for the node pass,
 	// drift and recovery.
 	queue kit.Queue[key]
+	// limiter is the queue's per-Service backoff, kept to tell in a
+	// condition when a failed Service is retried.
+	limiter workqueue.TypedRateLimiter[key]
 }
 
 // New builds a controller; it starts nothing (SetupWithManager does).
@@ -170,6 +178,7 @@ func New(d Deps, cfg Config) (*Controller, error) {
 		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: kit.Recorder(d.Recorder), metrics: m, now: time.Now,
 		nodePacer: newNodePacer(cfg.NodeSyncDelay),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
+		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[key](cfg.MinRetryDelay, cfg.MaxRetryDelay),
 	}
 	kit.OnRecovered(d.Recovery, c.retryFailed)
 	return c, nil
@@ -223,7 +232,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Service{}, c.serviceHandler())).
 		WithOptions(controller.TypedOptions[key]{
 			MaxConcurrentReconciles: c.cfg.Workers,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[key](c.cfg.MinRetryDelay, c.cfg.MaxRetryDelay),
+			RateLimiter:             c.limiter,
 		}).
 		WithLogConstructor(logConstructor(mgr.GetLogger())).
 		Complete(c)
@@ -277,6 +286,7 @@ func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, er
 	start := c.now()
 	err := c.sync(ctx, k.Service)
 	c.metrics.syncDuration.Observe(c.now().Sub(start).Seconds())
+	c.reportConditions(ctx, k.Service, err)
 	c.failed.set(k, err != nil && !isRetryAfter(err))
 	if err == nil {
 		c.metrics.syncs.WithLabelValues(kit.ResultSuccess).Inc()

@@ -40,6 +40,11 @@ type Options struct {
 	// Observe, when set, turns on observe mode: reads pass, mutating calls
 	// are recorded here as planned changes and refused with ErrObserveOnly.
 	Observe *observe.Recorder
+	// OnCall, when set, hears of every call the provider answered, with
+	// the call's context (which names the object it was made for), its
+	// result label and latency: the daemon's record of the cloud calls made
+	// per object, for `stratus explain`. It must not block.
+	OnCall func(ctx context.Context, op, result string, latency time.Duration, err error)
 }
 
 // Cloud wraps a provider so that every call is counted, timed and
@@ -52,6 +57,7 @@ type Cloud struct {
 	metrics  *metrics
 	observer *observe.Recorder
 	recovery recovery
+	onCall   func(ctx context.Context, op, result string, latency time.Duration, err error)
 	// nextCall, when set, is run once, by the next call to start.
 	nextCall atomic.Pointer[func(ctx context.Context, op string)]
 }
@@ -77,7 +83,7 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	c := &Cloud{provider: p, metrics: m, observer: o.Observe}
+	c := &Cloud{provider: p, metrics: m, observer: o.Observe, onCall: o.OnCall}
 	c.pacing = newPacing(p, max(o.QPS, 0), o.Burst, clk, m)
 	if rp, ok := p.(RequestPacer); ok {
 		rp.PaceRequestsWith(c.pacing.gate)
@@ -125,10 +131,14 @@ func call[T any](ctx context.Context, c *Cloud, op string, fn func(context.Conte
 	}
 	v, err := fn(ctx)
 	c.pacing.done(pc, started, err)
-	c.metrics.duration.WithLabelValues(op).Observe(c.pacing.clock.Since(started).Seconds())
+	latency := c.pacing.clock.Since(started)
+	c.metrics.duration.WithLabelValues(op).Observe(latency.Seconds())
 	result := resultOf(err)
 	c.metrics.requests.WithLabelValues(op, result).Inc()
 	c.recovery.record(result)
+	if c.onCall != nil {
+		c.onCall(ctx, op, result, latency, err)
+	}
 	if err != nil {
 		return v, fmt.Errorf("cloud %s: %w", op, err)
 	}

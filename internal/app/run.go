@@ -27,6 +27,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -107,20 +108,22 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	c, err := cloud.Instrument(provider, cloud.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics, Observe: rec})
+	explained := explain.NewStore()
+	c, err := cloud.Instrument(provider, cloud.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics, Observe: rec,
+		OnCall: explained.CloudCall})
 	if err != nil {
 		return err
 	}
 	synced := &atomic.Bool{}
 	if o.servingEnabled() {
-		if err := addServer(mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), debugHandlers(rec)); err != nil {
+		if err := addServer(mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), debugHandlers(rec, explainHandler(explained, lock))); err != nil {
 			return err
 		}
 	}
 	if err := mgr.Add(&cacheWarmer{cache: mgr.GetCache(), kinds: kindsFor(enabled, table), synced: synced, l: lead}); err != nil {
 		return fmt.Errorf("add cache warmer: %w", err)
 	}
-	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics}
+	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics, Explain: explained}
 	ids, err := newIdentities(mgr, restCfg, o.UseServiceAccountCredentials)
 	if err != nil {
 		return err

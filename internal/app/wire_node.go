@@ -48,6 +48,7 @@ func startCloudNodeController(_ context.Context, cc ControllerContext) (bool, st
 		Recorder:   cl.Recorder,
 		Recovery:   cc.Cloud,
 		Registerer: cc.Metrics,
+		Explain:    cc.Explain,
 	}, node.Config{
 		Workers:       int(cc.Options.ConcurrentNodeSyncs),
 		StatusWorkers: int(cc.Options.ConcurrentNodeStatusUpdates),

@@ -34,6 +34,7 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 		Recovery:     cc.Cloud,
 		Recorder:     cl.Recorder,
 		Registerer:   cc.Metrics,
+		Explain:      cc.Explain,
 	}, service.Config{
 		ClusterName:       cc.ClusterName,
 		LoadBalancerClass: cc.Options.LoadBalancerClass,

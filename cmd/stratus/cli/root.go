@@ -24,10 +24,15 @@ const CCMBinaryName = "cloud-controller-manager"
 // Main runs the command line and returns the process exit code.
 func Main(ctx context.Context, args []string) int {
 	var cmd *cobra.Command
-	if filepath.Base(args[0]) == CCMBinaryName {
+	switch filepath.Base(args[0]) {
+	case CCMBinaryName:
 		cmd = NewControllerManagerCommand()
 		cmd.Use = CCMBinaryName
-	} else {
+	case PluginBinaryName:
+		// kubectl runs a plugin by its file name; help says how it is typed.
+		cmd = NewRootCommand()
+		cmd.Use = "kubectl stratus"
+	default:
 		cmd = NewRootCommand()
 	}
 	cmd.SetArgs(args[1:])
@@ -59,7 +64,7 @@ func NewRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(NewControllerManagerCommand(), newVersionCommand())
+	root.AddCommand(NewControllerManagerCommand(), newVersionCommand(), newExplainCommand())
 	for _, c := range extraCommands() {
 		root.AddCommand(c)
 	}

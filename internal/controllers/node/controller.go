@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -90,6 +91,9 @@ type Deps struct {
 	// Clock dates first sightings and paces the shared list; nil is the
 	// real clock.
 	Clock clock.Clock
+	// Explain, when set, receives the record of each Node's initialization
+	// attempts (explain.go).
+	Explain *explain.Store
 }
 
 // Config tunes the controller.
@@ -136,6 +140,11 @@ type Controller struct {
 	// had before the controller's writes: a cached copy at one of them
 	// predates the writes, and acting on it would repeat them.
 	written map[string][]string
+
+	// limiter is the queue's per-Node backoff, kept to tell when a Node
+	// whose initialization failed is tried again.
+	limiter workqueue.TypedRateLimiter[reconcile.Request]
+	explain *explain.Store
 }
 
 // New builds the controller; it starts nothing.
@@ -170,6 +179,8 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	c := &Controller{
 		client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, recorder: kit.Recorder(deps.Recorder),
 		metrics: m, cfg: cfg, clock: clk, seen: map[string]time.Time{}, written: map[string][]string{},
+		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.BaseBackoff, cfg.MaxBackoff),
+		explain: deps.Explain,
 	}
 	if deps.Lister != nil {
 		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk)
@@ -198,6 +209,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*corev1.Node], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			c.forget(e.Object.Name)
 			c.clearWritten(e.Object.Name)
+			c.explain.Forget(nodeRef(e.Object.Name))
 		},
 	}
 	err := builder.ControllerManagedBy(mgr).
@@ -206,7 +218,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		WatchesRawSource(c.queue.Source()).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.cfg.Workers,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](c.cfg.BaseBackoff, c.cfg.MaxBackoff),
+			RateLimiter:             c.limiter,
 		}).
 		Complete(c)
 	if err != nil {
@@ -297,8 +309,9 @@ func (c *Controller) clearWritten(name string) {
 // outcome schedules what follows: nothing, a retry after the delay the
 // cloud asked for (a RetryError), or a retry with per-Node backoff.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ctx = kit.WithController(ctx, ControllerName)
+	ctx = explain.WithObject(kit.WithController(ctx, ControllerName), nodeRef(req.Name))
 	err := c.sync(ctx, req.Name)
+	c.recordSync(req, err)
 	if res, ok := kit.RetryLater(ctx, err); ok {
 		return res, nil
 	}

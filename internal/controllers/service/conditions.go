@@ -76,21 +76,18 @@ func isOwnCondition(t string) bool {
 }
 
 // reportConditions sets the Service's conditions from the outcome of its
-// sync: err is what sync returned, and the controller's record of what it
+// sync: svc is the Service as the cache has it after the sync, syncErr what
+// sync returned, and the controller's record of what it
 // last applied tells a failed ensure from a failed node update. It writes
 // only when a condition changed, only the controller's own conditions, and
 // nothing in observe mode or for a Service it does not serve. A failure to
 // write is logged and left to the next sync: the conditions report, they
 // never hold up the load balancer.
-func (c *Controller) reportConditions(ctx context.Context, key types.NamespacedName, syncErr error) {
+func (c *Controller) reportConditions(ctx context.Context, svc *corev1.Service, syncErr error) {
 	if c.cfg.Observe {
 		return
 	}
-	svc := &corev1.Service{}
-	if err := c.client.Get(ctx, key, svc); err != nil {
-		return
-	}
-	want, ok := c.desiredConditions(key, svc, syncErr)
+	want, ok := c.desiredConditions(types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, svc, syncErr)
 	if !ok {
 		return
 	}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -104,6 +105,9 @@ type Deps struct {
 	Recorder events.EventRecorder
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// Explain, when set, receives the record of each Service's syncs and
+	// answers what the controller knows of a Service or a Node.
+	Explain *explain.Store
 }
 
 // key is one work item: a Service, or one of the two passes that concern
@@ -153,6 +157,7 @@ type Controller struct {
 	// limiter is the queue's per-Service backoff, kept to tell in a
 	// condition when a failed Service is retried.
 	limiter workqueue.TypedRateLimiter[key]
+	explain *explain.Store
 }
 
 // New builds a controller; it starts nothing (SetupWithManager does).
@@ -179,8 +184,11 @@ func New(d Deps, cfg Config) (*Controller, error) {
 		nodePacer: newNodePacer(cfg.NodeSyncDelay),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
 		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[key](cfg.MinRetryDelay, cfg.MaxRetryDelay),
+		explain: d.Explain,
 	}
 	kit.OnRecovered(d.Recovery, c.retryFailed)
+	d.Explain.Describe(explain.KindService, ControllerName, c.describeService)
+	d.Explain.Describe(explain.KindNode, ControllerName, c.describeNode)
 	return c, nil
 }
 
@@ -283,10 +291,11 @@ func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, er
 		}
 		return reconcile.Result{RequeueAfter: c.cfg.OrphanInterval}, nil
 	}
+	ctx = explain.WithObject(ctx, serviceRef(k.Service))
 	start := c.now()
 	err := c.sync(ctx, k.Service)
 	c.metrics.syncDuration.Observe(c.now().Sub(start).Seconds())
-	c.reportConditions(ctx, k.Service, err)
+	c.report(ctx, k.Service, err)
 	c.failed.set(k, err != nil && !isRetryAfter(err))
 	if err == nil {
 		c.metrics.syncs.WithLabelValues(kit.ResultSuccess).Inc()

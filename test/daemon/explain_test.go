@@ -25,6 +25,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/cmd/stratus/cli"
 	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/node"
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/internal/controllers/service/servicetest"
@@ -82,7 +83,7 @@ func TestExplain(t *testing.T) {
 		s.NextRetry == nil || !strings.Contains(s.RetryWhy, "backoff") {
 		t.Errorf("the quota-blocked Service's sync: %+v", s)
 	}
-	if !hasOp(svc.CloudOps, "EnsureLoadBalancer", cloud.ResultError, "quota") {
+	if !hasOp(svc.CloudOps, "EnsureLoadBalancer", cloudwrap.ResultError, "quota") {
 		t.Errorf("no failed EnsureLoadBalancer among the Service's cloud operations: %+v", svc.CloudOps)
 	}
 	if !svc.Leading {

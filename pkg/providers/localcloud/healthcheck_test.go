@@ -10,6 +10,7 @@ import (
 // node port, as kube-proxy serves it; Cluster keeps the TCP probe of the
 // first listener's node port.
 func TestHealthCheckFollowsTrafficPolicy(t *testing.T) {
+	t.Parallel()
 	local := &corev1.Service{Spec: corev1.ServiceSpec{ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: 31999}}
 	hc, err := healthCheckFrom(local)
 	if err != nil {

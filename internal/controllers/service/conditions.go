@@ -70,7 +70,8 @@ const (
 	ReasonPortsAccepted    = "PortsAccepted"
 )
 
-// ownConditions are the condition types this controller writes.
+// isOwnCondition reports whether t is one of the condition types this
+// controller writes.
 func isOwnCondition(t string) bool {
 	return t == ConditionProvisioning || t == ConditionServing || t == ConditionPortsError
 }
@@ -158,9 +159,11 @@ func (c *Controller) servingConditions(svc *corev1.Service, st *lbState) []metav
 // asks for; a failed node update leaves it serving the previous nodes.
 func (c *Controller) failedConditions(key types.NamespacedName, svc *corev1.Service, err error, ensurePending bool) []metav1.Condition {
 	reason, retry := c.retryOf(key, err)
-	msg := kit.BoundMessage(err.Error())
+	// The retry time goes first, so that it is never the part a long
+	// message loses when bounded.
+	msg := err.Error()
 	if retry != "" {
-		msg = kit.BoundMessage(err.Error()) + "; " + retry
+		msg = retry + ": " + msg
 	}
 	out := []metav1.Condition{cond(ConditionProvisioning, metav1.ConditionTrue, reason, msg)}
 	if !ensurePending {

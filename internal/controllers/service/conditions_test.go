@@ -14,6 +14,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/utils/ptr"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -190,4 +191,20 @@ func TestConditionsNotWritten(t *testing.T) {
 			t.Errorf("a Service that no longer wants a load balancer keeps %+v", cs)
 		}
 	})
+}
+
+// A provider error longer than a message may be keeps the retry time and
+// the start of the error; the 10 KB value is quoted by its start and length.
+func TestConditionsBoundLongErrors(t *testing.T) {
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	long := fmt.Errorf("annotation example.com/interval: invalid value %q: want a duration", strings.Repeat("9", 10240))
+	h.lb.failNext("EnsureLoadBalancer", long)
+	if _, err := h.c.Reconcile(context.Background(), key{Service: nn("ns/web")}); err == nil {
+		t.Fatal("no error")
+	}
+	c := meta.FindStatusCondition(h.service("ns", "web").Status.Conditions, ConditionServing)
+	if c == nil || len(c.Message) > kit.MaxMessage || !strings.HasPrefix(c.Message, "next retry at ") ||
+		!strings.Contains(c.Message, "(10242 bytes)") || !strings.Contains(c.Message, "want a duration") {
+		t.Errorf("Serving condition %+v: want the retry time, the value quoted by its length, the error's end, under %d bytes", c, kit.MaxMessage)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -35,6 +36,9 @@ type ControllerContext struct {
 	// Metrics receives every controller's metrics; Run serves it on
 	// /metrics.
 	Metrics prometheus.Registerer
+	// Explain receives the controllers' per-object record, served at
+	// /debug/explain; nil records nothing.
+	Explain *explain.Store
 	// NewClients builds one controller's API access, given its name. Nil
 	// means managerClients: every controller shares the manager's
 	// credentials and cache.

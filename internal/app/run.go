@@ -29,6 +29,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -109,7 +110,9 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	wrapped, err := cloudwrap.Instrument(provider, cloudwrap.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics})
+	explained := explain.NewStore()
+	wrapped, err := cloudwrap.Instrument(provider, cloudwrap.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics,
+		OnCall: explained.CloudCall})
 	if err != nil {
 		return err
 	}
@@ -121,14 +124,14 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	}
 	synced := &atomic.Bool{}
 	if o.servingEnabled() {
-		if err := addServer(ctx, mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), p, rec); err != nil {
+		if err := addServer(ctx, mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), p, rec, explainHandler(explained, lock)); err != nil {
 			return err
 		}
 	}
 	if err := mgr.Add(&cacheWarmer{cache: mgr.GetCache(), kinds: kindsFor(enabled, table), synced: synced, l: lead}); err != nil {
 		return fmt.Errorf("add cache warmer: %w", err)
 	}
-	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics}
+	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics, Explain: explained}
 	ids, err := newIdentities(mgr, restCfg, o.UseServiceAccountCredentials)
 	if err != nil {
 		return err
@@ -344,9 +347,9 @@ func resourceLockOrNil(l *observedLock) resourcelock.Interface {
 // /configz and observe mode's pages behind the same authorization. The
 // check beside it says which permission the delegated authentication or
 // authorization lacks, if any.
-func addServer(ctx context.Context, mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, p *runPlan, rec *observe.Recorder) error {
+func addServer(ctx context.Context, mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, p *runPlan, rec *observe.Recorder, explainH http.Handler) error {
 	debug := map[string]http.Handler{}
-	maps.Copy(debug, debugHandlers(rec))
+	maps.Copy(debug, debugHandlers(rec, explainH))
 	configz, err := configzHandler(componentConfig(o, p.table, p.migration))
 	if err != nil {
 		return err

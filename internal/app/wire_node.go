@@ -55,6 +55,7 @@ func startCloudNodeController(_ context.Context, cc ControllerContext) (bool, st
 
 		// Hybrid clusters: which Nodes are the provider's.
 		Ownership: pol,
+		Explain:   cc.Explain,
 	}, node.Config{
 		Workers:       int(cc.Options.ConcurrentNodeSyncs),
 		StatusWorkers: int(cc.Options.ConcurrentNodeStatusUpdates),

@@ -42,6 +42,7 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 		// Hybrid clusters: which Nodes are the provider's.
 		Ownership:       pol,
 		ForeignBackends: cc.Options.Safety.ForeignNodeBackends,
+		Explain:         cc.Explain,
 	}, service.Config{
 		ClusterName:       cc.ClusterName,
 		LoadBalancerClass: cc.Options.LoadBalancerClass,
@@ -49,6 +50,7 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 		DeleteOrphans:     cc.Options.DeleteOrphanedLoadBalancers,
 		OrphanGrace:       cc.Options.OrphanedLoadBalancerGrace,
 		OrphanInterval:    cc.Options.OrphanedLoadBalancerInterval,
+		NoConditions:      cc.Options.Observe,
 	})
 	if err != nil {
 		return false, "", err

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	cloudprovider "k8s.io/cloud-provider"
@@ -43,6 +44,11 @@ type Options struct {
 	Clock clock.Clock
 	// Registerer receives the wrapper's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// OnCall, when set, hears of every call the provider answered, with
+	// the call's context (which names the object it was made for), its
+	// result label and latency: the daemon's record of the cloud calls made
+	// per object, for `stratus explain`. It must not block.
+	OnCall func(ctx context.Context, op, result string, latency time.Duration, err error)
 }
 
 // Cloud wraps a provider so that every call is counted, timed and
@@ -54,6 +60,7 @@ type Cloud struct {
 	pacing   *pacing
 	metrics  *metrics
 	recovery recovery
+	onCall   func(ctx context.Context, op, result string, latency time.Duration, err error)
 	// nextCall, when set, is run once, by the next call to start.
 	nextCall atomic.Pointer[func(ctx context.Context, op string)]
 }
@@ -79,7 +86,7 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	c := &Cloud{provider: p, metrics: m}
+	c := &Cloud{provider: p, metrics: m, onCall: o.OnCall}
 	c.pacing = newPacing(p, max(o.QPS, 0), o.Burst, clk, m)
 	if rp, ok := p.(cloud.RequestPacer); ok {
 		rp.PaceRequestsWith(c.pacing.gate)
@@ -117,10 +124,14 @@ func call[T any](ctx context.Context, c *Cloud, op string, fn func(context.Conte
 	}
 	v, err := fn(ctx)
 	c.pacing.done(pc, started, err)
-	c.metrics.duration.WithLabelValues(op).Observe(c.pacing.clock.Since(started).Seconds())
+	latency := c.pacing.clock.Since(started)
+	c.metrics.duration.WithLabelValues(op).Observe(latency.Seconds())
 	result := resultOf(err)
 	c.metrics.requests.WithLabelValues(op, result).Inc()
 	c.recovery.record(result)
+	if c.onCall != nil {
+		c.onCall(ctx, op, result, latency, err)
+	}
 	if err != nil {
 		return v, fmt.Errorf("cloud %s: %w", op, err)
 	}

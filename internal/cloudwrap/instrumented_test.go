@@ -251,6 +251,33 @@ func TestNotifyNextCall(t *testing.T) {
 	}
 }
 
+type ctxKey struct{}
+
+// OnCall hears of each call the provider answered, with the caller's
+// context, the result label and the error, so the daemon can record the
+// calls made for each object.
+func TestOnCallHearsEveryAnsweredCall(t *testing.T) {
+	p := &stubProvider{err: cloudprovider.InstanceNotFound}
+	type heard struct {
+		obj, op, result string
+		err             error
+	}
+	var got []heard
+	c, _ := instrument(t, p, Options{OnCall: func(ctx context.Context, op, result string, _ time.Duration, err error) {
+		obj, _ := ctx.Value(ctxKey{}).(string)
+		got = append(got, heard{obj, op, result, err})
+	}})
+	in, _ := c.InstancesV2()
+	ctx := context.WithValue(context.Background(), ctxKey{}, "node n1")
+	if _, err := in.InstanceMetadata(ctx, &corev1.Node{}); !errors.Is(err, cloudprovider.InstanceNotFound) {
+		t.Fatalf("InstanceMetadata error %v", err)
+	}
+	if len(got) != 1 || got[0].obj != "node n1" || got[0].op != "InstanceMetadata" || got[0].result != ResultNotFound ||
+		!errors.Is(got[0].err, cloudprovider.InstanceNotFound) {
+		t.Errorf("OnCall heard %+v; want one InstanceMetadata not_found for node n1", got)
+	}
+}
+
 func TestInstancesV2OrAdapted(t *testing.T) {
 	t.Parallel()
 	t.Run("InstancesV2 preferred", func(t *testing.T) {

@@ -13,9 +13,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stratus-ccm/stratus/internal/explain"
 )
 
-// The identity that reads the controller manager's /metrics: the secure
+// The identity that reads the controller manager's /metrics (and
+// /debug/explain, for `stratus explain --token`): the secure
 // port authorizes a bearer token against the API server, and the
 // sandbox's kubeconfig holds client certificates, not a token.
 const (
@@ -52,7 +55,7 @@ func (s *sandbox) ensureMetricsRBAC(ctx context.Context) error {
 		func() error {
 			_, err := s.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 				ObjectMeta: metav1.ObjectMeta{Name: metricsReader},
-				Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/healthz", "/readyz", "/livez"}, Verbs: []string{"get"}}},
+				Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/healthz", "/readyz", "/livez", explain.Path}, Verbs: []string{"get"}}},
 			}, metav1.CreateOptions{})
 			return err
 		},

@@ -46,3 +46,12 @@ func RetryAfter(err error) (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// ErrPortNotSupported is what a provider's error wraps when it refuses a
+// Service's port or protocol (SCTP, a mix of protocols, a port range it
+// cannot serve). The service controller reports it in the Service's
+// LoadBalancerPortsError condition (KEP-1435); the failure is retried as
+// any other, so that a fixed Service is served without a restart.
+//
+//	fmt.Errorf("port %d/%s: %w", port, proto, cloud.ErrPortNotSupported)
+var ErrPortNotSupported = errors.New("port or protocol not supported by the cloud's load balancer")

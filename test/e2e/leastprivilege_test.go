@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/deploy"
@@ -321,12 +322,18 @@ func (r *run) loadBalancer() {
 		s, err := r.cs.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && len(s.Status.LoadBalancer.Ingress) > 0, nil
 	})
-	s, err := r.cs.CoreV1().Services("default").Get(r.ctx, "web", metav1.GetOptions{})
+	// The controller writes the Service's conditions after its ingress: a
+	// conflict is retried, as a user's client does.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := r.cs.CoreV1().Services("default").Get(r.ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "alt", Port: 81, TargetPort: intstr.FromInt32(8081)})
+		_, err = r.cs.CoreV1().Services("default").Update(r.ctx, s, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		r.t.Fatal(err)
-	}
-	s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "alt", Port: 81, TargetPort: intstr.FromInt32(8081)})
-	if _, err := r.cs.CoreV1().Services("default").Update(r.ctx, s, metav1.UpdateOptions{}); err != nil {
 		r.t.Fatal(err)
 	}
 	r.poll("load balancer with the second port", func(ctx context.Context) (bool, error) {

@@ -32,10 +32,15 @@ func Main(ctx context.Context, args []string) int {
 		return 1
 	}
 	var cmd *cobra.Command
-	if filepath.Base(args[0]) == CCMBinaryName {
+	switch filepath.Base(args[0]) {
+	case CCMBinaryName:
 		cmd = NewControllerManagerCommand()
 		cmd.Use = CCMBinaryName
-	} else {
+	case PluginBinaryName:
+		// kubectl runs a plugin by its file name; help says how it is typed.
+		cmd = NewRootCommand()
+		cmd.Use = "kubectl stratus"
+	default:
 		cmd = NewRootCommand()
 	}
 	cmd.SetArgs(args[1:])
@@ -67,7 +72,7 @@ func NewRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(NewControllerManagerCommand(), newVersionCommand())
+	root.AddCommand(NewControllerManagerCommand(), newVersionCommand(), newExplainCommand())
 	for _, c := range extraCommands() {
 		root.AddCommand(c)
 	}

@@ -62,12 +62,14 @@ func Clock(c clock.Clock) clock.Clock {
 
 // Recorder is the recorder policy: every controller takes an optional
 // recorder, and nil means events are dropped, so a test or a binary that
-// wants no events passes none, and no controller checks for nil.
+// wants no events passes none, and no controller checks for nil. Every
+// note is bounded (BoundMessage), so that an event quoting a long value is
+// still accepted by the API server.
 func Recorder(r events.EventRecorder) events.EventRecorder {
 	if r == nil {
 		return discard{}
 	}
-	return r
+	return bounded{next: r}
 }
 
 type discard struct{}

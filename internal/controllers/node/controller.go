@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -95,6 +96,9 @@ type Deps struct {
 	// the controller never initializes or refreshes a foreign one. The
 	// zero value owns every Node, as upstream's controller assumes.
 	Ownership ownership.Policy
+	// Explain, when set, receives the record of each Node's initialization
+	// attempts (explain.go).
+	Explain *explain.Store
 }
 
 // Config tunes the controller.
@@ -144,6 +148,11 @@ type Controller struct {
 	written map[string][]string
 	// foreign holds the names of the foreign Nodes (MetricForeignNodes).
 	foreign map[string]struct{}
+
+	// limiter is the queue's per-Node backoff, kept to tell when a Node
+	// whose initialization failed is tried again.
+	limiter workqueue.TypedRateLimiter[reconcile.Request]
+	explain *explain.Store
 }
 
 // New builds the controller; it starts nothing.
@@ -176,6 +185,8 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, recorder: kit.Recorder(deps.Recorder),
 		metrics: m, cfg: cfg, clock: clk, seen: map[string]time.Time{}, written: map[string][]string{},
 		ownership: deps.Ownership, foreign: map[string]struct{}{},
+		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.BaseBackoff, cfg.MaxBackoff),
+		explain: deps.Explain,
 	}
 	if deps.Lister != nil {
 		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk)
@@ -205,6 +216,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 			c.forget(e.Object.Name)
 			c.clearWritten(e.Object.Name)
 			c.forgetForeign(e.Object.Name)
+			c.explain.Forget(nodeRef(e.Object.Name))
 		},
 	}
 	err := builder.ControllerManagedBy(mgr).
@@ -213,7 +225,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		WatchesRawSource(c.queue.Source()).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.cfg.Workers,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](c.cfg.BaseBackoff, c.cfg.MaxBackoff),
+			RateLimiter:             c.limiter,
 		}).
 		Complete(c)
 	if err != nil {
@@ -308,8 +320,9 @@ func (c *Controller) clearWritten(name string) {
 // outcome schedules what follows: nothing, a retry after the delay the
 // cloud asked for (a RetryError), or a retry with per-Node backoff.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ctx = kit.WithController(ctx, ControllerName)
+	ctx = explain.WithObject(kit.WithController(ctx, ControllerName), nodeRef(req.Name))
 	err := c.sync(ctx, req.Name)
+	c.recordSync(req, err)
 	if res, ok := kit.RetryLater(ctx, err); ok {
 		return res, nil
 	}

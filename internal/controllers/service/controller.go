@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -76,6 +77,12 @@ type Config struct {
 	DeleteOrphans  bool
 	OrphanGrace    time.Duration
 	OrphanInterval time.Duration
+
+	// NoConditions leaves the Service's conditions alone. The daemon sets
+	// it in observe mode, where writing them would plan a change of
+	// Stratus' own making rather than one the controller manager in
+	// charge would see.
+	NoConditions bool
 }
 
 // Deps are the controller's collaborators.
@@ -108,6 +115,9 @@ type Deps struct {
 	// The zero value owns every Node.
 	Ownership       ownership.Policy
 	ForeignBackends bool
+	// Explain, when set, receives the record of each Service's syncs and
+	// answers what the controller knows of a Service or a Node.
+	Explain *explain.Store
 }
 
 // key is one work item: a Service, or one of the two passes that concern
@@ -154,6 +164,10 @@ type Controller struct {
 	// queue is captured when the controller starts, for the node pass,
 	// drift and recovery.
 	queue kit.Queue[key]
+	// limiter is the queue's per-Service backoff, kept to tell in a
+	// condition when a failed Service is retried.
+	limiter workqueue.TypedRateLimiter[key]
+	explain *explain.Store
 }
 
 // New builds a controller; it starts nothing (SetupWithManager does).
@@ -179,9 +193,13 @@ func New(d Deps, cfg Config) (*Controller, error) {
 		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: kit.Recorder(d.Recorder), metrics: m, now: kit.Clock(d.Clock).Now,
 		nodePacer: newNodePacer(cfg.NodeSyncDelay),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
+		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[key](cfg.MinRetryDelay, cfg.MaxRetryDelay),
+		explain: d.Explain,
 	}
 	c.nodes.backend = backendPolicy(d.Ownership, d.ForeignBackends)
 	kit.OnRecovered(d.Recovery, c.retryFailed)
+	d.Explain.Describe(explain.KindService, ControllerName, c.describeService)
+	d.Explain.Describe(explain.KindNode, ControllerName, c.describeNode)
 	return c, nil
 }
 
@@ -233,7 +251,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Service{}, c.serviceHandler())).
 		WithOptions(controller.TypedOptions[key]{
 			MaxConcurrentReconciles: c.cfg.Workers,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[key](c.cfg.MinRetryDelay, c.cfg.MaxRetryDelay),
+			RateLimiter:             c.limiter,
 		}).
 		WithLogConstructor(logConstructor(mgr.GetLogger())).
 		Complete(c)
@@ -284,9 +302,11 @@ func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, er
 		}
 		return reconcile.Result{RequeueAfter: c.cfg.OrphanInterval}, nil
 	}
+	ctx = explain.WithObject(ctx, serviceRef(k.Service))
 	start := c.now()
 	err := c.sync(ctx, k.Service)
 	c.metrics.syncDuration.Observe(c.now().Sub(start).Seconds())
+	c.report(ctx, k.Service, err)
 	c.failed.set(k, err != nil && !isRetryAfter(err))
 	if err == nil {
 		c.metrics.syncs.WithLabelValues(kit.ResultSuccess).Inc()

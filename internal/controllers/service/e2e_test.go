@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	cloudprovider "k8s.io/cloud-provider"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
@@ -149,6 +150,25 @@ func (b *bed) waitBackends(svc *corev1.Service, nodes ...string) {
 	})
 }
 
+// updateService changes a Service as a user's client does: read, change,
+// write, again on a conflict (the controller writes its status and
+// conditions meanwhile).
+func (b *bed) updateService(ns, name string, change func(*corev1.Service)) {
+	b.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := b.cs.CoreV1().Services(ns).Get(b.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(cur)
+		_, err = b.cs.CoreV1().Services(ns).Update(b.ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 func webService(ns, name string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
@@ -222,14 +242,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	b.run("port update", func(t *testing.T) {
-		cur, err := b.cs.CoreV1().Services("default").Get(b.ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cur.Spec.Ports[0].Port = 8081
-		if _, err := b.cs.CoreV1().Services("default").Update(b.ctx, cur, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		b.updateService("default", "web", func(cur *corev1.Service) { cur.Spec.Ports[0].Port = 8081 })
 		var last string
 		b.poll("traffic on the new port", func(ctx context.Context) (bool, error) {
 			r, err := askTCP(ctx, vip, 8081)
@@ -304,17 +317,15 @@ func TestEndToEnd(t *testing.T) {
 		b.waitIngress("default", "quota") // retried with backoff
 	})
 
-	b.run("type change away from LoadBalancer", func(t *testing.T) {
+	b.run("type change away from LoadBalancer", func(_ *testing.T) {
 		tc := b.createService(webService("default", "typechange"))
 		b.waitIngress("default", "typechange")
-		cur, _ := b.cs.CoreV1().Services("default").Get(b.ctx, "typechange", metav1.GetOptions{})
-		cur.Spec.Type = corev1.ServiceTypeClusterIP
-		for i := range cur.Spec.Ports {
-			cur.Spec.Ports[i].NodePort = 0
-		}
-		if _, err := b.cs.CoreV1().Services("default").Update(b.ctx, cur, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		b.updateService("default", "typechange", func(cur *corev1.Service) {
+			cur.Spec.Type = corev1.ServiceTypeClusterIP
+			for i := range cur.Spec.Ports {
+				cur.Spec.Ports[i].NodePort = 0
+			}
+		})
 		b.poll("status and finalizer cleared", func(ctx context.Context) (bool, error) {
 			s, err := b.cs.CoreV1().Services("default").Get(ctx, "typechange", metav1.GetOptions{})
 			return err == nil && len(s.Status.LoadBalancer.Ingress) == 0 && !servicehelper.HasLBFinalizer(s), nil

@@ -97,6 +97,13 @@ func (t *nodeTracker) upsert(n *corev1.Node) {
 	t.current = nil
 }
 
+// get returns the latest object of a node, nil when none is known.
+func (t *nodeTracker) get(name string) *corev1.Node {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.all[name]
+}
+
 // remove forgets a deleted node.
 func (t *nodeTracker) remove(name string) {
 	t.mu.Lock()

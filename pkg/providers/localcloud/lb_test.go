@@ -244,6 +244,11 @@ func TestLoadBalancerInvalidInputChangesNothing(t *testing.T) {
 					t.Errorf("error %q does not name %q", err, w)
 				}
 			}
+			// A refused port or protocol is told apart from other refusals,
+			// for the Service's LoadBalancerPortsError condition.
+			if port := tc.name == "sctp" || tc.name == "no node port"; errors.Is(err, cloud.ErrPortNotSupported) != port {
+				t.Errorf("errors.Is(%q, cloud.ErrPortNotSupported) = %t, want %t", err, !port, port)
+			}
 		})
 	}
 	if n := e.count(t, "CreateLoadBalancer") + e.count(t, "UpdateLoadBalancer"); n != 0 {

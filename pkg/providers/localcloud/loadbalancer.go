@@ -15,6 +15,7 @@ import (
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
 
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 )
@@ -101,10 +102,10 @@ func desired(svc *corev1.Service, nodes []*corev1.Node) (api.LoadBalancerSpec, c
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != corev1.ProtocolTCP && p.Protocol != corev1.ProtocolUDP {
-			return spec, "", fmt.Errorf("port %q (%d/%s): protocol %s is not supported, only TCP and UDP", p.Name, p.Port, p.Protocol, p.Protocol)
+			return spec, "", fmt.Errorf("port %q (%d/%s): protocol %s is not supported, only TCP and UDP: %w", p.Name, p.Port, p.Protocol, p.Protocol, cloud.ErrPortNotSupported)
 		}
 		if p.NodePort == 0 {
-			return spec, "", fmt.Errorf("port %q (%d/%s): no node port allocated (allocateLoadBalancerNodePorts=false is not supported)", p.Name, p.Port, p.Protocol)
+			return spec, "", fmt.Errorf("port %q (%d/%s): no node port allocated (allocateLoadBalancerNodePorts=false is not supported): %w", p.Name, p.Port, p.Protocol, cloud.ErrPortNotSupported)
 		}
 		spec.Listeners = append(spec.Listeners, api.Listener{Protocol: api.Protocol(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort)})
 	}

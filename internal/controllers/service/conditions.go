@@ -1,0 +1,279 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// Condition types the controller sets in a Service's status.conditions
+// (KEP-4631's LoadBalancerProvisioning and LoadBalancerServing, KEP-1435's
+// LoadBalancerPortsError). Other writers' conditions are never touched.
+const (
+	// ConditionProvisioning is True while the load balancer is being
+	// created or updated and the work is not done: the reason says what it
+	// waits for.
+	ConditionProvisioning = "LoadBalancerProvisioning"
+	// ConditionServing is True once the ingress is published and the last
+	// ensure succeeded; False with the provider's message and the next
+	// retry time when it failed.
+	ConditionServing = "LoadBalancerServing"
+	// ConditionPortsError is True when the provider refused a port or a
+	// protocol of the Service (its error wraps cloud.ErrPortNotSupported).
+	ConditionPortsError = "LoadBalancerPortsError"
+)
+
+// Condition reasons. Where an event says the same thing, the condition
+// uses the event's reason (ReasonEnsuredLoadBalancer,
+// ReasonSyncLoadBalancerFailed), so that a search for one finds both.
+const (
+	// ReasonWaitingForCloud (Provisioning=True, Serving=False before the
+	// first success): the provider asked to come back later (a
+	// RetryError), as while the cloud provisions.
+	ReasonWaitingForCloud = "WaitingForCloud"
+	// ReasonThrottled (Provisioning=True, Serving=False before the first
+	// success): the cloud refused the call for its rate limit; the retry
+	// waits for the delay it named.
+	ReasonThrottled = "Throttled"
+	// ReasonRetryingAfterError (Provisioning=True): the last attempt failed;
+	// the message has the error and the next retry time (per-Service
+	// exponential backoff).
+	ReasonRetryingAfterError = "RetryingAfterError"
+	// ReasonWaitingForNodes (Provisioning=True): the node set is changing
+	// (a burst of node changes); the load balancer is updated once it has
+	// settled.
+	ReasonWaitingForNodes = "WaitingForNodes"
+	// ReasonProvisioned (Provisioning=False): nothing is left to do.
+	ReasonProvisioned = "Provisioned"
+	// ReasonQuotaExceeded (Serving=False): the cloud refused the load
+	// balancer because a quota is used up (cloud.ErrQuotaExceeded); the
+	// event is SyncLoadBalancerFailed with the same message.
+	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonPortNotSupported (PortsError=True): the provider refused a
+	// port or protocol; ReasonPortsAccepted (PortsError=False) once it
+	// accepts them.
+	ReasonPortNotSupported = "PortNotSupported"
+	ReasonPortsAccepted    = "PortsAccepted"
+)
+
+// isOwnCondition reports whether t is one of the condition types this
+// controller writes.
+func isOwnCondition(t string) bool {
+	return t == ConditionProvisioning || t == ConditionServing || t == ConditionPortsError
+}
+
+// reportConditions sets the Service's conditions from the outcome of its
+// sync: svc is the Service as the cache has it after the sync, syncErr what
+// sync returned, and the controller's record of what it
+// last applied tells a failed ensure from a failed node update. It writes
+// only when a condition changed, only the controller's own conditions, and
+// nothing with NoConditions (observe mode) or for a Service it does not serve. A failure to
+// write is logged and left to the next sync: the conditions report, they
+// never hold up the load balancer.
+func (c *Controller) reportConditions(ctx context.Context, svc *corev1.Service, syncErr error) {
+	if c.cfg.NoConditions {
+		return
+	}
+	want, ok := c.desiredConditions(types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, svc, syncErr)
+	if !ok {
+		return
+	}
+	if err := c.writeConditions(ctx, svc, want); err != nil {
+		klog.FromContext(ctx).Error(err, "Writing the load balancer conditions failed; the next sync writes them")
+	}
+}
+
+// desiredConditions returns the conditions svc should carry after a sync
+// that returned syncErr; nil removes the controller's own. ok is false
+// when the conditions are left as they are.
+func (c *Controller) desiredConditions(key types.NamespacedName, svc *corev1.Service, syncErr error) ([]metav1.Condition, bool) {
+	class := c.cfg.LoadBalancerClass
+	switch {
+	case !ownedClass(svc, class):
+		return nil, false
+	case svc.DeletionTimestamp != nil:
+		return nil, false
+	case !wantsLoadBalancer(svc, class):
+		// Type changed away from LoadBalancer: once cleaned up, the
+		// conditions go with the load balancer.
+		return nil, syncErr == nil && hasOwnConditions(svc)
+	}
+	st := c.state.get(key)
+	ensurePending := st == nil || st.uid != svc.UID || !lbConfigEqual(st.applied, svc)
+	if syncErr == nil {
+		if ensurePending {
+			// The provider implements it elsewhere: not this controller's
+			// to report on.
+			return nil, false
+		}
+		return c.servingConditions(svc, st), true
+	}
+	return c.failedConditions(key, svc, syncErr, ensurePending), true
+}
+
+func hasOwnConditions(svc *corev1.Service) bool {
+	for _, cond := range svc.Status.Conditions {
+		if isOwnCondition(cond.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// servingConditions: the last ensure succeeded and the ingress is
+// published; the load balancer may still wait for a burst of node changes.
+func (c *Controller) servingConditions(svc *corev1.Service, st *lbState) []metav1.Condition {
+	serving := cond(ConditionServing, metav1.ConditionTrue, ReasonEnsuredLoadBalancer,
+		"Load balancer serves "+ingressString(st.status.Ingress))
+	if len(st.nodes.nodes) == 0 {
+		serving.Message += "; it has no nodes to send traffic to"
+	}
+	prov := cond(ConditionProvisioning, metav1.ConditionFalse, ReasonProvisioned, "Load balancer is up to date")
+	if !sameNodes(st.nodes, c.nodes.snapshot()) && c.nodePacer.holding(c.now()) {
+		prov = cond(ConditionProvisioning, metav1.ConditionTrue, ReasonWaitingForNodes,
+			"Node set is changing; the load balancer's nodes are updated once it settles")
+	}
+	out := []metav1.Condition{prov, serving}
+	if meta.FindStatusCondition(svc.Status.Conditions, ConditionPortsError) != nil {
+		out = append(out, cond(ConditionPortsError, metav1.ConditionFalse, ReasonPortsAccepted, "The cloud accepts every port"))
+	}
+	return out
+}
+
+// failedConditions: the sync failed or the cloud asked to come back later.
+// A failed ensure means the load balancer does not serve what the Service
+// asks for; a failed node update leaves it serving the previous nodes.
+func (c *Controller) failedConditions(key types.NamespacedName, svc *corev1.Service, err error, ensurePending bool) []metav1.Condition {
+	reason, retry := c.retryOf(key, err)
+	// The retry time goes first, so that it is never the part a long
+	// message loses when bounded.
+	msg := err.Error()
+	if retry != "" {
+		msg = retry + ": " + msg
+	}
+	out := []metav1.Condition{cond(ConditionProvisioning, metav1.ConditionTrue, reason, msg)}
+	if !ensurePending {
+		if prev := meta.FindStatusCondition(svc.Status.Conditions, ConditionServing); prev != nil {
+			out = append(out, *prev)
+		}
+		return out
+	}
+	servingReason := ReasonSyncLoadBalancerFailed
+	switch {
+	case errors.Is(err, cloud.ErrQuotaExceeded):
+		servingReason = ReasonQuotaExceeded
+	case reason == ReasonWaitingForCloud || reason == ReasonThrottled:
+		servingReason = reason
+	}
+	out = append(out, cond(ConditionServing, metav1.ConditionFalse, servingReason, msg))
+	if errors.Is(err, cloud.ErrPortNotSupported) {
+		out = append(out, cond(ConditionPortsError, metav1.ConditionTrue, ReasonPortNotSupported, kit.BoundMessage(err.Error())))
+	} else if meta.FindStatusCondition(svc.Status.Conditions, ConditionPortsError) != nil {
+		out = append(out, cond(ConditionPortsError, metav1.ConditionFalse, ReasonPortsAccepted, "The cloud refused no port"))
+	}
+	return out
+}
+
+// retryOf names why the sync will run again and when. A RetryError's
+// delay is the provider's own and says no time in the message (a load
+// balancer being provisioned would rewrite it at every poll); an error's
+// retry is the queue's next per-Service backoff.
+func (c *Controller) retryOf(k types.NamespacedName, err error) (reason, retry string) {
+	if _, ok := cloud.RetryAfter(err); ok {
+		if errors.Is(err, cloud.ErrThrottled) {
+			return ReasonThrottled, ""
+		}
+		return ReasonWaitingForCloud, ""
+	}
+	d := c.nextBackoff(k)
+	at := c.now().Add(d).UTC().Truncate(time.Second)
+	return ReasonRetryingAfterError, fmt.Sprintf("next retry at %s (in %s)", at.Format(time.RFC3339), d.Round(time.Second))
+}
+
+// nextBackoff is the delay the queue's exponential per-Service backoff will
+// give the failure being reported: the rate limiter has not counted it yet.
+func (c *Controller) nextBackoff(k types.NamespacedName) time.Duration {
+	n := c.limiter.NumRequeues(key{Service: k})
+	d := c.cfg.MinRetryDelay
+	for range n {
+		if d >= c.cfg.MaxRetryDelay {
+			break
+		}
+		d *= 2
+	}
+	return min(d, c.cfg.MaxRetryDelay)
+}
+
+func cond(t string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: status, Reason: reason, Message: kit.BoundMessage(msg)}
+}
+
+func ingressString(in []corev1.LoadBalancerIngress) string {
+	if len(in) == 0 {
+		return "(no ingress address)"
+	}
+	parts := make([]string, 0, len(in))
+	for _, i := range in {
+		parts = append(parts, i.IP+i.Hostname)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeConditions replaces the controller's own conditions with want (nil
+// removes them) in a strategic merge patch of the status subresource under
+// the controller's field manager. status.conditions merges by type, so
+// the patch names only the controller's own types and another writer's
+// conditions are never part of it. No write when nothing changed; the
+// transition time changes only with the status.
+func (c *Controller) writeConditions(ctx context.Context, svc *corev1.Service, want []metav1.Condition) error {
+	updated := svc.DeepCopy()
+	for _, t := range []string{ConditionProvisioning, ConditionServing, ConditionPortsError} {
+		if !hasType(want, t) {
+			meta.RemoveStatusCondition(&updated.Status.Conditions, t)
+		}
+	}
+	for _, w := range want {
+		w.ObservedGeneration = svc.Generation
+		meta.SetStatusCondition(&updated.Status.Conditions, w)
+	}
+	if equality.Semantic.DeepEqual(svc.Status.Conditions, updated.Status.Conditions) {
+		return nil
+	}
+	klog.FromContext(ctx).V(2).Info("Patching load balancer conditions", "conditions", conditionSummary(want))
+	err := c.client.Status().Patch(ctx, updated, client.StrategicMergeFrom(svc))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patch conditions of service %s: %w", klog.KObj(svc), err)
+	}
+	return nil
+}
+
+func hasType(cs []metav1.Condition, t string) bool {
+	for _, c := range cs {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+func conditionSummary(cs []metav1.Condition) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Type+"="+string(c.Status)+"/"+c.Reason)
+	}
+	return out
+}

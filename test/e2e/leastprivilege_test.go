@@ -198,7 +198,7 @@ func startUnderRBAC(ctx context.Context, t *testing.T, env *testbed.Env, lc *ser
 	return testbed.StartProcess(t, filepath.Join(dir, "stratus.log"), buildStratus(t), "controller-manager",
 		"--cloud-provider=localcloud", "--cloud-config="+cloudCfg, "--kubeconfig="+kubeconfig,
 		"--cluster-name="+servicetest.ClusterName, "--use-service-account-credentials",
-		"--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--configure-cloud-routes",
+		"--controllers=*,node-ipam-controller", "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--configure-cloud-routes",
 		"--route-reconciliation-period=1s", "--node-monitor-period=1s",
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port), "--v=2")
 }

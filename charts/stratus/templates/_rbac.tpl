@@ -2,14 +2,16 @@
 stratus.controllerEnabled renders "true" when the controller .name runs
 with these values: --controllers semantics ('*' or the name, or upstream's
 older alias, enables it; '-name' disables it), and the flags the network
-controllers need (node-ipam: allocateNodeCIDRs; node-route: both
-allocateNodeCIDRs and configureCloudRoutes).
+controllers need (node-route: configureCloudRoutes and a clusterCIDR, as
+upstream's; node-ipam, which '*' leaves out as upstream's manager has none:
+allocateNodeCIDRs, which adds it to --controllers, see stratus.controllers).
 */}}
 {{- define "stratus.controllerEnabled" -}}
 {{- $c := .root.Values.controllers -}}
-{{- $on := and (or (has "*" $c) (has .name $c) (has .alias $c)) (not (or (has (printf "-%s" .name) $c) (has (printf "-%s" .alias) $c))) -}}
-{{- if eq .name "node-ipam-controller" }}{{ $on = and $on .root.Values.allocateNodeCIDRs }}{{ end -}}
-{{- if eq .name "node-route-controller" }}{{ $on = and $on .root.Values.allocateNodeCIDRs .root.Values.configureCloudRoutes }}{{ end -}}
+{{- $off := or (has (printf "-%s" .name) $c) (has (printf "-%s" .alias) $c) -}}
+{{- $on := and (or (has "*" $c) (has .name $c) (has .alias $c)) (not $off) -}}
+{{- if eq .name "node-ipam-controller" }}{{ $on = and .root.Values.allocateNodeCIDRs (not $off) }}{{ end -}}
+{{- if eq .name "node-route-controller" }}{{ $on = and $on .root.Values.configureCloudRoutes .root.Values.clusterCIDR }}{{ end -}}
 {{- if $on }}true{{ end -}}
 {{- end -}}
 

@@ -31,6 +31,8 @@ func TestRBACFollowsTheControllers(t *testing.T) {
 		"network": {network,
 			[]string{"stratus:node-route-controller", "stratus:node-ipam-controller", `resourceNames: ["cloud-node-controller","cloud-node-lifecycle-controller","node-ipam-controller","node-route-controller","service-lb-controller"]`},
 			nil},
+		"routes without IPAM": {map[string]any{"configureCloudRoutes": true, "clusterCIDR": "10.244.0.0/16"},
+			[]string{"stratus:node-route-controller"}, []string{"stratus:node-ipam-controller"}},
 		"IPAM without routes": {map[string]any{"allocateNodeCIDRs": true, "clusterCIDR": "10.244.0.0/16"},
 			[]string{"stratus:node-ipam-controller"}, []string{"stratus:node-route-controller"}},
 		"disabled by name and alias": {map[string]any{"controllers": []any{"*", "-service", "-cloud-node-lifecycle-controller"}},

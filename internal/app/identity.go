@@ -6,9 +6,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,7 +40,7 @@ type identities struct {
 	sas kubernetes.Interface
 
 	mu           sync.Mutex
-	broadcasters []events.EventBroadcaster
+	broadcasters []record.EventBroadcaster
 }
 
 func newIdentities(mgr manager.Manager, base *rest.Config, useServiceAccounts bool) (*identities, error) {
@@ -82,15 +84,15 @@ func (ids *identities) forController(ctx context.Context, name string) (Clients,
 	if err != nil {
 		return Clients{}, fmt.Errorf("%s: kubernetes client: %w", name, err)
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	// Events go through the core API (v1 Events), as upstream's
+	// controllers record them: the roles written for upstream-based
+	// managers (AWS' chart, the bootstrap system:controller:* roles)
+	// grant core events and not events.k8s.io, so events.k8s.io events
+	// would all be refused under them.
 	log := klog.FromContext(ctx)
-	if err := b.StartRecordingToSinkWithContext(klog.NewContext(context.WithoutCancel(ctx), log)); err != nil {
-		return Clients{}, fmt.Errorf("%s: event broadcaster: %w", name, err)
-	}
-	if _, err := b.StartLogging(log.V(1)); err != nil {
-		b.Shutdown()
-		return Clients{}, fmt.Errorf("%s: event logging: %w", name, err)
-	}
+	b := record.NewBroadcaster(record.WithContext(klog.NewContext(context.WithoutCancel(ctx), log)))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	b.StartStructuredLogging(1)
 	ids.mu.Lock()
 	ids.broadcasters = append(ids.broadcasters, b)
 	ids.mu.Unlock()
@@ -101,7 +103,7 @@ func (ids *identities) forController(ctx context.Context, name string) (Clients,
 		Client:    cached,
 		Reader:    ids.mgr.GetCache(),
 		APIReader: direct,
-		Recorder:  b.NewRecorder(ids.mgr.GetScheme(), name),
+		Recorder:  record.NewEventRecorderAdapter(b.NewRecorder(ids.mgr.GetScheme(), corev1.EventSource{Component: name})),
 		Config:    cfg,
 	}, nil
 }

@@ -11,8 +11,10 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,6 +103,42 @@ func TestControllerIdentities(t *testing.T) {
 		}
 	})
 
+	// Events go through the core API, which upstream-based managers'
+	// roles grant (AWS' chart: core events create, patch, update), not
+	// events.k8s.io: under such a role alone, the event is recorded.
+	t.Run("events through the core API", func(t *testing.T) {
+		coreEventsOnly(ctx, t, env.Clientset, ServiceAccountName(node.ControllerName))
+		ids, err := newIdentities(mgr, env.Config, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ids.shutdown()
+		id, err := ids.forController(ctx, node.ControllerName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := env.Clientset.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "evented"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id.Recorder.Eventf(n, nil, corev1.EventTypeNormal, "Probe", "Probe", "recorded as %s", node.ControllerName)
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			evs, err := env.Clientset.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=evented"})
+			if err != nil {
+				return false, err
+			}
+			for _, e := range evs.Items {
+				if e.Reason == "Probe" && e.Source.Component == node.ControllerName && e.Message == "recorded as "+node.ControllerName {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("no core event from %s under a role granting only core events: %v", node.ControllerName, err)
+		}
+	})
+
 	t.Run("daemon identity without the flag", func(t *testing.T) {
 		ids, err := newIdentities(mgr, env.Config, false)
 		if err != nil {
@@ -127,4 +165,23 @@ func TestControllerIdentities(t *testing.T) {
 			t.Fatalf("start without its ServiceAccount: %v", err)
 		}
 	})
+}
+
+// coreEventsOnly binds the ServiceAccount kube-system/sa to a role that
+// grants core events as AWS' chart does, and nothing of events.k8s.io.
+func coreEventsOnly(ctx context.Context, t *testing.T, cs kubernetes.Interface, sa string) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "core-events-only"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+	}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "core-events-only"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ServiceAccountNamespace, Name: sa}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -68,13 +68,13 @@ rules:
 {{- else if eq .name "node-ipam-controller" }}
   # rare: this controller records an event only when a Node's pod CIDR cannot be allocated or is invalid.
 {{- else }}
-  # Events about the objects it handles, through events.k8s.io/v1.
+  # Events about the objects it handles, through the core API (v1 Events), as upstream's controllers record them.
 {{- end }}
-  - apiGroups: ["events.k8s.io"]
+  - apiGroups: [""]
     resources: ["events"]
     verbs: ["create"]
-  # rare: an event that repeats within six minutes becomes a series, updated with PATCH.
-  - apiGroups: ["events.k8s.io"]
+  # rare: an event that repeats is counted up with PATCH instead of created again.
+  - apiGroups: [""]
     resources: ["events"]
     verbs: ["patch"]
 ---

@@ -37,15 +37,14 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
-// stratusUsers are the identities Stratus runs as: the daemon and one
-// ServiceAccount per controller.
+// stratusUsers are the identities Stratus runs as: the daemon and
+// upstream's controller ServiceAccounts (node-controller serves the node,
+// lifecycle and IPAM controllers).
 var stratusUsers = []string{
 	"system:serviceaccount:kube-system:cloud-controller-manager",
-	"system:serviceaccount:kube-system:cloud-node-controller",
-	"system:serviceaccount:kube-system:cloud-node-lifecycle-controller",
-	"system:serviceaccount:kube-system:service-lb-controller",
-	"system:serviceaccount:kube-system:node-route-controller",
-	"system:serviceaccount:kube-system:node-ipam-controller",
+	"system:serviceaccount:kube-system:node-controller",
+	"system:serviceaccount:kube-system:service-controller",
+	"system:serviceaccount:kube-system:route-controller",
 }
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the test reads.

@@ -16,10 +16,23 @@ allocateNodeCIDRs, which adds it to --controllers, see stratus.controllers).
 {{- end -}}
 
 {{/*
-stratus.controllerRBAC renders one controller's ServiceAccount (in
-kube-system, named after the controller, as Stratus expects), its
-ClusterRole (the rules of "stratus.rules.<name>") and the binding: to that
-ServiceAccount with useServiceAccountCredentials, else to the daemon's.
+stratus.controllerServiceAccount is the ServiceAccount (in kube-system) the
+controller .name runs as with useServiceAccountCredentials: upstream's
+client name for it, as the daemon uses (node-controller for the node
+controllers and node IPAM, service-controller, route-controller); a
+provider's own controller runs as its own name.
+*/}}
+{{- define "stratus.controllerServiceAccount" -}}
+{{- $sa := dict "cloud-node-controller" "node-controller" "cloud-node-lifecycle-controller" "node-controller" "node-ipam-controller" "node-controller" "service-lb-controller" "service-controller" "node-route-controller" "route-controller" -}}
+{{- get $sa . | default . -}}
+{{- end -}}
+
+{{/*
+stratus.controllerRBAC renders one controller's ClusterRole (the rules of
+"stratus.rules.<name>") and the binding: to its ServiceAccount
+(stratus.controllerServiceAccount) with useServiceAccountCredentials, else
+to the daemon's. Controllers that share a ServiceAccount keep a role each,
+so what each holds stays its own rules.
 */}}
 {{/*
 stratus.ownsControllerServiceAccount renders "true" unless the controller
@@ -37,16 +50,6 @@ template, which asks no cluster, always renders it.)
 
 {{- define "stratus.controllerRBAC" -}}
 {{- $root := .root -}}
-{{- if and $root.Values.useServiceAccountCredentials (include "stratus.ownsControllerServiceAccount" .) }}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: {{ .name }}
-  namespace: kube-system
-  labels:
-    {{- include "stratus.labels" $root | nindent 4 }}
-{{- end }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -91,7 +94,7 @@ roleRef:
 subjects:
   - kind: ServiceAccount
 {{- if $root.Values.useServiceAccountCredentials }}
-    name: {{ .name }}
+    name: {{ include "stratus.controllerServiceAccount" .name }}
     namespace: kube-system
 {{- else }}
     name: {{ include "stratus.serviceAccountName" $root }}

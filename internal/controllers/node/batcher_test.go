@@ -26,9 +26,7 @@ func newTestBatcher(t *testing.T, fc *fakeCloud, interval time.Duration, clk clo
 // hold makes fc's list calls wait until the test releases them (or the
 // test ends).
 func hold(t *testing.T, fc *fakeCloud) (release func()) {
-	fc.gate = make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(fc.gate) }) }
+	release = fc.Gate("ListInstances")
 	t.Cleanup(release)
 	return release
 }

@@ -141,10 +141,14 @@ func TestSyncFailuresLeaveNodeTainted(t *testing.T) {
 		{"instance missing from list", true, func(_ *fakeCloud, n *corev1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
 		{"nil metadata", false, func(fc *fakeCloud, _ *corev1.Node) { fc.nilMD = true }, ReasonNilMetadata},
 		{"empty providerID", true, func(fc *fakeCloud, _ *corev1.Node) {
-			fc.instances["n1"].ProviderID, fc.instances["n1"].Metadata.ProviderID = "", ""
+			fc.edit("n1", func(in *cloud.Instance) { in.ProviderID, in.Metadata.ProviderID = "", "" })
 		}, ReasonInvalidProviderID},
-		{"malformed providerID", false, func(fc *fakeCloud, _ *corev1.Node) { fc.instances["n1"].Metadata.ProviderID = "i-123" }, ReasonInvalidProviderID},
-		{"no addresses", true, func(fc *fakeCloud, _ *corev1.Node) { fc.instances["n1"].Metadata.NodeAddresses = nil }, ReasonNoAddresses},
+		{"malformed providerID", false, func(fc *fakeCloud, _ *corev1.Node) {
+			fc.edit("n1", func(in *cloud.Instance) { in.Metadata.ProviderID = "i-123" })
+		}, ReasonInvalidProviderID},
+		{"no addresses", true, func(fc *fakeCloud, _ *corev1.Node) {
+			fc.edit("n1", func(in *cloud.Instance) { in.Metadata.NodeAddresses = nil })
+		}, ReasonNoAddresses},
 		{"provided IP not in cloud", true, func(_ *fakeCloud, n *corev1.Node) {
 			n.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: "10.9.9.9"}
 		}, ReasonInvalidNodeIP},

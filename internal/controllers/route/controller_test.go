@@ -128,9 +128,9 @@ func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 	f.wantCondition(full, corev1.ConditionTrue, ConditionNoRouteCreated)
 
 	// One period later it is tried once more, then the wait doubles.
-	f.now = f.now.Add(10 * time.Second)
+	f.clk.Step(10 * time.Second)
 	f.mustSync()
-	f.now = f.now.Add(10 * time.Second)
+	f.clk.Step(10 * time.Second)
 	f.mustSync()
 	if _, n, _ := cloud.counts(); n != 4 {
 		t.Fatalf("creates = %d, want 4 (one retry after a period, none before 2 periods)", n)

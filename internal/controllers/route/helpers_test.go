@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -145,7 +146,7 @@ type fixture struct {
 	cl            client.Client
 	cloud         *fakeRoutes
 	rec           *events.FakeRecorder
-	now           time.Time
+	clk           *clocktesting.FakeClock
 	statusPatches atomic.Int32
 }
 
@@ -159,7 +160,7 @@ func node(name, providerID string, cidrs ...string) *corev1.Node {
 func newFixture(t *testing.T, fr *fakeRoutes, cfg Config, nodes ...*corev1.Node) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	f := &fixture{t: t, ctx: ctx, cloud: fr, rec: events.NewFakeRecorder(1000), now: time.Unix(1_700_000_000, 0)}
+	f := &fixture{t: t, ctx: ctx, cloud: fr, rec: events.NewFakeRecorder(1000), clk: clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))}
 	objs := make([]client.Object, len(nodes))
 	for i, n := range nodes {
 		objs[i] = n
@@ -174,8 +175,8 @@ func newFixture(t *testing.T, fr *fakeRoutes, cfg Config, nodes ...*corev1.Node)
 	if cfg.ClusterCIDRs == nil {
 		cfg.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/56")}
 	}
-	cfg.Now = func() time.Time { return f.now }
-	c, err := New(Deps{Client: f.cl, Routes: fr, Recorder: f.rec, Registerer: prometheus.NewRegistry()}, cfg)
+
+	c, err := New(Deps{Client: f.cl, Routes: fr, Recorder: f.rec, Registerer: prometheus.NewRegistry(), Clock: f.clk}, cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -28,14 +28,14 @@ func TestPassRunsWhenCloudRecovers(t *testing.T) {
 		t.Fatalf("sync: %v", err)
 	}
 	k := routeKey{cidr: netip.MustParsePrefix("10.244.0.0/24"), node: "a"}
-	if c.backoff.ready(k, f.now) {
+	if c.backoff.ready(k, f.clk.Now()) {
 		t.Fatal("the failed route is not backing off")
 	}
 	rec.Fire()
 	if n := q.Len(); n != 1 {
 		t.Fatalf("queue holds %d passes after recovery, want 1", n)
 	}
-	if !c.backoff.ready(k, f.now) {
+	if !c.backoff.ready(k, f.clk.Now()) {
 		t.Error("the failed route still backs off after the cloud recovered")
 	}
 }

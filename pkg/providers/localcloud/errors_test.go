@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
@@ -22,7 +22,7 @@ func TestErrorsSayEachThingOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cloud.Instrument(p, cloud.Options{})
+	c, err := cloudwrap.Instrument(p, cloudwrap.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

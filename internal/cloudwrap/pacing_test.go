@@ -1,4 +1,4 @@
-package cloud
+package cloudwrap
 
 import (
 	"container/heap"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // throttlingCloud is a fake cloud that answers 429 above its limit (a token
@@ -231,9 +233,9 @@ type classifyingProvider struct{ stubProvider }
 func (p *classifyingProvider) IsThrottle(err error) bool { return errors.Is(err, errProviderSlowDown) }
 func (p *classifyingProvider) OperationClass(op string) string {
 	if op == "InstanceShutdown" { // stands in for a write here
-		return ClassWrite
+		return cloud.ClassWrite
 	}
-	return ReadWriteClass(op)
+	return cloud.ReadWriteClass(op)
 }
 
 // Throttled answers slow the class down; a RetryError about one object (a
@@ -244,7 +246,7 @@ func TestWrapperRecognisesThrottling(t *testing.T) {
 		err       error
 		throttled bool
 	}{
-		"ErrThrottled in a RetryError": {fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", time.Second), ErrThrottled), true},
+		"ErrThrottled in a RetryError": {fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", time.Second), cloud.ErrThrottled), true},
 		"HTTP 429":                     {fmt.Errorf("call: %w", &httpError{status: 429}), true},
 		"provider's IsThrottle":        {errProviderSlowDown, true},
 		"RetryError of one object":     {retry, false},
@@ -261,7 +263,7 @@ func TestWrapperRecognisesThrottling(t *testing.T) {
 			if tc.throttled {
 				want = 1
 			}
-			if got := testutil.ToFloat64(c.metrics.throttled.WithLabelValues(ClassRead)); got != want {
+			if got := testutil.ToFloat64(c.metrics.throttled.WithLabelValues(cloud.ClassRead)); got != want {
 				t.Errorf("%s{class=read} = %v, want %v", MetricThrottledTotal, got, want)
 			}
 			limited := c.pacing.class("InstanceExists").current() > 0
@@ -281,7 +283,7 @@ func TestWrapperRecognisesThrottling(t *testing.T) {
 // A throttled answer's Retry-After holds the class's next call back until
 // it has passed.
 func TestWrapperHonoursThrottledRetryAfter(t *testing.T) {
-	p := &stubProvider{err: fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", 2*time.Second), ErrThrottled)}
+	p := &stubProvider{err: fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", 2*time.Second), cloud.ErrThrottled)}
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	c, _ := instrument(t, p, Options{Clock: clk})
 	i, _ := c.InstancesV2()

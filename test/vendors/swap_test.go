@@ -21,6 +21,7 @@ import (
 	"github.com/stratus-ccm/stratus/deploy"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
+	"github.com/stratus-ccm/stratus/test/vendors/profile"
 )
 
 // swap is one vendor manifest whose image is replaced by Stratus'.
@@ -63,7 +64,15 @@ type swap struct {
 // mains set the default, which a pkg/ccm binary cannot yet).
 func TestVendorManifestsRunStratus(t *testing.T) {
 	bin := buildVendorCCM(t)
-	for _, c := range []swap{
+	for _, c := range runnableSwaps() {
+		t.Run(c.vendor+"/"+c.file, func(t *testing.T) { c.run(t, bin) })
+	}
+}
+
+// runnableSwaps are the vendor manifests a pkg/ccm binary runs unchanged
+// but for the image swap.
+func runnableSwaps() []swap {
+	return []swap{
 		{vendor: "hcloud", file: "ccm", rbac: []string{"ccm"}, initializes: true},
 		{vendor: "hcloud", file: "ccm-networks", rbac: []string{"ccm-networks"}, initializes: true},
 		{vendor: "aws", file: "aws-cloud-controller-manager-daemonset",
@@ -75,8 +84,6 @@ func TestVendorManifestsRunStratus(t *testing.T) {
 			changed: "first arg /bin/openstack-cloud-controller-manager",
 			env:     map[string]string{"CLUSTER_NAME": "kubernetes", "CLOUD_CONFIG": "/etc/config/cloud.conf"},
 			lease:   "cloud-controller-manager", initializes: true},
-	} {
-		t.Run(c.vendor+"/"+c.file, func(t *testing.T) { c.run(t, bin) })
 	}
 }
 
@@ -150,7 +157,7 @@ func checkPerController(ctx context.Context, t *testing.T, env *testbed.Env, pol
 	}
 	poll("Service web's load balancer address", func(ctx context.Context) (bool, error) {
 		s, err := env.Clientset.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
-		return err == nil && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == "192.0.2.100", nil
+		return err == nil && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == profile.LoadBalancerIP, nil
 	})
 	for _, ev := range []struct{ ns, kind, name, reason, source string }{
 		{metav1.NamespaceDefault, "Node", "worker", "Synced", "cloud-node-controller"},

@@ -6,6 +6,9 @@
 //
 // It follows k8s.io/cloud-provider/sample/basic_main.go, except that the
 // provider is registered here in main rather than by an init() side effect.
+// The vendor doubles of test/vendors/profile are registered too, under the
+// vendors' names, so the vendor tests run the same providers under
+// upstream's app as under Stratus.
 package main
 
 import (
@@ -25,10 +28,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	"github.com/stratus-ccm/stratus/test/vendors/profile"
 )
 
 func main() {
 	cloudprovider.RegisterCloudProvider(localcloud.ProviderName, localcloud.New)
+	for _, v := range profile.Vendors() {
+		cloudprovider.RegisterCloudProvider(v.Name, profile.Factory(v))
+	}
 	ccmOptions, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "upstream-ccm: initialize command options: %v\n", err)

@@ -57,10 +57,11 @@ deps:
 
 # upstream-ccm is upstream's cloud-controller-manager (k8s.io/cloud-provider's
 # app) linked with the localcloud provider: the incumbent of the takeover and
-# leader migration tests, and the benchmark peer. bench/ is its own module; it
+# leader migration tests, and the benchmark peer; and with the vendor doubles
+# (test/vendors/profile), the peer of the vendor profile tests. bench/ is its own module; it
 # links this module's provider, so provider changes rebuild it too.
 UPSTREAM_CCM_SRC := go.mod bench/go.mod bench/go.sum $(wildcard bench/cmd/upstream-ccm/*.go) \
-	$(shell find pkg/providers/localcloud pkg/localcloud/api pkg/localcloud/client pkg/cloud internal/observe -name '*.go' -not -name '*_test.go' 2>/dev/null)
+	$(shell find pkg/providers/localcloud pkg/localcloud/api pkg/localcloud/client pkg/cloud internal/observe test/vendors/profile -name '*.go' -not -name '*_test.go' 2>/dev/null)
 $(BIN)/upstream-ccm: $(UPSTREAM_CCM_SRC)
 	cd bench && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ ./cmd/upstream-ccm
 

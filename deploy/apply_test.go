@@ -126,7 +126,10 @@ func applyMonitoring(ctx context.Context, t *testing.T, cfg *rest.Config) {
 func checkServiceAccountCan(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	t.Helper()
 	const sa = "system:serviceaccount:kube-system:"
-	daemon, nodeCtl, lifecycle, svcCtl := sa+"cloud-controller-manager", sa+"cloud-node-controller", sa+"cloud-node-lifecycle-controller", sa+"service-lb-controller"
+	// The controllers run as upstream's ServiceAccounts: node-controller
+	// for the node controllers (so it may delete Nodes, as the lifecycle
+	// controller does), service-controller for load balancers.
+	daemon, nodeCtl, svcCtl := sa+"cloud-controller-manager", sa+"node-controller", sa+"service-controller"
 	for _, c := range []struct {
 		user string
 		attr authorizationv1.ResourceAttributes
@@ -136,13 +139,13 @@ func checkServiceAccountCan(ctx context.Context, t *testing.T, cfg *rest.Config)
 		{daemon, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes"}, false},
 		{daemon, authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: deploy.Namespace, Name: "cloud-controller-manager"}, true},
 		{daemon, authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: deploy.Namespace, Name: "kube-scheduler"}, false},
-		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "kube-system", Name: "cloud-node-controller"}, true},
-		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "kube-system", Name: "node-controller"}, false},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "kube-system", Name: "node-controller"}, true},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "kube-system", Name: "cloud-node-controller"}, false},
 		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Namespace: "kube-system"}, false},
 		{daemon, authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: deploy.Namespace}, false},
 		{nodeCtl, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes"}, true},
-		{nodeCtl, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "nodes"}, false},
-		{lifecycle, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "nodes"}, true},
+		{nodeCtl, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "nodes"}, true},
+		{nodeCtl, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "services", Subresource: "status", Namespace: "default"}, false},
 		{svcCtl, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "services", Subresource: "status", Namespace: "default"}, true},
 		{svcCtl, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "services", Namespace: "default"}, false},
 		{svcCtl, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes"}, false},

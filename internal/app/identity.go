@@ -2,27 +2,46 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/node"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
+	"github.com/stratus-ccm/stratus/internal/controllers/route"
+	"github.com/stratus-ccm/stratus/internal/controllers/service"
 )
 
 // ServiceAccountName is the ServiceAccount (in ServiceAccountNamespace) a
-// controller runs as with --use-service-account-credentials: its own name.
-// Upstream shares "node-controller" between three controllers and uses
-// "service-controller" and "route-controller"; those are also
-// kube-controller-manager's identities, which the API server's bootstrap
-// policy grants far more than a cloud controller needs, so running as them
-// would make the chart's least-privilege roles moot.
-func ServiceAccountName(controller string) string { return controller }
+// controller runs as with --use-service-account-credentials: upstream's
+// app's client name for it, so that a manifest's RBAC written for upstream
+// (and kube-apiserver's bootstrap system:controller:* roles, bound to
+// these names) covers Stratus too. The node controllers share
+// "node-controller", as upstream's do (and Azure's node IPAM); a
+// provider's own controller runs as its own name.
+func ServiceAccountName(controller string) string {
+	switch controller {
+	case node.ControllerName, nodelifecycle.ControllerName, nodeipam.ControllerName:
+		return "node-controller"
+	case service.ControllerName:
+		return "service-controller"
+	case route.ControllerName:
+		return "route-controller"
+	}
+	return controller
+}
 
 // identities gives each controller its own connection to the API server:
 // with --use-service-account-credentials, as its ServiceAccount (tokens
@@ -38,7 +57,7 @@ type identities struct {
 	sas kubernetes.Interface
 
 	mu           sync.Mutex
-	broadcasters []events.EventBroadcaster
+	broadcasters []record.EventBroadcaster
 }
 
 func newIdentities(mgr manager.Manager, base *rest.Config, useServiceAccounts bool) (*identities, error) {
@@ -82,15 +101,15 @@ func (ids *identities) forController(ctx context.Context, name string) (Clients,
 	if err != nil {
 		return Clients{}, fmt.Errorf("%s: kubernetes client: %w", name, err)
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	// Events go through the core API (v1 Events), as upstream's
+	// controllers record them: the roles written for upstream-based
+	// managers (AWS' chart, the bootstrap system:controller:* roles)
+	// grant core events and not events.k8s.io, so events.k8s.io events
+	// would all be refused under them.
 	log := klog.FromContext(ctx)
-	if err := b.StartRecordingToSinkWithContext(klog.NewContext(context.WithoutCancel(ctx), log)); err != nil {
-		return Clients{}, fmt.Errorf("%s: event broadcaster: %w", name, err)
-	}
-	if _, err := b.StartLogging(log.V(1)); err != nil {
-		b.Shutdown()
-		return Clients{}, fmt.Errorf("%s: event logging: %w", name, err)
-	}
+	b := record.NewBroadcaster(record.WithContext(klog.NewContext(context.WithoutCancel(ctx), log)))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	b.StartStructuredLogging(1)
 	ids.mu.Lock()
 	ids.broadcasters = append(ids.broadcasters, b)
 	ids.mu.Unlock()
@@ -101,7 +120,7 @@ func (ids *identities) forController(ctx context.Context, name string) (Clients,
 		Client:    cached,
 		Reader:    ids.mgr.GetCache(),
 		APIReader: direct,
-		Recorder:  b.NewRecorder(ids.mgr.GetScheme(), name),
+		Recorder:  record.NewEventRecorderAdapter(b.NewRecorder(ids.mgr.GetScheme(), corev1.EventSource{Component: name})),
 		Config:    cfg,
 	}, nil
 }
@@ -115,10 +134,18 @@ func (ids *identities) config(ctx context.Context, name string) (*rest.Config, s
 		return cfg, "", nil
 	}
 	sa := ServiceAccountName(name)
-	src := transport.NewCachedTokenSource(&saTokenSource{
-		ctx: ctx, sas: ids.sas.CoreV1().ServiceAccounts(ServiceAccountNamespace), name: sa, now: time.Now,
-	})
-	if _, err := src.Token(); err != nil {
+	sas := ids.sas.CoreV1().ServiceAccounts(ServiceAccountNamespace)
+	src := transport.NewCachedTokenSource(&saTokenSource{ctx: ctx, sas: sas, name: sa, now: time.Now})
+	_, err := src.Token()
+	if errors.Is(err, errServiceAccountMissing) {
+		// Created when missing, as upstream's client builder does, so
+		// that upstream's RBAC (which grants create on ServiceAccounts)
+		// and kube-apiserver's bootstrap roles are all a cluster needs.
+		if err = createServiceAccount(ctx, sas, sa); err == nil {
+			_, err = src.Token()
+		}
+	}
+	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
 	// The daemon's credentials are dropped: only the token speaks. Its

@@ -11,8 +11,10 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +22,7 @@ import (
 	"github.com/stratus-ccm/stratus/internal/controllers/node"
 	"github.com/stratus-ccm/stratus/internal/controllers/route"
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
+	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -83,7 +86,7 @@ func TestControllerIdentities(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "system:serviceaccount:kube-system:cloud-node-controller"
+		want := "system:serviceaccount:kube-system:node-controller"
 		before := wrapped.Load()
 		if got := whoAmI(ctx, t, kubeFor(t, id)); got != want {
 			t.Fatalf("clientset speaks as %q, want %q", got, want)
@@ -91,13 +94,54 @@ func TestControllerIdentities(t *testing.T) {
 		if wrapped.Load() == before {
 			t.Fatal("the daemon config's transport wrapper was dropped from the controller's client")
 		}
-		// No role is bound: the controller-runtime client's write must be
-		// refused to the ServiceAccount, not done with the daemon's rights.
+		// kube-apiserver's bootstrap role for node-controller does not
+		// grant creating Nodes: the controller-runtime client's write must
+		// be refused to the ServiceAccount, not done with the daemon's
+		// rights.
 		for what, c := range map[string]client.Writer{"client": id.Client, "API reader's client": id.APIReader.(client.Client)} {
 			err = c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
 			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("%s: write without a role: %v, want forbidden to %s", what, err, want)
 			}
+		}
+	})
+
+	// Events go through the core API, which upstream-based managers'
+	// roles grant (AWS' chart: core events create, patch, update), not
+	// events.k8s.io: under such a role alone, the event is recorded.
+	t.Run("events through the core API", func(t *testing.T) {
+		// A provider's own controller runs as its own name, which no
+		// bootstrap role covers (upstream's names' roles grant both APIs).
+		const probe = "events-probe"
+		coreEventsOnly(ctx, t, env.Clientset, ServiceAccountName(probe))
+		ids, err := newIdentities(mgr, env.Config, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ids.shutdown()
+		id, err := ids.forController(ctx, probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := env.Clientset.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "evented"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id.Recorder.Eventf(n, nil, corev1.EventTypeNormal, "Probe", "Probe", "recorded as %s", probe)
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			evs, err := env.Clientset.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=evented"})
+			if err != nil {
+				return false, err
+			}
+			for _, e := range evs.Items {
+				if e.Reason == "Probe" && e.Source.Component == probe && e.Message == "recorded as "+probe {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("no core event from %s under a role granting only core events: %v", probe, err)
 		}
 	})
 
@@ -116,15 +160,81 @@ func TestControllerIdentities(t *testing.T) {
 		}
 	})
 
+	// A missing ServiceAccount is created, as upstream's client builder
+	// creates it; a daemon that may not create it fails the controller's
+	// start with an error naming the ServiceAccount and the right.
 	t.Run("missing service account", func(t *testing.T) {
-		ids, err := newIdentities(mgr, env.Config, true)
+		limited := limitedDaemon(ctx, t, env)
+		ids, err := newIdentities(mgr, limited, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ids.shutdown()
 		_, err = ids.forController(ctx, route.ControllerName)
-		if !errors.Is(err, errServiceAccountMissing) || !strings.Contains(err.Error(), "kube-system/node-route-controller") {
-			t.Fatalf("start without its ServiceAccount: %v", err)
+		if !errors.Is(err, errServiceAccountMissing) || !strings.Contains(err.Error(), "kube-system/route-controller") ||
+			!strings.Contains(err.Error(), "create on serviceaccounts") {
+			t.Fatalf("start without its ServiceAccount, not allowed to create it: %v", err)
+		}
+
+		ids, err = newIdentities(mgr, env.Config, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ids.shutdown()
+		id, err := ids.forController(ctx, route.ControllerName)
+		if err != nil {
+			t.Fatalf("start without its ServiceAccount, allowed to create it: %v", err)
+		}
+		if got, want := whoAmI(ctx, t, kubeFor(t, id)), "system:serviceaccount:kube-system:route-controller"; got != want {
+			t.Fatalf("speaks as %q, want %q", got, want)
 		}
 	})
+}
+
+// limitedDaemon is a daemon identity that may request controller tokens
+// but not create ServiceAccounts.
+func limitedDaemon(ctx context.Context, t *testing.T, env *testbed.Env) *rest.Config {
+	t.Helper()
+	cs := env.Clientset
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ServiceAccountNamespace, Name: "limited-daemon"}}
+	if _, err := cs.CoreV1().ServiceAccounts(ServiceAccountNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "tokens-only"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
+	}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tokens-only"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ServiceAccountNamespace, Name: sa.Name}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := localcluster.ServiceAccountConfig(ctx, env.Config, ServiceAccountNamespace, sa.Name, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// coreEventsOnly binds the ServiceAccount kube-system/sa to a role that
+// grants core events as AWS' chart does, and nothing of events.k8s.io.
+func coreEventsOnly(ctx context.Context, t *testing.T, cs kubernetes.Interface, sa string) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "core-events-only"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+	}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "core-events-only"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ServiceAccountNamespace, Name: sa}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

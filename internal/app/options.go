@@ -226,14 +226,14 @@ func (o *Options) addControllerFlags(fs *pflag.FlagSet) {
 }
 
 func (o *Options) addNetworkFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "CIDR range for pods: one IPv4 and/or one IPv6 CIDR, comma-separated. Requires --allocate-node-cidrs.")
+	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "CIDR range for pods: one IPv4 and/or one IPv6 CIDR, comma-separated. Scopes the routes --configure-cloud-routes programs, and is the range node IPAM allocates from.")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR range(s) for Services; never handed out as pod CIDRs.")
-	fs.BoolVar(&o.AllocateNodeCIDRs, "allocate-node-cidrs", o.AllocateNodeCIDRs, "Allocate pod CIDRs to nodes from --cluster-cidr (and, with --configure-cloud-routes, program cloud routes).")
-	fs.StringVar(&o.CIDRAllocatorType, "cidr-allocator-type", o.CIDRAllocatorType, "Type of CIDR allocator: RangeAllocator (node-ipam-controller allocates from --cluster-cidr) or CloudAllocator (the cloud assigns pod CIDRs; node-ipam-controller does not run).")
+	fs.BoolVar(&o.AllocateNodeCIDRs, "allocate-node-cidrs", o.AllocateNodeCIDRs, "Allocate pod CIDRs to nodes from --cluster-cidr, when --controllers names node-ipam-controller (off by default, as upstream's cloud-controller-manager has no node IPAM).")
+	fs.StringVar(&o.CIDRAllocatorType, "cidr-allocator-type", o.CIDRAllocatorType, "Type of CIDR allocator: RangeAllocator (node-ipam-controller allocates from --cluster-cidr, when --controllers names it) or CloudAllocator (the cloud assigns pod CIDRs; node-ipam-controller does not run).")
 	fs.Int32Var(&o.NodeCIDRMaskSize, "node-cidr-mask-size", o.NodeCIDRMaskSize, "Mask size for node CIDRs in a single-stack cluster (sets the mask of the one family in use).")
 	fs.Int32Var(&o.NodeCIDRMaskSizeIPv4, "node-cidr-mask-size-ipv4", o.NodeCIDRMaskSizeIPv4, "Mask size for IPv4 node CIDRs.")
 	fs.Int32Var(&o.NodeCIDRMaskSizeIPv6, "node-cidr-mask-size-ipv6", o.NodeCIDRMaskSizeIPv6, "Mask size for IPv6 node CIDRs.")
-	fs.BoolVar(&o.ConfigureCloudRoutes, "configure-cloud-routes", o.ConfigureCloudRoutes, "Program cloud routes for the pod CIDRs allocated to nodes.")
+	fs.BoolVar(&o.ConfigureCloudRoutes, "configure-cloud-routes", o.ConfigureCloudRoutes, "Program cloud routes for the pod CIDRs on nodes, whoever allocated them; needs --cluster-cidr.")
 	fs.DurationVar(&o.RouteReconciliationPeriod, "route-reconciliation-period", o.RouteReconciliationPeriod, "The period of the full reconcile of cloud routes.")
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,7 +165,7 @@ func TestBadValuesRejected(t *testing.T) {
 		"cluster-cidr=10.0.0.1/8":              {"--cluster-cidr=10.0.0.1/8"},
 		"cluster-cidr=banana":                  {"--cluster-cidr=banana"},
 		"cluster-cidr=10.0.0.0/8,11.0.0.0/8":   {"--cluster-cidr=10.0.0.0/8,11.0.0.0/8"},
-		"allocate-node-cidrs":                  {"--allocate-node-cidrs"},
+		"allocate-node-cidrs":                  {"--allocate-node-cidrs", "--controllers=node-ipam"},
 		"leader-elect-lease-duration=5s":       {"--leader-elect-lease-duration=5s"},
 		"leader-elect-resource-lock=endpoints": {"--leader-elect-resource-lock=endpoints"},
 		"node-monitor-period=0s":               {"--node-monitor-period=0s"},
@@ -241,8 +242,10 @@ func TestResolveControllers(t *testing.T) {
 		spec []string
 		want string
 	}{
-		{[]string{"*"}, strings.Join(names(builtinControllers()), ",")},
-		{[]string{"*", "-route"}, "cloud-node-controller,cloud-node-lifecycle-controller,service-lb-controller,node-ipam-controller"},
+		{[]string{"*"}, "cloud-node-controller,cloud-node-lifecycle-controller,service-lb-controller,node-route-controller"},
+		{[]string{"*", "-route"}, "cloud-node-controller,cloud-node-lifecycle-controller,service-lb-controller"},
+		// Node IPAM only when named, under Azure's name too.
+		{[]string{"*", "node-ipam"}, strings.Join(names(builtinControllers()), ",")},
 		{[]string{"service", "cloud-node"}, "cloud-node-controller,service-lb-controller"},
 		{[]string{"nodeipam"}, "node-ipam-controller"},
 	}
@@ -264,13 +267,13 @@ func TestResolveControllers(t *testing.T) {
 func TestLateFailuresCaughtBeforeLeadership(t *testing.T) {
 	cases := map[string][]string{
 		"--cluster-name=Prod_1":        {"--cluster-name=Prod_1"},
-		"--node-cidr-mask-size-ipv4=8": {"--allocate-node-cidrs", "--cluster-cidr=10.0.0.0/16", "--node-cidr-mask-size-ipv4=8"},
-		"--node-cidr-mask-size-ipv6=40": {"--allocate-node-cidrs", "--cluster-cidr=10.0.0.0/16,fd00::/48",
+		"--node-cidr-mask-size-ipv4=8": {"--allocate-node-cidrs", "--controllers=*,node-ipam", "--cluster-cidr=10.0.0.0/16", "--node-cidr-mask-size-ipv4=8"},
+		"--node-cidr-mask-size-ipv6=40": {"--allocate-node-cidrs", "--controllers=*,node-ipam", "--cluster-cidr=10.0.0.0/16,fd00::/48",
 			"--node-cidr-mask-size-ipv6=40"},
-		"--node-cidr-mask-size=24":                     {"--allocate-node-cidrs", "--cluster-cidr=10.0.0.0/16,fd00::/48", "--node-cidr-mask-size=24"},
+		"--node-cidr-mask-size=24":                     {"--allocate-node-cidrs", "--controllers=*,node-ipam", "--cluster-cidr=10.0.0.0/16,fd00::/48", "--node-cidr-mask-size=24"},
 		"--controllers=-service,service-lb-controller": {"--controllers=-service,service-lb-controller"},
 		// The allocator would refuse it on the leader: no pod CIDR is left.
-		"--service-cluster-ip-range=10.0.0.0/8": {"--allocate-node-cidrs", "--cluster-cidr=10.0.0.0/16", "--service-cluster-ip-range=10.0.0.0/8"},
+		"--service-cluster-ip-range=10.0.0.0/8": {"--allocate-node-cidrs", "--controllers=*,node-ipam", "--cluster-cidr=10.0.0.0/16", "--service-cluster-ip-range=10.0.0.0/8"},
 	}
 	var all []string
 	for want, args := range cases {
@@ -295,14 +298,22 @@ func TestLateFailuresCaughtBeforeLeadership(t *testing.T) {
 }
 
 func TestClusterCIDRWithoutAllocationWarns(t *testing.T) {
-	o, err := parse(t, "--cloud-provider=x", "--cluster-cidr=10.0.0.0/16")
+	o, err := parse(t, "--cloud-provider=x", "--cluster-cidr=10.0.0.0/16", "--configure-cloud-routes=false")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w := o.Warnings(); len(w) != 1 || !strings.Contains(w[0], "--cluster-cidr=10.0.0.0/16") {
 		t.Fatalf("warnings: %q", w)
 	}
-	o, err = parse(t, "--cloud-provider=x", "--cluster-cidr=10.0.0.0/16", "--allocate-node-cidrs")
+	// It scopes the routes, as upstream's route controller uses it.
+	o, err = parse(t, "--cloud-provider=x", "--cluster-cidr=10.0.0.0/16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := o.Warnings(); len(w) != 0 {
+		t.Fatalf("warnings with --configure-cloud-routes: %q", w)
+	}
+	o, err = parse(t, "--cloud-provider=x", "--cluster-cidr=10.0.0.0/16", "--allocate-node-cidrs", "--configure-cloud-routes=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,11 +322,42 @@ func TestClusterCIDRWithoutAllocationWarns(t *testing.T) {
 	}
 }
 
+// Upstream's app has no node IPAM: --allocate-node-cidrs=true alone, as
+// hcloud's networks manifest passes it (kube-controller-manager allocating),
+// neither starts an allocator nor needs the allocator's flags.
+func TestAllocateNodeCIDRsAloneIsNotIPAM(t *testing.T) {
+	o, err := parse(t, "--cloud-provider=x", "--allocate-node-cidrs")
+	if err != nil {
+		t.Fatalf("--allocate-node-cidrs without --cluster-cidr, as upstream accepts it: %v", err)
+	}
+	got, err := resolveControllers(o.Controllers, builtinControllers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(got, nodeipam.ControllerName) {
+		t.Errorf("--allocate-node-cidrs with --controllers=%v enables %v", o.Controllers, got)
+	}
+	for _, spec := range [][]string{{"node-ipam"}, {"*", "nodeipam"}, {"node-ipam-controller"}} {
+		if !ipamEnabled(spec, builtinControllers()) {
+			t.Errorf("--controllers=%v: IPAM not enabled", spec)
+		}
+	}
+	for _, spec := range [][]string{{"*"}, {"*", "node-ipam", "-node-ipam-controller"}, {"route"}} {
+		if ipamEnabled(spec, builtinControllers()) {
+			t.Errorf("--controllers=%v: IPAM enabled", spec)
+		}
+	}
+	_, err = parse(t, "--cloud-provider=x", "--allocate-node-cidrs", "--controllers=*,node-ipam")
+	if err == nil || !strings.Contains(err.Error(), "--cluster-cidr") {
+		t.Errorf("node IPAM asked for without --cluster-cidr: %v", err)
+	}
+}
+
 // A service range inside the cluster CIDR is accepted, as upstream's node
 // IPAM accepts it (the subnets it covers are never allocated), with a
 // warning; one that leaves nothing, or lies outside, is refused or quiet.
 func TestServiceRangeOverlappingClusterCIDR(t *testing.T) {
-	base := []string{"--cloud-provider=x", "--allocate-node-cidrs", "--cluster-cidr=10.0.0.0/16,fd00::/48"}
+	base := []string{"--cloud-provider=x", "--allocate-node-cidrs", "--controllers=*,node-ipam", "--cluster-cidr=10.0.0.0/16,fd00::/48"}
 	o, err := parse(t, append(base, "--service-cluster-ip-range=10.0.8.0/22")...)
 	if err != nil {
 		t.Fatal(err)

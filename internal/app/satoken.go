@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/oauth2"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -35,9 +36,9 @@ const (
 var errServiceAccountMissing = errors.New("service account missing")
 
 // saTokenSource mints tokens for one ServiceAccount through TokenRequest,
-// with the daemon's own client. Unlike upstream's builder it never creates
-// the ServiceAccount: the chart ships all of them, and a daemon allowed to
-// create ServiceAccounts in kube-system would hold a right no loop needs.
+// with the daemon's own client. A missing ServiceAccount is reported as
+// errServiceAccountMissing; identities creates it then, as upstream's
+// builder does.
 type saTokenSource struct {
 	// ctx bounds every token request: oauth2.TokenSource has no context of
 	// its own, and a request after shutdown is pointless.
@@ -58,8 +59,7 @@ func (s *saTokenSource) Token() (*oauth2.Token, error) {
 	who := ServiceAccountNamespace + "/" + s.name
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("--use-service-account-credentials: ServiceAccount %s: %w: create one per controller (the chart does) or drop the flag: %w",
-			who, errServiceAccountMissing, err)
+		return nil, fmt.Errorf("--use-service-account-credentials: ServiceAccount %s: %w: %w", who, errServiceAccountMissing, err)
 	case apierrors.IsForbidden(err):
 		return nil, fmt.Errorf("--use-service-account-credentials: the daemon may not request a token for ServiceAccount %s (its role needs create on serviceaccounts/token): %w", who, err)
 	case err != nil:
@@ -73,4 +73,26 @@ func (s *saTokenSource) Token() (*oauth2.Token, error) {
 	expiry := now.Add(lifetime - lifetime*tokenLeewayPercent/100)
 	klog.FromContext(s.ctx).V(2).Info("Obtained a ServiceAccount token", "serviceAccount", who, "renewAt", expiry)
 	return &oauth2.Token{AccessToken: tr.Status.Token, TokenType: "Bearer", Expiry: expiry}, nil
+}
+
+// createServiceAccount creates the ServiceAccount kube-system/name, as
+// upstream's client builder does for a controller whose ServiceAccount is
+// missing; one created meanwhile (another replica, another controller
+// sharing it) is fine. Refused, the error names the ServiceAccount and
+// the right the daemon lacks.
+func createServiceAccount(ctx context.Context, sas corev1client.ServiceAccountInterface, name string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ServiceAccountNamespace, Name: name}}
+	_, err := sas.Create(ctx, sa, metav1.CreateOptions{})
+	who := ServiceAccountNamespace + "/" + name
+	switch {
+	case err == nil:
+		klog.FromContext(ctx).Info("Created the controller's ServiceAccount", "serviceAccount", who)
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		return nil
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("--use-service-account-credentials: ServiceAccount %s: %w, and the daemon may not create it (its role needs create on serviceaccounts in %s): %w",
+			who, errServiceAccountMissing, ServiceAccountNamespace, err)
+	}
+	return fmt.Errorf("--use-service-account-credentials: create ServiceAccount %s: %w", who, err)
 }

@@ -72,7 +72,7 @@ func TestTokenErrorsNameTheServiceAccount(t *testing.T) {
 		want    string
 		missing bool
 	}{
-		"missing":   {apierrors.NewNotFound(gr, "cloud-node-controller"), "create one per controller", true},
+		"missing":   {apierrors.NewNotFound(gr, "cloud-node-controller"), "not found", true},
 		"forbidden": {apierrors.NewForbidden(gr, "cloud-node-controller", errors.New("no")), "create on serviceaccounts/token", false},
 		"other":     {apierrors.NewServiceUnavailable("down"), "token for ServiceAccount", false},
 	}

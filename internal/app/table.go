@@ -40,10 +40,16 @@ type controllerEntry struct {
 	offByDefault bool
 }
 
-// builtinControllers is the controller table, in start order. All are on
-// by default; the network controllers additionally need their own flags
-// (--allocate-node-cidrs, --configure-cloud-routes) and skip themselves
-// without them, as upstream's do. The wire_*.go files connect each
+// builtinControllers is the controller table, in start order. The first
+// four are upstream's app's controllers and on by default; the route
+// controller additionally needs --configure-cloud-routes and skips itself
+// without it, as upstream's does. Node IPAM is off by default, because
+// upstream's app has none: a manifest written for it passes
+// --allocate-node-cidrs=true to mean "routes for the pod CIDRs
+// kube-controller-manager allocates", and a second allocator would race
+// kube-controller-manager's on every new Node. It runs only when
+// --controllers names it (Azure's own manager calls it node-ipam) and
+// --allocate-node-cidrs is true. The wire_*.go files connect each
 // controller to the options, one file per controller family.
 func builtinControllers() []controllerEntry {
 	return []controllerEntry{
@@ -55,8 +61,8 @@ func builtinControllers() []controllerEntry {
 			watches: service.Watches, start: startServiceLBController},
 		{name: route.ControllerName, aliases: []string{"route"}, legacyMigrationNames: []string{"route-controller"},
 			watches: route.Watches, start: startNodeRouteController},
-		{name: nodeipam.ControllerName, aliases: []string{"nodeipam"},
-			watches: nodeipam.Watches, start: startNodeIPAMController},
+		{name: nodeipam.ControllerName, aliases: []string{"node-ipam", "nodeipam"},
+			watches: nodeipam.Watches, start: startNodeIPAMController, offByDefault: true},
 	}
 }
 

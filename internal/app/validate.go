@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
 )
 
 // Validate checks every setting and returns one error listing each bad
@@ -72,7 +74,7 @@ func (o *Options) validate(table []controllerEntry) error {
 	if o.ConcurrentServiceSyncs < 1 {
 		bad("concurrent-service-syncs", o.ConcurrentServiceSyncs, "must be at least 1")
 	}
-	errs = append(errs, o.validateNetworking()...)
+	errs = append(errs, o.validateNetworking(table)...)
 	errs = append(errs, o.validateServing()...)
 	errs = append(errs, o.validateDebugging()...)
 	errs = append(errs, o.validateSafety()...)
@@ -119,7 +121,7 @@ func (o *Options) validateLeaderElection() []error {
 	return errs
 }
 
-func (o *Options) validateNetworking() []error {
+func (o *Options) validateNetworking(table []controllerEntry) []error {
 	var errs []error
 	if o.CIDRAllocatorType != RangeAllocator && o.CIDRAllocatorType != CloudAllocator {
 		errs = append(errs, fmt.Errorf("--cidr-allocator-type=%s: must be %s or %s", o.CIDRAllocatorType, RangeAllocator, CloudAllocator))
@@ -143,9 +145,11 @@ func (o *Options) validateNetworking() []error {
 			errs = append(errs, err)
 		}
 	}
-	if o.AllocateNodeCIDRs {
+	if o.AllocateNodeCIDRs && ipamEnabled(o.Controllers, table) {
 		// The allocator's own checks, so that a mask that cannot fit the
 		// cluster CIDR fails here rather than on the leader after the lease.
+		// Only when the allocator is asked for: upstream's app has none,
+		// and accepts --allocate-node-cidrs=true without --cluster-cidr.
 		cfg, err := nodeIPAMConfig(o)
 		if err == nil {
 			err = cfg.Check()
@@ -167,13 +171,39 @@ func (o *Options) validateNetworking() []error {
 // but have no effect; Run logs them before leader election.
 func (o *Options) Warnings() []string {
 	var out []string
-	if o.ClusterCIDR != "" && !o.AllocateNodeCIDRs {
-		out = append(out, fmt.Sprintf("--cluster-cidr=%s is ignored: it is used only with --allocate-node-cidrs=true", o.ClusterCIDR))
+	if o.ClusterCIDR != "" && !o.AllocateNodeCIDRs && !o.ConfigureCloudRoutes {
+		out = append(out, fmt.Sprintf("--cluster-cidr=%s is ignored: it is used only with --configure-cloud-routes=true or --allocate-node-cidrs=true", o.ClusterCIDR))
 	}
-	if o.AllocateNodeCIDRs {
+	if o.AllocateNodeCIDRs && ipamEnabled(o.Controllers, builtinControllers()) {
 		out = append(out, serviceRangeOverlaps(o)...)
 	}
 	return out
+}
+
+// ipamEnabled reports whether spec (--controllers) enables the node IPAM
+// controller: only an entry naming it (or an alias) does, '*' never, and a
+// '-' entry for it wins. It reads the spec on its own terms, so that
+// validate still checks the allocator's flags when another entry of the
+// same list is wrong.
+func ipamEnabled(spec []string, table []controllerEntry) bool {
+	alias := aliases(table)
+	on, off := false, false
+	for _, raw := range spec {
+		item := strings.TrimSpace(raw)
+		n := strings.TrimPrefix(item, "-")
+		if a, ok := alias[n]; ok {
+			n = a
+		}
+		if n != nodeipam.ControllerName {
+			continue
+		}
+		if strings.HasPrefix(item, "-") {
+			off = true
+		} else {
+			on = true
+		}
+	}
+	return on && !off
 }
 
 // serviceRangeOverlaps warns, as upstream's node IPAM logs, about a service

@@ -11,17 +11,25 @@ import (
 	"github.com/stratus-ccm/stratus/internal/controllers/route"
 )
 
-// startNodeRouteController programs cloud routes for pod CIDRs. Like
-// upstream's, it needs --allocate-node-cidrs and --configure-cloud-routes
-// and a provider with Routes.
+// startNodeRouteController programs cloud routes for the pod CIDRs on the
+// Nodes, whoever allocated them (most often kube-controller-manager). As
+// upstream's, it needs only --configure-cloud-routes and a provider with
+// Routes; --allocate-node-cidrs plays no part. --cluster-cidr tells this
+// cluster's routes apart from others in the same route table, so without
+// it the controller is skipped: upstream exits with an error there, after
+// winning the lease; Stratus keeps its other controllers running and says
+// which flag is missing.
 func startNodeRouteController(_ context.Context, cc ControllerContext) (bool, string, error) {
 	o := cc.Options
-	if !o.AllocateNodeCIDRs || !o.ConfigureCloudRoutes {
-		return false, fmt.Sprintf("--allocate-node-cidrs=%t --configure-cloud-routes=%t: both must be true", o.AllocateNodeCIDRs, o.ConfigureCloudRoutes), nil
+	if !o.ConfigureCloudRoutes {
+		return false, "--configure-cloud-routes=false", nil
 	}
 	routes, ok := cc.Cloud.Routes()
 	if !ok {
 		return false, fmt.Sprintf("cloud provider %s does not support routes", cc.Cloud.ProviderName()), nil
+	}
+	if o.ClusterCIDR == "" {
+		return false, `--cluster-cidr="": the route controller needs the cluster's pod CIDRs to tell its routes apart`, nil
 	}
 	clusterCIDRs, err := ParseCIDRList("cluster-cidr", o.ClusterCIDR)
 	if err != nil {
@@ -58,8 +66,9 @@ func startNodeRouteController(_ context.Context, cc ControllerContext) (bool, st
 	return true, "", nil
 }
 
-// startNodeIPAMController allocates pod CIDRs when --allocate-node-cidrs is
-// set.
+// startNodeIPAMController allocates pod CIDRs. The table keeps it off
+// unless --controllers names it; named, it still needs
+// --allocate-node-cidrs=true, as Azure's manager's node-ipam does.
 func startNodeIPAMController(_ context.Context, cc ControllerContext) (bool, string, error) {
 	o := cc.Options
 	if !o.AllocateNodeCIDRs {

@@ -138,6 +138,9 @@ func (s *sandbox) startCCM(ctx context.Context) error {
 		"--use-service-account-credentials",
 		"--cluster-name=" + clusterName,
 		"--leader-elect=true",
+		// The sandbox's IPAM is Stratus' (kube-controller-manager, with
+		// --real-nodes, allocates none), which runs only when named.
+		"--controllers=*,node-ipam-controller",
 		"--allocate-node-cidrs=true",
 		"--cluster-cidr=" + s.o.ClusterCIDR,
 		"--configure-cloud-routes=true",

@@ -61,18 +61,22 @@ func newRouteBed(t *testing.T) *routeBed {
 
 // startCCM runs the daemon with both network controllers until t ends.
 func (b *routeBed) startCCM() {
+	b.startCCMWith("--controllers=node-ipam-controller,node-route-controller",
+		"--allocate-node-cidrs", "--configure-cloud-routes",
+		"--cluster-cidr=10.244.0.0/16,fd00:10:244::/56")
+}
+
+// startCCMWith runs the daemon with args after the bed's own until t ends.
+func (b *routeBed) startCCMWith(args ...string) {
 	t := b.t
 	o := app.NewOptions()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
-	if err := fs.Parse([]string{
+	if err := fs.Parse(append([]string{
 		"--cloud-provider=" + lcprovider.ProviderName, "--cloud-config=" + b.conf,
 		"--kubeconfig=" + b.env.Kubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--controllers=node-ipam-controller,node-route-controller",
-		"--allocate-node-cidrs", "--configure-cloud-routes",
-		"--cluster-cidr=10.244.0.0/16,fd00:10:244::/56",
 		"--route-reconciliation-period=1s",
-	}); err != nil {
+	}, args...)); err != nil {
 		t.Fatal(err)
 	}
 	reg := cloud.NewRegistry()

@@ -38,15 +38,14 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
-// stratusUsers are the identities Stratus runs as: the daemon and one
-// ServiceAccount per controller.
+// stratusUsers are the identities Stratus runs as: the daemon and
+// upstream's controller ServiceAccounts (node-controller serves the node,
+// lifecycle and IPAM controllers).
 var stratusUsers = []string{
 	"system:serviceaccount:kube-system:cloud-controller-manager",
-	"system:serviceaccount:kube-system:cloud-node-controller",
-	"system:serviceaccount:kube-system:cloud-node-lifecycle-controller",
-	"system:serviceaccount:kube-system:service-lb-controller",
-	"system:serviceaccount:kube-system:node-route-controller",
-	"system:serviceaccount:kube-system:node-ipam-controller",
+	"system:serviceaccount:kube-system:node-controller",
+	"system:serviceaccount:kube-system:service-controller",
+	"system:serviceaccount:kube-system:route-controller",
 }
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the test reads.
@@ -199,7 +198,7 @@ func startUnderRBAC(ctx context.Context, t *testing.T, env *testbed.Env, lc *ser
 	return testbed.StartProcess(t, filepath.Join(dir, "stratus.log"), buildStratus(t), "controller-manager",
 		"--cloud-provider=localcloud", "--cloud-config="+cloudCfg, "--kubeconfig="+kubeconfig,
 		"--cluster-name="+servicetest.ClusterName, "--use-service-account-credentials",
-		"--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--configure-cloud-routes",
+		"--controllers=*,node-ipam-controller", "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16", "--configure-cloud-routes",
 		"--route-reconciliation-period=1s", "--node-monitor-period=1s",
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port), "--v=2")
 }

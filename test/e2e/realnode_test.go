@@ -222,7 +222,7 @@ func startRealCluster(t *testing.T) *realCluster {
 	testbed.StartProcess(t, filepath.Join(dir, "stratus.log"), buildStratus(t), "controller-manager",
 		"--cloud-provider=localcloud", "--cloud-config="+cloudConfig, "--kubeconfig="+kubeconfig("stratus-admin", "system:masters"),
 		"--cluster-name="+servicetest.ClusterName, "--leader-elect=false",
-		"--allocate-node-cidrs=true", "--cluster-cidr=10.64.0.0/16", "--configure-cloud-routes=true",
+		"--controllers=*,node-ipam-controller", "--allocate-node-cidrs=true", "--cluster-cidr=10.64.0.0/16", "--configure-cloud-routes=true",
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(testbed.FreePort(t)))
 
 	nodes, err := realnode.Start(ctx, realnode.Config{BinDir: bin, Root: filepath.Join(dir, "nodes"),

@@ -158,11 +158,12 @@ func (c *cluster) switchOver(t *testing.T, from *ccm, kind, name string, vips, p
 }
 
 // everyController is what each implementation runs with the takeover's
-// flags: upstream's app has no node IPAM controller, Stratus has one and
-// runs it with --allocate-node-cidrs (adopting the nodes' pod CIDRs).
+// flags: the same set, as upstream's app has no node IPAM controller and
+// Stratus runs its own only when --controllers names it, whatever
+// --allocate-node-cidrs says.
 var everyController = map[string][]string{
 	"upstream": {"cloud-node-controller", "cloud-node-lifecycle-controller", "service-lb-controller", "node-route-controller"},
-	"stratus":  {"cloud-node-controller", "cloud-node-lifecycle-controller", "service-lb-controller", "node-route-controller", "node-ipam-controller"},
+	"stratus":  {"cloud-node-controller", "cloud-node-lifecycle-controller", "service-lb-controller", "node-route-controller"},
 }
 
 // started tells from the process' log whether it started the controller:

@@ -51,7 +51,9 @@ func TestChartInstallsBesideAnUpstreamCCM(t *testing.T) {
 	if out, err := run("install", "upstream-ccm", upstreamChart(t)); err != nil {
 		t.Fatalf("helm install upstream-ccm: %v\n%s", err, out)
 	}
-	const handMade = "cloud-node-controller"
+	// kube-controller-manager, run with per-controller credentials,
+	// creates it.
+	const handMade = "node-controller"
 	if _, err := env.Clientset.CoreV1().ServiceAccounts("kube-system").Create(ctx,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: handMade}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -93,12 +95,14 @@ func checkInstalledBeside(ctx context.Context, t *testing.T, env *testbed.Env, h
 	}
 	// The controller roles are the chart's, bound to the existing
 	// ServiceAccount as to the ones it created.
-	b, err := env.Clientset.RbacV1().ClusterRoleBindings().Get(ctx, "stratus:"+handMade, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(b.Subjects) != 1 || b.Subjects[0].Name != handMade || b.Subjects[0].Namespace != "kube-system" {
-		t.Errorf("ClusterRoleBinding stratus:%s subjects %+v, want kube-system/%s", handMade, b.Subjects, handMade)
+	for _, ctl := range []string{"cloud-node-controller", "cloud-node-lifecycle-controller"} {
+		b, err := env.Clientset.RbacV1().ClusterRoleBindings().Get(ctx, "stratus:"+ctl, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Subjects) != 1 || b.Subjects[0].Name != handMade || b.Subjects[0].Namespace != "kube-system" {
+			t.Errorf("ClusterRoleBinding stratus:%s subjects %+v, want kube-system/%s", ctl, b.Subjects, handMade)
+		}
 	}
 }
 

@@ -6,6 +6,9 @@
 //
 // It follows k8s.io/cloud-provider/sample/basic_main.go, except that the
 // provider is registered here in main rather than by an init() side effect.
+// The vendor doubles of test/vendors/profile are registered too, under the
+// vendors' names, so the vendor tests run the same providers under
+// upstream's app as under Stratus.
 package main
 
 import (
@@ -25,10 +28,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	"github.com/stratus-ccm/stratus/test/vendors/profile"
 )
 
 func main() {
 	cloudprovider.RegisterCloudProvider(localcloud.ProviderName, localcloud.New)
+	for _, v := range profile.Vendors() {
+		cloudprovider.RegisterCloudProvider(v.Name, profile.Factory(v))
+	}
 	ccmOptions, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "upstream-ccm: initialize command options: %v\n", err)
@@ -52,7 +59,10 @@ func cloudInitializer(cfg *config.CompletedConfig) cloudprovider.Interface {
 	if cloud == nil {
 		klog.Fatalf("Cloud provider %q is unknown to this build", cc.Name)
 	}
-	if !cloud.HasClusterID() && !cfg.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
+	// The sample's check, for localcloud; the vendor doubles start as their
+	// vendors' mains start them, which do not check (DigitalOcean's
+	// provider never has a cluster ID).
+	if cc.Name == localcloud.ProviderName && !cloud.HasClusterID() && !cfg.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
 		klog.Fatalf("no ClusterID found; set --allow-untagged-cloud to run without one")
 	}
 	return cloud

@@ -44,6 +44,20 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{/*
+stratus.controllers is --controllers: the controllers value, plus
+node-ipam-controller when allocateNodeCIDRs asks Stratus to allocate pod
+CIDRs (the daemon, as upstream's manager, runs no allocator for '*' or for
+--allocate-node-cidrs alone), unless the value disables it.
+*/}}
+{{- define "stratus.controllers" -}}
+{{- $c := .Values.controllers -}}
+{{- if and .Values.allocateNodeCIDRs (not (has "node-ipam-controller" $c)) (not (has "-node-ipam-controller" $c)) (not (has "-nodeipam" $c)) -}}
+{{- $c = append $c "node-ipam-controller" -}}
+{{- end -}}
+{{- join "," $c -}}
+{{- end -}}
+
+{{/*
 stratus.defaultArgs are the arguments the chart sets from its values;
 removeArgs drops some of them by flag name (stratus.args).
 */}}
@@ -53,7 +67,7 @@ removeArgs drops some of them by flag name (stratus.args).
 - --cloud-config={{ include "stratus.cloudConfigDir" . }}/{{ .Values.cloudConfig.key }}
 {{- end }}
 - --cluster-name={{ .Values.clusterName }}
-- --controllers={{ join "," .Values.controllers }}
+- --controllers={{ include "stratus.controllers" . }}
 - --leader-elect=true
 - --leader-elect-resource-namespace={{ .Release.Namespace }}
 - --use-service-account-credentials={{ .Values.useServiceAccountCredentials }}

@@ -2,22 +2,37 @@
 stratus.controllerEnabled renders "true" when the controller .name runs
 with these values: --controllers semantics ('*' or the name, or upstream's
 older alias, enables it; '-name' disables it), and the flags the network
-controllers need (node-ipam: allocateNodeCIDRs; node-route: both
-allocateNodeCIDRs and configureCloudRoutes).
+controllers need (node-route: configureCloudRoutes and a clusterCIDR, as
+upstream's; node-ipam, which '*' leaves out as upstream's manager has none:
+allocateNodeCIDRs, which adds it to --controllers, see stratus.controllers).
 */}}
 {{- define "stratus.controllerEnabled" -}}
 {{- $c := .root.Values.controllers -}}
-{{- $on := and (or (has "*" $c) (has .name $c) (has .alias $c)) (not (or (has (printf "-%s" .name) $c) (has (printf "-%s" .alias) $c))) -}}
-{{- if eq .name "node-ipam-controller" }}{{ $on = and $on .root.Values.allocateNodeCIDRs }}{{ end -}}
-{{- if eq .name "node-route-controller" }}{{ $on = and $on .root.Values.allocateNodeCIDRs .root.Values.configureCloudRoutes }}{{ end -}}
+{{- $off := or (has (printf "-%s" .name) $c) (has (printf "-%s" .alias) $c) -}}
+{{- $on := and (or (has "*" $c) (has .name $c) (has .alias $c)) (not $off) -}}
+{{- if eq .name "node-ipam-controller" }}{{ $on = and .root.Values.allocateNodeCIDRs (not $off) }}{{ end -}}
+{{- if eq .name "node-route-controller" }}{{ $on = and $on .root.Values.configureCloudRoutes .root.Values.clusterCIDR }}{{ end -}}
 {{- if $on }}true{{ end -}}
 {{- end -}}
 
 {{/*
-stratus.controllerRBAC renders one controller's ServiceAccount (in
-kube-system, named after the controller, as Stratus expects), its
-ClusterRole (the rules of "stratus.rules.<name>") and the binding: to that
-ServiceAccount with useServiceAccountCredentials, else to the daemon's.
+stratus.controllerServiceAccount is the ServiceAccount (in kube-system) the
+controller .name runs as with useServiceAccountCredentials: upstream's
+client name for it, as the daemon uses (node-controller for the node
+controllers and node IPAM, service-controller, route-controller); a
+provider's own controller runs as its own name.
+*/}}
+{{- define "stratus.controllerServiceAccount" -}}
+{{- $sa := dict "cloud-node-controller" "node-controller" "cloud-node-lifecycle-controller" "node-controller" "node-ipam-controller" "node-controller" "service-lb-controller" "service-controller" "node-route-controller" "route-controller" -}}
+{{- get $sa . | default . -}}
+{{- end -}}
+
+{{/*
+stratus.controllerRBAC renders one controller's ClusterRole (the rules of
+"stratus.rules.<name>") and the binding: to its ServiceAccount
+(stratus.controllerServiceAccount) with useServiceAccountCredentials, else
+to the daemon's. Controllers that share a ServiceAccount keep a role each,
+so what each holds stays its own rules.
 */}}
 {{/*
 stratus.ownsControllerServiceAccount renders "true" unless the controller
@@ -35,16 +50,6 @@ template, which asks no cluster, always renders it.)
 
 {{- define "stratus.controllerRBAC" -}}
 {{- $root := .root -}}
-{{- if and $root.Values.useServiceAccountCredentials (include "stratus.ownsControllerServiceAccount" .) }}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: {{ .name }}
-  namespace: kube-system
-  labels:
-    {{- include "stratus.labels" $root | nindent 4 }}
-{{- end }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -66,13 +71,13 @@ rules:
 {{- else if eq .name "node-ipam-controller" }}
   # rare: this controller records an event only when a Node's pod CIDR cannot be allocated or is invalid.
 {{- else }}
-  # Events about the objects it handles, through events.k8s.io/v1.
+  # Events about the objects it handles, through the core API (v1 Events), as upstream's controllers record them.
 {{- end }}
-  - apiGroups: ["events.k8s.io"]
+  - apiGroups: [""]
     resources: ["events"]
     verbs: ["create"]
-  # rare: an event that repeats within six minutes becomes a series, updated with PATCH.
-  - apiGroups: ["events.k8s.io"]
+  # rare: an event that repeats is counted up with PATCH instead of created again.
+  - apiGroups: [""]
     resources: ["events"]
     verbs: ["patch"]
 ---
@@ -89,7 +94,7 @@ roleRef:
 subjects:
   - kind: ServiceAccount
 {{- if $root.Values.useServiceAccountCredentials }}
-    name: {{ .name }}
+    name: {{ include "stratus.controllerServiceAccount" .name }}
     namespace: kube-system
 {{- else }}
     name: {{ include "stratus.serviceAccountName" $root }}

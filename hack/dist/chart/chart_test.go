@@ -46,7 +46,7 @@ func TestChartRendersEachMode(t *testing.T) {
 		"DaemonSet": {"kind: DaemonSet", "node-role.kubernetes.io/control-plane: \"\""},
 		"everything": {"replicas: 3", "kind: ServiceMonitor", "nonResourceURLs: [\"/metrics\", \"/configz\"]", "kind: Secret",
 			"--allocate-node-cidrs=true", "--configure-cloud-routes=true", "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56",
-			"--load-balancer-class=example.com/lb", "- --v=2", "image: registry.example/stratus@sha256:abab", "checksum/cloud-config:"},
+			"--controllers=*,node-ipam-controller", "--load-balancer-class=example.com/lb", "- --v=2", "image: registry.example/stratus@sha256:abab", "checksum/cloud-config:"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, err := chart.Render(chartDir, chart.Options{Values: modes[name]})

@@ -18,7 +18,7 @@ var _ cloud.LoadBalancerPlanner = (*loadBalancers)(nil)
 // PlanLoadBalancer says what EnsureLoadBalancer would change, with reads
 // only: the same desired spec, compared field by field as specEqual does.
 func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) ([]string, error) {
-	spec, _, err := desired(svc, nodes)
+	spec, _, err := l.desired(svc, nodes)
 	if err != nil {
 		return nil, svcErr(svc, err)
 	}

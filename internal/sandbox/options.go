@@ -57,6 +57,9 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// CCMArgs are extra flags for the controller manager.
 	CCMArgs []string
+	// RealNodeImages are image tarballs every real node imports besides
+	// those in BinDir/images (Kubernetes' e2e test images, say).
+	RealNodeImages []string
 }
 
 // DefaultOptions returns the defaults of `stratus sandbox`.
@@ -88,8 +91,8 @@ func (o Options) Validate() error {
 	if o.StateDir == "" {
 		errs = append(errs, errors.New(`--state-dir="": must not be empty`))
 	}
-	if o.Nodes < 1 {
-		errs = append(errs, fmt.Errorf("--nodes=%d: must be at least 1", o.Nodes))
+	if o.Nodes < 0 || (o.Nodes == 0 && o.RealNodes == 0) {
+		errs = append(errs, fmt.Errorf("--nodes=%d: must be at least 1, or 0 with --real-nodes", o.Nodes))
 	}
 	if o.Nodes > 5000 {
 		errs = append(errs, fmt.Errorf("--nodes=%d: at most 5000 fit in localcloud's default address pool and this machine", o.Nodes))

@@ -90,10 +90,21 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 	}{
 		{"checking the state dir, binaries and ports", s.preflight},
 		{"starting etcd and kube-apiserver", s.startControlPlane},
+	}
+	if o.RealNodes > 0 {
+		steps = append(steps, struct {
+			what string
+			fn   func(context.Context) error
+		}{"taking a real-node slot: its bridge, subnet and VIP pool", s.takeRealSlot})
+	}
+	steps = append(steps, []struct {
+		what string
+		fn   func(context.Context) error
+	}{
 		{"starting localcloud", s.startLocalcloud},
 		{"creating the metrics reader's token", s.startMetricsReader},
 		{"applying the chart's RBAC; the controller manager runs as its ServiceAccount", s.installRBAC},
-	}
+	}...)
 	if o.RealNodes > 0 {
 		steps = append(steps, struct {
 			what string

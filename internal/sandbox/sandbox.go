@@ -76,6 +76,14 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 	if s.o.BinDir == "" {
 		s.o.BinDir = filepath.Dir(self)
 	}
+	if s.o.RealNodes == AutoRealNodes {
+		n, why := autoRealNodes(machineRealNodeEnv(s.o.BinDir))
+		if why != "" {
+			fmt.Fprintf(out, "no real nodes: %s; kwok nodes only (--real-nodes=0 says so quietly)\n", why)
+		}
+		s.o.RealNodes = n
+	}
+	o = s.o
 	// Stopping outlives ctx (it ends first) but keeps its logger.
 	defer s.shutdown(context.WithoutCancel(ctx))
 	// Whatever ends the run (Ctrl-C, a child that keeps failing, a failed

@@ -60,7 +60,7 @@ Your own controller manager: stratus sandbox --no-ccm, then
 	f.StringVar(&o.BinDir, "bin-dir", o.BinDir, "Directory holding kube-apiserver, etcd and kwok (default: the stratus binary's directory)")
 	f.IntVar(&o.Nodes, "nodes", o.Nodes, "Number of nodes (instances) to run")
 	f.IntVar(&o.Zones, "zones", o.Zones, "Number of zones the instances are spread over")
-	f.IntVar(&o.RealNodes, "real-nodes", o.RealNodes, "Number of real nodes (kubelet, containerd, kube-proxy in network namespaces; needs root) beside the kwok ones")
+	f.IntVar(&o.RealNodes, "real-nodes", o.RealNodes, "Number of real nodes (kubelet, containerd, kube-proxy in network namespaces; needs root) beside the kwok ones; -1: as many as fit comfortably (2 to 4) when root and the node programs are there, else none")
 	f.StringArrayVar(&o.RealNodeImages, "real-node-image", nil, "An image tarball every real node imports besides those in <bin-dir>/images (repeatable)")
 	f.BoolVar(&o.NoDemo, "no-demo", o.NoDemo, "Do not create the demo Services hello and hello-local")
 	f.BoolVar(&o.NoCCM, "no-ccm", o.NoCCM, "Do not run the controller manager: run your own with stratus controller-manager $STRATUS_CCM_FLAGS (from the env file)")

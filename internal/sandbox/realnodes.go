@@ -103,11 +103,11 @@ func (s *sandbox) startRealNodes(ctx context.Context) error {
 func (s *sandbox) takeRealSlot(ctx context.Context) error {
 	var images []string
 	if len(s.o.RealNodeImages) > 0 {
-		own, err := filepath.Glob(filepath.Join(s.o.BinDir, "images", "*.tar"))
-		if err != nil {
+		var err error
+		if images, err = filepath.Glob(filepath.Join(s.o.BinDir, "images", "*.tar")); err != nil {
 			return fmt.Errorf("sandbox: real nodes: %w", err)
 		}
-		images = append(own, s.o.RealNodeImages...)
+		images = append(images, s.o.RealNodeImages...)
 	}
 	cluster, err := realnode.Start(ctx, realnode.Config{BinDir: s.o.BinDir, APIServerPort: s.o.APIServerPort,
 		Credentials: s.plane.UserConfig, NodeLabels: map[string]string{RealNodeLabel: "true"},

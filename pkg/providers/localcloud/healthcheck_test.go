@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 )
 
 // externalTrafficPolicy Local is probed over HTTP on the health check
@@ -31,5 +33,28 @@ func TestHealthCheckFollowsTrafficPolicy(t *testing.T) {
 	}
 	if hc.Port != 10256 || hc.Path != "/healthz" {
 		t.Errorf("Cluster with kube-proxy's health port: port %d path %q, want 10256 /healthz", hc.Port, hc.Path)
+	}
+}
+
+// A Service's ClientIP session affinity becomes the load balancer's: each
+// node's kube-proxy keeps its own affinity table, so only a load balancer
+// that keeps a client on one node lets the Service's affinity hold.
+func TestSessionAffinityFollowsService(t *testing.T) {
+	svc := &corev1.Service{Spec: corev1.ServiceSpec{SessionAffinity: corev1.ServiceAffinityClientIP,
+		Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
+	l := &loadBalancers{}
+	spec, _, err := l.desired(svc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.SessionAffinity != api.SessionAffinityClientIP {
+		t.Errorf("ClientIP Service: session affinity %q, want ClientIP", spec.SessionAffinity)
+	}
+	svc.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	if spec, _, err = l.desired(svc, nil); err != nil {
+		t.Fatal(err)
+	}
+	if spec.SessionAffinity != "" {
+		t.Errorf("None Service: session affinity %q, want none", spec.SessionAffinity)
 	}
 }

@@ -124,6 +124,11 @@ func (l *loadBalancers) desired(svc *corev1.Service, nodes []*corev1.Node) (api.
 	if spec.UDPIdleTimeoutMs, err = durationMs(svc, AnnotationUDPIdleTimeout); err != nil {
 		return spec, "", err
 	}
+	// A Service's ClientIP affinity holds only if the load balancer keeps
+	// a client on one node: each node's kube-proxy keeps its own table.
+	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		spec.SessionAffinity = api.SessionAffinityClientIP
+	}
 	if ip := svc.Spec.LoadBalancerIP; ip != "" {
 		if a, err := netip.ParseAddr(ip); err != nil || !a.Is4() {
 			return spec, "", fmt.Errorf("spec.loadBalancerIP %q: not an IPv4 address", ip)
@@ -232,7 +237,7 @@ func specEqual(a, b api.LoadBalancerSpec) bool {
 	sort.Strings(ar)
 	sort.Strings(br)
 	return slices.Equal(a.Listeners, b.Listeners) && slices.Equal(as, bs) && slices.Equal(ar, br) &&
-		a.HealthCheck == b.HealthCheck && a.UDPIdleTimeoutMs == b.UDPIdleTimeoutMs
+		a.HealthCheck == b.HealthCheck && a.UDPIdleTimeoutMs == b.UDPIdleTimeoutMs && a.SessionAffinity == b.SessionAffinity
 }
 
 // UpdateLoadBalancer brings the node set (and any other change) up to date.

@@ -60,6 +60,9 @@ func specChanges(have, want api.LoadBalancerSpec) []string {
 	if have.HealthCheck != want.HealthCheck {
 		out = append(out, fmt.Sprintf("healthCheck: %+v → %+v", have.HealthCheck, want.HealthCheck))
 	}
+	if have.SessionAffinity != want.SessionAffinity {
+		out = append(out, fmt.Sprintf("sessionAffinity: %q → %q", have.SessionAffinity, want.SessionAffinity))
+	}
 	if have.UDPIdleTimeoutMs != want.UDPIdleTimeoutMs {
 		out = append(out, fmt.Sprintf("udpIdleTimeoutMs: %d → %d", have.UDPIdleTimeoutMs, want.UDPIdleTimeoutMs))
 	}

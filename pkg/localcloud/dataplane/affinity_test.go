@@ -27,7 +27,7 @@ func TestClientAffinity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer func() { _ = ln.Close() }()
+		t.Cleanup(func() { _ = ln.Close() })
 		port = ln.Addr().(*net.TCPAddr).Port
 		id := "i-" + strconv.Itoa(i)
 		go func() {
@@ -46,7 +46,7 @@ func TestClientAffinity(t *testing.T) {
 	seen := func() map[string]int {
 		out := map[string]int{}
 		for range 10 {
-			c, err := net.DialTimeout("tcp", netip.AddrPortFrom(vip, 80).String(), 2*time.Second)
+			c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", netip.AddrPortFrom(vip, 80).String())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -53,15 +53,15 @@ func extraFiles(adds, links []string) ([]file, error) {
 // hostFile reads src, following links, as the file dst of the image with
 // src's permission bits.
 func hostFile(src, dst string) (file, error) {
-	real, err := filepath.EvalSymlinks(src)
+	resolved, err := filepath.EvalSymlinks(src)
 	if err != nil {
 		return file{}, fmt.Errorf("read %s: %w", src, err)
 	}
-	st, err := os.Stat(real)
+	st, err := os.Stat(resolved)
 	if err != nil {
 		return file{}, fmt.Errorf("read %s: %w", src, err)
 	}
-	data, err := os.ReadFile(real)
+	data, err := os.ReadFile(resolved)
 	if err != nil {
 		return file{}, fmt.Errorf("read %s: %w", src, err)
 	}

@@ -135,8 +135,8 @@ $(BIN)/e2e.test: hack/conformance/go.mod hack/conformance/go.sum
 # e2e-images: the test images the LoadBalancer specs run, under the names
 # e2e.test asks for (imagePullPolicy IfNotPresent finds them imported):
 # agnhost, built from k8s.io/kubernetes/test/images/agnhost at the version
-# hack/conformance pins, beside the machine's dash (as /bin/sh), curl and
-# netcat-openbsd's nc with their libraries, which the specs run in it as
+# hack/conformance pins, beside the machine's dash (as /bin/sh), curl, wget
+# and netcat-openbsd's nc with their libraries, which the specs run in it as
 # upstream's Alpine-based image has them; and the pause image under
 # upstream's name.
 AGNHOST_IMAGE := registry.k8s.io/e2e-test-images/agnhost:2.63.0
@@ -148,7 +148,7 @@ $(BIN)/images/e2e/agnhost.tar: hack/conformance/go.mod hack/conformance/go.sum $
 	mkdir -p $(BIN)/images/e2e
 	cd hack/conformance && CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/e2e/agnhost k8s.io/kubernetes/test/images/agnhost
 	cd hack/images && $(GO) run ./cmd/ociimage -binary $(BIN)/images/e2e/agnhost -tag $(AGNHOST_IMAGE) -out $@ \
-		-add /bin/dash -link /bin/sh=dash -add /usr/bin/curl -add /usr/bin/nc.openbsd=/usr/bin/nc
+		-add /bin/dash -link /bin/sh=dash -add /usr/bin/curl -add /usr/bin/wget -add /usr/bin/nc.openbsd=/usr/bin/nc
 
 $(BIN)/images/e2e/pause.tar: $(BIN)/images/pause.tar
 	mkdir -p $(BIN)/images/e2e

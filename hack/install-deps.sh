@@ -3,7 +3,7 @@
 # that cannot be built from the Go module proxy: runc (cgo and libseccomp),
 # iptables and nftables (kube-proxy's backends), conntrack (kube-proxy
 # clears stale UDP flows with it) and the iproute2/util-linux tools the node
-# runtime calls (ip, nsenter); and dash, curl and netcat-openbsd's nc, which
+# runtime calls (ip, nsenter); and dash, curl, wget and netcat-openbsd's nc, which
 # `make e2e-images` copies into the agnhost test image because Kubernetes'
 # e2e specs run them there. Everything else is built by `make tools`.
 #
@@ -22,6 +22,7 @@ declare -A want=(
 	[nsenter]=util-linux
 	[dash]=dash
 	[curl]=curl
+	[wget]=wget
 	[nc.openbsd]=netcat-openbsd
 )
 

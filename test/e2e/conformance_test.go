@@ -13,9 +13,11 @@ import (
 )
 
 // conformanceSubset is the part of `make conformance` that `make test`
-// runs: two of Kubernetes' own LoadBalancer specs, one per traffic policy,
-// through hack/conformance/run.sh as `make conformance` runs them all.
-const conformanceSubset = `\[Feature:LoadBalancer\] \[Slow\] should work for type=LoadBalancer|` +
+// runs: two of Kubernetes' own LoadBalancer specs, through
+// hack/conformance/run.sh as `make conformance` runs them all: pods
+// reaching an externalTrafficPolicy Local load balancer, and the cleanup
+// finalizer.
+const conformanceSubset = `ExternalTrafficPolicy: Local \[Feature:LoadBalancer\] \[Slow\] should work from pods|` +
 	`\[Feature:LoadBalancer\] should handle load balancer cleanup finalizer for service`
 
 // TestConformanceSubset runs Kubernetes' e2e.test, with the provider

@@ -102,7 +102,9 @@ func classify(doc suites, focus, skip *regexp.Regexp) ([]row, int) {
 			case c.Failure != nil || c.Error != nil || c.Status == "failed" || c.Status == "timedout" || c.Status == "panicked":
 				r.result = "failed"
 				if c.Failure != nil {
-					r.why = firstLine(c.Failure.Message)
+					// Ginkgo leaves the attribute empty and writes the
+					// message as the element's text.
+					r.why = firstLine(strings.TrimPrefix(strings.TrimSpace(c.Failure.Message+"\n"+c.Failure.Body), "[FAILED] "))
 				} else if c.Error != nil {
 					r.why = firstLine(c.Error.Message)
 				}

@@ -26,8 +26,9 @@ type ControllerContext struct {
 	// controller (SetupWithManager), not to reach for clients: those come
 	// from Clients.
 	Manager manager.Manager
-	// Cloud is the instrumented, rate-limited provider.
-	Cloud   *cloud.Cloud
+	// Cloud is the instrumented, rate-limited provider (planned, not
+	// called, for mutating calls in observe mode).
+	Cloud   cloud.Cloud
 	Options *Options
 	// ClusterName is passed to every cloud call that takes one.
 	ClusterName string

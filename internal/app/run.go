@@ -26,6 +26,7 @@ import (
 
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -107,9 +108,15 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	c, err := cloud.Instrument(provider, cloud.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics, Observe: rec})
+	wrapped, err := cloudwrap.Instrument(provider, cloudwrap.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics})
 	if err != nil {
 		return err
+	}
+	// Observe mode stands outside the wrapper: the controllers get a cloud
+	// whose mutating calls are planned, and cannot tell.
+	var c cloud.Cloud = wrapped
+	if rec != nil {
+		c = observe.NewCloud(wrapped, rec, wrapped.CountRefused)
 	}
 	synced := &atomic.Bool{}
 	if o.servingEnabled() {
@@ -125,7 +132,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(&controllersRunnable{cc: cc, enabled: enabled, starters: starters(table), restCfg: restCfg,
+	if err := mgr.Add(&controllersRunnable{cc: cc, wrapped: wrapped, enabled: enabled, starters: starters(table), restCfg: restCfg,
 		informers: informerFactory, ids: ids, migration: migration, lead: lead, synced: synced,
 		startInterval: o.ControllerStartInterval, wait: waitContext}); err != nil {
 		return fmt.Errorf("add controllers: %w", err)
@@ -364,7 +371,10 @@ func waitContext(ctx context.Context, d time.Duration) error {
 // provider's Initialize (which may start housekeeping of its own) never runs
 // on a standby.
 type controllersRunnable struct {
-	cc        ControllerContext
+	cc ControllerContext
+	// wrapped is the instrumented cloud under cc.Cloud (which observe mode
+	// may decorate): it reports the first call after winning the lease.
+	wrapped   *cloudwrap.Cloud
 	enabled   []string
 	starters  map[string]StartFunc
 	restCfg   *rest.Config
@@ -392,7 +402,7 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 	var since time.Time
 	if r.lead != nil {
 		since = r.lead.becameLeader(ctx, r.synced != nil && r.synced.Load())
-		r.cc.Cloud.NotifyNextCall(func(ctx context.Context, op string) { r.lead.firstCloudCall(ctx, op) })
+		r.wrapped.NotifyNextCall(func(ctx context.Context, op string) { r.lead.firstCloudCall(ctx, op) })
 	}
 	if r.ids != nil {
 		defer r.ids.shutdown()

@@ -9,7 +9,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/cloud-provider/fake"
 
-	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 )
 
 // --controller-start-interval, as upstream: after each controller that
@@ -17,7 +17,7 @@ import (
 // controller costs no wait, and shutting down during a wait stops the
 // remaining starts without an error.
 func TestControllerStartInterval(t *testing.T) {
-	c, err := cloud.Instrument(&fake.Cloud{}, cloud.Options{})
+	c, err := cloudwrap.Instrument(&fake.Cloud{}, cloudwrap.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRegisterAddsEveryCollector(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	a := prometheus.NewCounter(prometheus.CounterOpts{Name: "a_total", Help: "a"})
 	b := prometheus.NewGauge(prometheus.GaugeOpts{Name: "b", Help: "b"})
@@ -23,6 +24,7 @@ func TestRegisterAddsEveryCollector(t *testing.T) {
 }
 
 func TestRegisterReportsDuplicates(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	if err := Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "x"})); err != nil {
 		t.Fatal(err)
@@ -35,6 +37,7 @@ func TestRegisterReportsDuplicates(t *testing.T) {
 }
 
 func TestRegisterNilRegistererIsANoOp(t *testing.T) {
+	t.Parallel()
 	if err := Register(nil, prometheus.NewCounter(prometheus.CounterOpts{Name: "y_total", Help: "y"})); err != nil {
 		t.Fatal(err)
 	}

@@ -56,10 +56,10 @@ type ControllerContext struct {
 	// its client and cache (Nodes, Services, ...) are shared, so a
 	// controller adds no watch a built-in one already has.
 	Manager manager.Manager
-	// Cloud is the provider behind Stratus' instrumented wrapper: each
-	// call through it is counted, timed and paced like the built-in
-	// controllers' calls. Cloud.Unwrap() returns the provider itself.
-	Cloud *cloud.Cloud
+	// Cloud is the provider as the built-in controllers see it: each call
+	// through it is counted, timed and paced like theirs (and planned, not
+	// made, in observe mode). Cloud.Unwrap() returns the provider itself.
+	Cloud cloud.Cloud
 	// ClusterName is --cluster-name.
 	ClusterName string
 	// Metrics is where the controller registers its metrics; it is served

@@ -2,6 +2,8 @@ package cloud
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,4 +72,89 @@ type LoadBalancerLister interface {
 // ignored in silence. It makes no cloud call.
 type AnnotationChecker interface {
 	UnknownAnnotations(svc *corev1.Service) (unknown, known []string)
+}
+
+// ThrottleClassifier is an optional extension for a provider whose
+// throttling errors neither wrap ErrThrottled nor carry an HTTP 429 status:
+// IsThrottle reports whether err, returned by one of its calls, means the
+// cloud throttled the caller.
+type ThrottleClassifier interface {
+	IsThrottle(err error) bool
+}
+
+// ThrottleReporter is an optional extension for a provider whose client
+// retries throttled requests itself (as many cloud SDKs do): the wrapper
+// would see only the throttled answers that exhausted the retries, so it
+// hands the provider f to call on every throttled answer, with the cloud's
+// Retry-After (0 if none). f is safe for concurrent use.
+type ThrottleReporter interface {
+	ReportThrottlesTo(f func(retryAfter time.Duration))
+}
+
+// RequestPacer is an optional extension for a provider whose calls send
+// several requests to the cloud (a creation and its polls) or whose client
+// retries throttled requests itself, as many cloud SDKs do. The wrapper
+// then paces the provider's requests, which is what the cloud counts,
+// rather than its calls: it hands the provider gate, and the provider's
+// client calls it before each request it sends (the first, every retry,
+// every poll) with the context of the call the request serves, and calls
+// the done it returns with the answer. Calls themselves then do not wait.
+// A provider that implements it needs no ThrottleReporter.
+type RequestPacer interface {
+	PaceRequestsWith(gate RequestGate)
+}
+
+// RequestGate blocks until a request may go, or ctx ends. The returned
+// done hears whether the cloud throttled the request and the Retry-After
+// it gave (0 if none). It is safe for concurrent use.
+type RequestGate func(ctx context.Context) (done func(throttled bool, retryAfter time.Duration), err error)
+
+// OperationClassifier is an optional extension for a provider whose cloud
+// limits operations separately (for instance reads and writes): calls of
+// different classes are paced independently, so throttled writes do not
+// slow reads. OperationClass maps the wrapper's operation name (the method
+// name, e.g. "EnsureLoadBalancer", "InstanceMetadata", "ListInstances") to
+// a class; ReadWriteClass is a ready-made mapping. Without it every call is
+// in one class.
+type OperationClassifier interface {
+	OperationClass(operation string) string
+}
+
+// Operation classes of ReadWriteClass; ClassAll is the class of every call
+// when the provider declares none.
+const (
+	ClassAll   = "all"
+	ClassRead  = "read"
+	ClassWrite = "write"
+)
+
+// ReadWriteClass classes an operation as a write when it changes the cloud
+// (Ensure*, Update*, Create*, Delete*) and as a read otherwise.
+func ReadWriteClass(operation string) string {
+	for _, p := range []string{"Ensure", "Update", "Create", "Delete"} {
+		if strings.HasPrefix(operation, p) {
+			return ClassWrite
+		}
+	}
+	return ClassRead
+}
+
+// RecoveryNotifier tells controllers when the cloud answers again after an
+// outage, so that objects whose sync failed during it are retried at once
+// instead of waiting out a backoff that grew while the cloud was down.
+type RecoveryNotifier interface {
+	// OnRecovered registers fn, called once per recovery, on the goroutine
+	// of the call that succeeded: fn must not block.
+	OnRecovered(fn func())
+}
+
+// LoadBalancerPlanner is an optional extension that makes observe mode
+// exact for load balancers: PlanLoadBalancer answers what EnsureLoadBalancer
+// (or UpdateLoadBalancer) would change for an existing load balancer,
+// without changing it, as human-readable "what: old → new" lines; none when
+// it is in sync. Without it, observe mode reports every ensure of an
+// existing load balancer as a possible update, since only the provider
+// knows how a Service maps onto its load balancers.
+type LoadBalancerPlanner interface {
+	PlanLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) ([]string, error)
 }

@@ -1,16 +1,10 @@
 package cloud
 
 import (
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 )
-
-// ErrAmbiguousName is returned for a Node without providerID whose name
-// more than one listed instance carries: guessing would attribute another
-// machine's metadata, or its absence, to the Node.
-var ErrAmbiguousName = errors.New("more than one instance carries the node's name")
 
 // InstanceIndex is one successful InstanceLister answer, indexed so that
 // controllers match Nodes to instances the way the provider's per-node calls

@@ -13,6 +13,7 @@ func nodeNamed(name, providerID string) *corev1.Node {
 }
 
 func TestInstanceIndexLookup(t *testing.T) {
+	t.Parallel()
 	x := NewInstanceIndex([]Instance{
 		{ProviderID: "p://1", Name: "a"},
 		{ProviderID: "p://2", Name: "dup"},

@@ -2,7 +2,6 @@ package cloud
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -55,10 +54,6 @@ func FromFactory(f Factory) Constructor {
 	}
 	return func(_ context.Context, in Inputs) (cloudprovider.Interface, error) { return f(in.Config) }
 }
-
-// ErrUnknownProvider is returned when neither the Stratus registry nor
-// upstream's global registry knows a provider name.
-var ErrUnknownProvider = errors.New("unknown cloud provider")
 
 // Registry maps provider names to constructors. It is built in main and
 // passed down, so that tests can build their own; names it does not hold

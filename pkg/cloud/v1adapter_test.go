@@ -164,6 +164,7 @@ func wantErr(t *testing.T, err error, targets ...error) {
 }
 
 func TestV1AdapterInstanceExists(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		node      *corev1.Node
@@ -214,6 +215,7 @@ func TestV1AdapterInstanceExists(t *testing.T) {
 }
 
 func TestV1AdapterInstanceShutdown(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		node      *corev1.Node
@@ -261,6 +263,7 @@ func TestV1AdapterInstanceShutdown(t *testing.T) {
 }
 
 func TestV1AdapterInstanceMetadata(t *testing.T) {
+	t.Parallel()
 	full := &cloudprovider.InstanceMetadata{ProviderID: "fake://i-1", InstanceType: "m.small",
 		NodeAddresses: m1.addrs, Zone: "zone-a", Region: "region-1"}
 	byID := []string{"NodeAddressesByProviderID(fake://i-1)", "InstanceTypeByProviderID(fake://i-1)", "GetZoneByProviderID(fake://i-1)"}
@@ -333,6 +336,7 @@ func TestV1AdapterInstanceMetadata(t *testing.T) {
 }
 
 func TestV1AdapterInstanceTypeFailure(t *testing.T) {
+	t.Parallel()
 	f := newFakeV1()
 	f.byID = map[string]fakeInstance{"fake://i-1": m1}
 	calls := 0
@@ -361,81 +365,11 @@ func (f *typeFailing) InstanceType(context.Context, types.NodeName) (string, err
 }
 
 func TestV1AdapterKeepsRetryError(t *testing.T) {
+	t.Parallel()
 	f := newFakeV1()
 	f.existsErr = cloudproviderapi.NewRetryError("slow down", 7*time.Second)
 	_, err := InstancesV2FromV1("fake", f, f).InstanceExists(context.Background(), testNode("n1", "fake://i-1"))
 	if d, ok := RetryAfter(err); !ok || d != 7*time.Second {
 		t.Fatalf("RetryAfter(%v) = %v, %v; want 7s, true", err, d, ok)
-	}
-}
-
-// v1Provider implements only the legacy Instances and, optionally, Zones.
-type v1Provider struct {
-	stubProvider
-	f        *fakeV1
-	hasZones bool
-}
-
-func (p *v1Provider) Instances() (cloudprovider.Instances, bool)     { return p.f, true }
-func (p *v1Provider) InstancesV2() (cloudprovider.InstancesV2, bool) { return nil, false }
-func (p *v1Provider) ProviderName() string                           { return "fake" }
-func (p *v1Provider) Zones() (cloudprovider.Zones, bool) {
-	if p.hasZones {
-		return p.f, true
-	}
-	return nil, false
-}
-
-// noInstances implements neither instances interface.
-type noInstances struct{ stubProvider }
-
-func (p *noInstances) InstancesV2() (cloudprovider.InstancesV2, bool) { return nil, false }
-
-func TestInstancesV2OrAdapted(t *testing.T) {
-	t.Run("InstancesV2 preferred", func(t *testing.T) {
-		c, _ := instrument(t, &stubProvider{}, Options{})
-		in, ok := c.InstancesV2OrAdapted()
-		if !ok {
-			t.Fatal("not available")
-		}
-		if _, isV2 := in.(*instancesV2); !isV2 {
-			t.Errorf("got %T, want the instrumented InstancesV2", in)
-		}
-	})
-	t.Run("neither", func(t *testing.T) {
-		c, _ := instrument(t, &noInstances{}, Options{})
-		if in, ok := c.InstancesV2OrAdapted(); ok || in != nil {
-			t.Errorf("got %v, %v; want nil, false", in, ok)
-		}
-	})
-	for _, hasZones := range []bool{true, false} {
-		t.Run(fmt.Sprintf("v1 only, zones=%v", hasZones), func(t *testing.T) {
-			f := newFakeV1()
-			c, _ := instrument(t, &v1Provider{f: f, hasZones: hasZones}, Options{})
-			in, ok := c.InstancesV2OrAdapted()
-			if !ok {
-				t.Fatal("not available")
-			}
-			md, err := in.InstanceMetadata(context.Background(), testNode("n1", ""))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if md.ProviderID != "fake://i-1" || (md.Zone != "") != hasZones {
-				t.Errorf("metadata = %+v", md)
-			}
-			// Each legacy call went through the instrumented wrapper.
-			ops := []string{"InstanceID", "NodeAddressesByProviderID", "InstanceTypeByProviderID"}
-			if hasZones {
-				ops = append(ops, "GetZoneByProviderID")
-			}
-			for _, op := range ops {
-				if got := requests(t, c, op, ResultSuccess); got != 1 {
-					t.Errorf("%s counted %v times, want 1", op, got)
-				}
-			}
-			if got := requests(t, c, "GetZoneByProviderID", ResultSuccess); !hasZones && got != 0 {
-				t.Errorf("GetZoneByProviderID counted %v times without Zones", got)
-			}
-		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/stratus-ccm/stratus/internal/observe"
@@ -47,6 +48,16 @@ func RetryLater(ctx context.Context, err error) (res reconcile.Result, ok bool) 
 	d = max(d, MinRetryAfter)
 	klog.FromContext(ctx).V(2).Info("Cloud asked to retry later", "after", d, "reason", err.Error())
 	return reconcile.Result{RequeueAfter: d}, true
+}
+
+// Clock returns c, or the real clock when c is nil: every controller
+// takes its clock from Deps.Clock, nil meaning the real one, so tests
+// drive time the same way in each.
+func Clock(c clock.Clock) clock.Clock {
+	if c == nil {
+		return clock.RealClock{}
+	}
+	return c
 }
 
 // Recorder is the recorder policy: every controller takes an optional

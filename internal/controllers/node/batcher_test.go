@@ -26,9 +26,7 @@ func newTestBatcher(t *testing.T, fc *fakeCloud, interval time.Duration, clk clo
 // hold makes fc's list calls wait until the test releases them (or the
 // test ends).
 func hold(t *testing.T, fc *fakeCloud) (release func()) {
-	fc.gate = make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(fc.gate) }) }
+	release = fc.Gate("ListInstances")
 	t.Cleanup(release)
 	return release
 }
@@ -53,6 +51,7 @@ func (b *batcher) waiters() int {
 }
 
 func TestBatcherCoalescesConcurrentCallers(t *testing.T) {
+	t.Parallel()
 	fc := newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1"))
 	release := hold(t, fc)
 	b := newTestBatcher(t, fc, time.Millisecond, clock.RealClock{})
@@ -79,6 +78,7 @@ func TestBatcherCoalescesConcurrentCallers(t *testing.T) {
 }
 
 func TestBatcherReusesAnswerNewerThanNotBefore(t *testing.T) {
+	t.Parallel()
 	fc := newFakeCloud()
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	b := newTestBatcher(t, fc, 0, clk)
@@ -102,6 +102,7 @@ func TestBatcherReusesAnswerNewerThanNotBefore(t *testing.T) {
 }
 
 func TestBatcherWaitsForNewerCallWhenInFlightIsTooOld(t *testing.T) {
+	t.Parallel()
 	fc := newFakeCloud()
 	release := hold(t, fc)
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
@@ -139,6 +140,7 @@ func TestBatcherWaitsForNewerCallWhenInFlightIsTooOld(t *testing.T) {
 // Calls start at most once per interval, however many callers need a
 // newer answer.
 func TestBatcherRateLimitsCalls(t *testing.T) {
+	t.Parallel()
 	const interval = 200 * time.Millisecond
 	fc := newFakeCloud()
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
@@ -170,6 +172,7 @@ func TestBatcherRateLimitsCalls(t *testing.T) {
 }
 
 func TestBatcherSharesErrors(t *testing.T) {
+	t.Parallel()
 	fc := newFakeCloud()
 	boom := errors.New("boom")
 	fc.setErr(boom)
@@ -184,6 +187,7 @@ func TestBatcherSharesErrors(t *testing.T) {
 }
 
 func TestBatcherCallerCancellation(t *testing.T) {
+	t.Parallel()
 	fc := newFakeCloud()
 	hold(t, fc) // the list never answers while the caller waits
 	b := newTestBatcher(t, fc, time.Millisecond, clock.RealClock{})
@@ -195,6 +199,7 @@ func TestBatcherCallerCancellation(t *testing.T) {
 }
 
 func TestSnapshotLookup(t *testing.T) {
+	t.Parallel()
 	a := instance("a", "10.0.0.1", "203.0.113.1")
 	dup1, dup2 := instance("dup", "10.0.0.2", "203.0.113.2"), instance("dup", "10.0.0.3", "203.0.113.3")
 	dup2.ProviderID = "fake://dup-2"

@@ -163,10 +163,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	clk := deps.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := kit.Clock(deps.Clock)
 	c := &Controller{
 		client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, recorder: kit.Recorder(deps.Recorder),
 		metrics: m, cfg: cfg, clock: clk, seen: map[string]time.Time{}, written: map[string][]string{},

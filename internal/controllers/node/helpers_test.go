@@ -2,9 +2,7 @@ package node
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,104 +17,54 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
-// fakeCloud is an InstancesV2 and InstanceLister over a map of instances.
+// fakeCloud is the shared provider double (pkg/cloud/fake) with the
+// counters and knobs these tests read.
 type fakeCloud struct {
-	mu        sync.Mutex
-	instances map[string]*cloud.Instance // by node name
-	err       error                      // returned by every call when set
-	nilMD     bool                       // InstanceMetadata returns nil, nil
-	// gate, when set, holds every ListInstances call until it is closed.
-	gate chan struct{}
+	*cloudfake.Cloud
+	// nilMD makes InstanceMetadata answer nil, nil, as a buggy provider.
+	nilMD bool
 
-	metadataCalls atomic.Int64
-	listCalls     atomic.Int64
+	metadataCalls, listCalls callCounter
 }
+
+// callCounter reads how often the double served one operation.
+type callCounter struct {
+	c  *cloudfake.Cloud
+	op string
+}
+
+func (c callCounter) Load() int64 { return int64(c.c.CallCount(c.op)) }
 
 func newFakeCloud(insts ...cloud.Instance) *fakeCloud {
-	f := &fakeCloud{instances: map[string]*cloud.Instance{}}
-	for i := range insts {
-		f.put(insts[i])
-	}
-	return f
+	c := cloudfake.New(insts...)
+	return &fakeCloud{Cloud: c, metadataCalls: callCounter{c, "InstanceMetadata"}, listCalls: callCounter{c, "ListInstances"}}
 }
 
-func (f *fakeCloud) put(inst cloud.Instance) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.instances[inst.Name] = &inst
-}
+func (f *fakeCloud) put(inst cloud.Instance) { f.PutInstance(inst) }
 
-func (f *fakeCloud) setErr(err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.err = err
-}
+// setErr makes every call fail with err (nil: none).
+func (f *fakeCloud) setErr(err error) { f.SetError("", err) }
 
-func (f *fakeCloud) find(n *corev1.Node) (*cloud.Instance, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return nil, f.err
-	}
-	for _, inst := range f.instances {
-		if n.Spec.ProviderID != "" && inst.ProviderID == n.Spec.ProviderID || n.Spec.ProviderID == "" && inst.Name == n.Name {
-			c := *inst
-			return &c, nil
+// edit changes the instance of the node called name in place.
+func (f *fakeCloud) edit(name string, change func(*cloud.Instance)) {
+	for _, in := range f.Held() {
+		if in.Name == name {
+			f.DeleteInstance(in.ProviderID)
+			change(&in)
+			f.PutInstance(in)
 		}
 	}
-	return nil, cloudprovider.InstanceNotFound
 }
 
-func (f *fakeCloud) InstanceExists(_ context.Context, n *corev1.Node) (bool, error) {
-	_, err := f.find(n)
-	if errors.Is(err, cloudprovider.InstanceNotFound) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-func (f *fakeCloud) InstanceShutdown(_ context.Context, n *corev1.Node) (bool, error) {
-	inst, err := f.find(n)
-	if err != nil {
-		return false, err
-	}
-	return inst.Shutdown, nil
-}
-
-func (f *fakeCloud) InstanceMetadata(_ context.Context, n *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
-	f.metadataCalls.Add(1)
-	inst, err := f.find(n)
-	if err != nil {
-		return nil, err
-	}
-	if f.nilMD {
+func (f *fakeCloud) InstanceMetadata(ctx context.Context, n *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
+	md, err := f.Cloud.InstanceMetadata(ctx, n)
+	if f.nilMD && err == nil {
 		return nil, nil
 	}
-	md := inst.Metadata
-	return &md, nil
-}
-
-func (f *fakeCloud) ListInstances(ctx context.Context) ([]cloud.Instance, error) {
-	f.listCalls.Add(1)
-	if f.gate != nil {
-		select {
-		case <-f.gate:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return nil, f.err
-	}
-	out := make([]cloud.Instance, 0, len(f.instances))
-	for _, inst := range f.instances {
-		out = append(out, *inst)
-	}
-	return out, nil
+	return md, err
 }
 
 // instance returns a running instance for a node name, with an internal

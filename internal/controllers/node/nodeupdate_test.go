@@ -9,6 +9,7 @@ import (
 )
 
 func TestValidateProviderID(t *testing.T) {
+	t.Parallel()
 	for id, ok := range map[string]bool{
 		"localcloud://i-0123":         true,
 		"aws:///us-east-1a/i-0abc":    true,
@@ -34,6 +35,7 @@ func TestValidateProviderID(t *testing.T) {
 }
 
 func TestParseProvidedNodeIP(t *testing.T) {
+	t.Parallel()
 	for s, ok := range map[string]bool{
 		"10.0.0.1":           true,
 		"fd00::1":            true,
@@ -54,6 +56,7 @@ func TestParseProvidedNodeIP(t *testing.T) {
 }
 
 func TestIsKubernetesLabel(t *testing.T) {
+	t.Parallel()
 	for k, want := range map[string]bool{
 		"kubernetes.io/x": true, "node.kubernetes.io/x": true, "k8s.io/x": true, "a.k8s.io/x": true,
 		"example.com/x": false, "notkubernetes.io/x": false, "plain": false,
@@ -68,6 +71,7 @@ func TestIsKubernetesLabel(t *testing.T) {
 // only from the legacy adapter (idOptional), and never overrides one the
 // Node already has.
 func TestCheckMetadataProviderIDOptional(t *testing.T) {
+	t.Parallel()
 	bare := &corev1.Node{}
 	withID := &corev1.Node{Spec: corev1.NodeSpec{ProviderID: "kubelet://set"}}
 	noID := &cloudprovider.InstanceMetadata{}

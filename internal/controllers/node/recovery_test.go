@@ -16,6 +16,7 @@ import (
 // as soon as the cloud answers, not after the backoff it built up; once
 // initialized it is not.
 func TestWaitingNodesRetriedWhenCloudRecovers(t *testing.T) {
+	t.Parallel()
 	fc := newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1"))
 	h := newHarness(t, fc, false, newNode("n1"))
 	rec := &kittest.Recovery{}

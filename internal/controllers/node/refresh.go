@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +46,7 @@ func (c *Controller) runRefresh(ctx context.Context) error {
 // the cloud, writing only what changed. With a lister the whole period
 // costs one list call; otherwise one InstanceMetadata call per Node.
 func (c *Controller) Refresh(ctx context.Context) (RefreshResult, error) {
-	start := time.Now()
+	start := c.clock.Now()
 	// Uncopied: a refresh only reads the cached Nodes (a patch works on its
 	// own copy), and a copy of every Node each period is what a large
 	// cluster's idle memory would peak on.
@@ -84,14 +83,14 @@ func (c *Controller) Refresh(ctx context.Context) (RefreshResult, error) {
 	})
 	res.StatusWrites, res.LabelWrites = int(status.Load()), int(labels.Load())
 	res.Skipped, res.Failed = int(skipped.Load()), int(failed.Load())
-	c.metrics.refreshTime.Observe(time.Since(start).Seconds())
+	c.metrics.refreshTime.Observe(c.clock.Since(start).Seconds())
 	if res.Failed > 0 {
 		c.metrics.refreshes.WithLabelValues(resultError).Inc()
 	} else {
 		c.metrics.refreshes.WithLabelValues(resultSuccess).Inc()
 	}
 	klog.FromContext(ctx).V(2).Info("Refreshed nodes", "nodes", res.Nodes, "statusWrites", res.StatusWrites,
-		"labelWrites", res.LabelWrites, "skipped", res.Skipped, "failed", res.Failed, "duration", time.Since(start))
+		"labelWrites", res.LabelWrites, "skipped", res.Skipped, "failed", res.Failed, "duration", c.clock.Since(start))
 	return res, nil
 }
 

@@ -21,6 +21,7 @@ func initializedNode(t *testing.T, name string) (*corev1.Node, *fakeCloud) {
 }
 
 func TestRefreshUnchangedNodesWritesNothing(t *testing.T) {
+	t.Parallel()
 	for _, list := range []bool{false, true} {
 		t.Run(fmt.Sprintf("list=%v", list), func(t *testing.T) {
 			fc := newFakeCloud()
@@ -49,6 +50,7 @@ func TestRefreshUnchangedNodesWritesNothing(t *testing.T) {
 }
 
 func TestRefreshWritesChangedAddresses(t *testing.T) {
+	t.Parallel()
 	n, fc := initializedNode(t, "n1")
 	n.ResourceVersion = ""
 	h := newHarness(t, fc, true, n)
@@ -68,6 +70,7 @@ func TestRefreshWritesChangedAddresses(t *testing.T) {
 }
 
 func TestRefreshWritesChangedLabelsOnly(t *testing.T) {
+	t.Parallel()
 	n, fc := initializedNode(t, "n1")
 	n.ResourceVersion = ""
 	n.Labels["example.com/pool"] = "mine"
@@ -94,6 +97,7 @@ func TestRefreshWritesChangedLabelsOnly(t *testing.T) {
 }
 
 func TestRefreshSkipsUninitializedAndMissingNodes(t *testing.T) {
+	t.Parallel()
 	n, _ := initializedNode(t, "gone")
 	n.ResourceVersion = ""
 	fc := newFakeCloud()
@@ -108,6 +112,7 @@ func TestRefreshSkipsUninitializedAndMissingNodes(t *testing.T) {
 }
 
 func TestRefreshListErrorWritesNothing(t *testing.T) {
+	t.Parallel()
 	n, fc := initializedNode(t, "n1")
 	n.ResourceVersion = ""
 	h := newHarness(t, fc, true, n)

@@ -66,7 +66,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 	c.forget(name)
 	c.metrics.inits.WithLabelValues(resultSuccess).Inc()
-	c.metrics.initDuration.Observe(time.Since(seen).Seconds())
+	c.metrics.initDuration.Observe(c.clock.Since(seen).Seconds())
 	c.event(node, corev1.EventTypeNormal, ReasonSynced, actionInitialize, "Node synced successfully")
 	log.V(2).Info("Initialized node", "providerID", node.Spec.ProviderID)
 	return nil

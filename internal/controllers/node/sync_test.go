@@ -20,6 +20,7 @@ import (
 )
 
 func TestSyncInitializesNode(t *testing.T) {
+	t.Parallel()
 	for _, list := range []bool{false, true} {
 		t.Run(fmt.Sprintf("list=%v", list), func(t *testing.T) {
 			inst := instance("n1", "10.0.0.1", "203.0.113.1")
@@ -61,6 +62,7 @@ func TestSyncInitializesNode(t *testing.T) {
 }
 
 func TestSyncKeepsExistingProviderIDAndLabels(t *testing.T) {
+	t.Parallel()
 	inst := instance("n1", "10.0.0.1", "203.0.113.1")
 	inst.Metadata.AdditionalLabels = map[string]string{
 		"example.com/pool":             "blue",
@@ -92,6 +94,7 @@ func TestSyncKeepsExistingProviderIDAndLabels(t *testing.T) {
 }
 
 func TestSyncKeepsOtherTaints(t *testing.T) {
+	t.Parallel()
 	n := newNode("n1")
 	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule})
 	h := newHarness(t, newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")), true, n)
@@ -105,6 +108,7 @@ func TestSyncKeepsOtherTaints(t *testing.T) {
 }
 
 func TestSyncProvidedNodeIP(t *testing.T) {
+	t.Parallel()
 	inst := instance("n1", "10.0.0.1", "203.0.113.1")
 	inst.Metadata.NodeAddresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.9"}}, inst.Metadata.NodeAddresses...)
 	inst.Metadata.NodeAddresses = append(inst.Metadata.NodeAddresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "fd00::1"})
@@ -129,6 +133,7 @@ func TestSyncProvidedNodeIP(t *testing.T) {
 // A Node must stay tainted, with a Warning event naming why, with no
 // write, and the sync must fail so that the Node is retried with backoff.
 func TestSyncFailuresLeaveNodeTainted(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		list   bool
@@ -141,10 +146,14 @@ func TestSyncFailuresLeaveNodeTainted(t *testing.T) {
 		{"instance missing from list", true, func(_ *fakeCloud, n *corev1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
 		{"nil metadata", false, func(fc *fakeCloud, _ *corev1.Node) { fc.nilMD = true }, ReasonNilMetadata},
 		{"empty providerID", true, func(fc *fakeCloud, _ *corev1.Node) {
-			fc.instances["n1"].ProviderID, fc.instances["n1"].Metadata.ProviderID = "", ""
+			fc.edit("n1", func(in *cloud.Instance) { in.ProviderID, in.Metadata.ProviderID = "", "" })
 		}, ReasonInvalidProviderID},
-		{"malformed providerID", false, func(fc *fakeCloud, _ *corev1.Node) { fc.instances["n1"].Metadata.ProviderID = "i-123" }, ReasonInvalidProviderID},
-		{"no addresses", true, func(fc *fakeCloud, _ *corev1.Node) { fc.instances["n1"].Metadata.NodeAddresses = nil }, ReasonNoAddresses},
+		{"malformed providerID", false, func(fc *fakeCloud, _ *corev1.Node) {
+			fc.edit("n1", func(in *cloud.Instance) { in.Metadata.ProviderID = "i-123" })
+		}, ReasonInvalidProviderID},
+		{"no addresses", true, func(fc *fakeCloud, _ *corev1.Node) {
+			fc.edit("n1", func(in *cloud.Instance) { in.Metadata.NodeAddresses = nil })
+		}, ReasonNoAddresses},
 		{"provided IP not in cloud", true, func(_ *fakeCloud, n *corev1.Node) {
 			n.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: "10.9.9.9"}
 		}, ReasonInvalidNodeIP},
@@ -175,6 +184,7 @@ func TestSyncFailuresLeaveNodeTainted(t *testing.T) {
 }
 
 func TestSyncAPIErrorIsRetried(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")), true, newNode("n1"))
 	h.writes.failSpec = apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n1", errors.New("stale"))
 	err := h.c.sync(context.Background(), "n1")
@@ -196,6 +206,7 @@ func TestSyncAPIErrorIsRetried(t *testing.T) {
 }
 
 func TestSyncHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	fc := newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1"))
 	fc.setErr(cloudproviderapi.NewRetryError("slow down", 7*time.Second))
 	h := newHarness(t, fc, false, newNode("n1"))
@@ -210,6 +221,7 @@ func TestSyncHonoursRetryAfter(t *testing.T) {
 }
 
 func TestSyncFailureDoesNotAffectOtherNodes(t *testing.T) {
+	t.Parallel()
 	fc := newFakeCloud(instance("good", "10.0.0.1", "203.0.113.1"))
 	h := newHarness(t, fc, true, newNode("good"), newNode("missing"))
 	if err := h.c.sync(context.Background(), "missing"); !errors.Is(err, cloudprovider.InstanceNotFound) {
@@ -224,6 +236,7 @@ func TestSyncFailureDoesNotAffectOtherNodes(t *testing.T) {
 }
 
 func TestSyncRetryNeedsNewerList(t *testing.T) {
+	t.Parallel()
 	fc := newFakeCloud()
 	h := newHarness(t, fc, true, newNode("late"))
 	if err := h.c.sync(context.Background(), "late"); err == nil {
@@ -241,6 +254,7 @@ func TestSyncRetryNeedsNewerList(t *testing.T) {
 }
 
 func TestSyncIgnoresInitializedAndDeletedNodes(t *testing.T) {
+	t.Parallel()
 	n := newNode("done")
 	n.Spec.Taints = nil
 	fc := newFakeCloud(instance("done", "10.0.0.1", "203.0.113.1"))
@@ -258,6 +272,7 @@ func TestSyncIgnoresInitializedAndDeletedNodes(t *testing.T) {
 var _ cloud.InstanceLister = (*fakeCloud)(nil)
 
 func TestSyncDoesNotRepeatWritesOnStaleCache(t *testing.T) {
+	t.Parallel()
 	n := newNode("n1")
 	h := newHarness(t, newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")), true, n)
 	stale := h.node(t, "n1")

@@ -14,6 +14,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -69,6 +70,8 @@ type Deps struct {
 	Recovery cloud.RecoveryNotifier
 	// Registerer receives the metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// Clock times monitor periods; nil is the real clock.
+	Clock clock.Clock
 }
 
 // Config tunes the controller.
@@ -87,6 +90,7 @@ type Controller struct {
 	recorder  events.EventRecorder
 	metrics   *metrics
 	cfg       Config
+	clock     clock.Clock
 	// queue is captured when the controller starts, for recovery.
 	queue kit.Queue[pass]
 }
@@ -110,7 +114,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
-		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg}
+		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg, clock: kit.Clock(deps.Clock)}
 	kit.OnRecovered(deps.Recovery, c.recovered)
 	return c, nil
 }
@@ -169,8 +173,8 @@ type Summary struct {
 
 // sync runs one monitor period over every Node.
 func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
-	start := time.Now()
-	defer func() { c.metrics.duration.Observe(time.Since(start).Seconds()) }()
+	start := c.clock.Now()
+	defer func() { c.metrics.duration.Observe(c.clock.Since(start).Seconds()) }()
 	// Only the Nodes that need attention, from the index; uncopied, since
 	// they are only read (a patch works on its own copy).
 	var list corev1.NodeList

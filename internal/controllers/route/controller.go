@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -72,8 +73,6 @@ type Config struct {
 	// MaxBackoff caps the delay before a failed creation is retried; the
 	// first retry waits one ReconcilePeriod.
 	MaxBackoff time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 }
 
 // Deps are the controller's collaborators.
@@ -90,6 +89,8 @@ type Deps struct {
 	Recovery cloud.RecoveryNotifier
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// Clock dates conditions and paces retries; nil is the real clock.
+	Clock clock.Clock
 }
 
 // Controller reconciles cloud routes with Nodes' pod CIDRs.
@@ -98,6 +99,7 @@ type Controller struct {
 	routes   cloudprovider.Routes
 	recorder events.EventRecorder
 	cfg      Config
+	clock    clock.Clock
 	m        *metrics
 	backoff  *backoff
 	// queue is captured when the controller starts, for recovery.
@@ -127,16 +129,13 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if cfg.MaxBackoff < cfg.ReconcilePeriod {
 		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.ReconcilePeriod)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	c := &Controller{
 		client: client.WithFieldOwner(deps.Client, ControllerName), routes: deps.Routes, recorder: kit.Recorder(deps.Recorder), cfg: cfg, m: m,
-		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff),
+		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff), clock: kit.Clock(deps.Clock),
 	}
 	kit.OnRecovered(deps.Recovery, c.recovered)
 	return c, nil

@@ -21,6 +21,7 @@ import (
 )
 
 func TestCreatesRoutesForRoutableNodes(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes()
 	f := newFixture(t, cloud, Config{},
 		node("a", "lc://a", "10.244.0.0/24", "fd00:10:244::/64"),
@@ -33,7 +34,7 @@ func TestCreatesRoutesForRoutableNodes(t *testing.T) {
 	if lists, _, _ := cloud.counts(); lists != 1 {
 		t.Errorf("ListRoutes calls = %d, want 1 per pass", lists)
 	}
-	if h4, h6 := cloud.hints["10.244.0.0/24"], cloud.hints["fd00:10:244::/64"]; h4 != "uid-a" || h6 != "uid-a-1" {
+	if h4, h6 := cloud.hint("10.244.0.0/24"), cloud.hint("fd00:10:244::/64"); h4 != "uid-a" || h6 != "uid-a-1" {
 		t.Errorf("name hints = %q, %q; want the UID, then the UID with the CIDR index", h4, h6)
 	}
 	f.wantCondition("a", corev1.ConditionFalse, ConditionRouteCreated)
@@ -47,6 +48,7 @@ func TestCreatesRoutesForRoutableNodes(t *testing.T) {
 }
 
 func TestSteadyStateCostsOneListAndNoWrites(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes()
 	f := newFixture(t, cloud, Config{}, node("a", "lc://a", "10.244.0.0/24"))
 	f.mustSync()
@@ -63,6 +65,7 @@ func TestSteadyStateCostsOneListAndNoWrites(t *testing.T) {
 }
 
 func TestDeletesRoutesNoNodeAccountsFor(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes(
 		&cloudprovider.Route{Name: "gone", TargetNode: "gone", DestinationCIDR: "10.244.9.0/24"},
 		&cloudprovider.Route{Name: "moved", TargetNode: "old", DestinationCIDR: "10.244.0.0/24"},
@@ -85,8 +88,9 @@ func TestDeletesRoutesNoNodeAccountsFor(t *testing.T) {
 }
 
 func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes()
-	cloud.quota = 2
+	cloud.RouteQuota = 2
 	f := newFixture(t, cloud, Config{ReconcilePeriod: 10 * time.Second},
 		node("a", "lc://a", "10.244.0.0/24"),
 		node("b", "lc://b", "10.244.1.0/24"),
@@ -108,7 +112,7 @@ func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 	}
 	f.wantCondition(full, corev1.ConditionTrue, ConditionNoRouteCreated)
 	evs := f.events()
-	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+ReasonFailedToCreateRoute) || !strings.Contains(evs[0], "routesPerCluster") {
+	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+ReasonFailedToCreateRoute) || !strings.Contains(evs[0], "route table full") {
 		t.Fatalf("events = %q, want one %s naming the quota", evs, ReasonFailedToCreateRoute)
 	}
 	if got := testutil.ToFloat64(f.c.m.quota); got != 1 {
@@ -128,9 +132,9 @@ func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 	f.wantCondition(full, corev1.ConditionTrue, ConditionNoRouteCreated)
 
 	// One period later it is tried once more, then the wait doubles.
-	f.now = f.now.Add(10 * time.Second)
+	f.clk.Step(10 * time.Second)
 	f.mustSync()
-	f.now = f.now.Add(10 * time.Second)
+	f.clk.Step(10 * time.Second)
 	f.mustSync()
 	if _, n, _ := cloud.counts(); n != 4 {
 		t.Fatalf("creates = %d, want 4 (one retry after a period, none before 2 periods)", n)
@@ -152,8 +156,9 @@ func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 }
 
 func TestCreationsRunInParallelWithABound(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes()
-	cloud.gate = make(chan struct{})
+	release := cloud.Gate("CreateRoute")
 	var nodes []*corev1.Node
 	for i := range 40 {
 		nodes = append(nodes, node(fmt.Sprintf("n%d", i), "lc://x", fmt.Sprintf("10.244.%d.0/24", i)))
@@ -164,15 +169,15 @@ func TestCreationsRunInParallelWithABound(t *testing.T) {
 	// The creations block in the cloud until the gate opens: the pass
 	// must have started exactly as many as the bound allows.
 	if err := wait.PollUntilContextTimeout(f.ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return cloud.inFlight.Load() >= 4, nil
+		return cloud.MaxConcurrent("CreateRoute") >= 4, nil
 	}); err != nil {
-		t.Fatalf("creations in flight: %d, want 4: %v", cloud.inFlight.Load(), err)
+		t.Fatalf("creations in flight: %d, want 4: %v", cloud.MaxConcurrent("CreateRoute"), err)
 	}
-	close(cloud.gate)
+	release()
 	if err := <-done; err != nil {
 		t.Fatalf("sync: %v", err)
 	}
-	if m := cloud.maxSeen.Load(); m != 4 {
+	if m := cloud.MaxConcurrent("CreateRoute"); m != 4 {
 		t.Fatalf("max concurrent CreateRoute = %d, want 4", m)
 	}
 	if _, n, _ := cloud.counts(); n != 40 {
@@ -181,6 +186,7 @@ func TestCreationsRunInParallelWithABound(t *testing.T) {
 }
 
 func TestListFailureChangesNothing(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes(&cloudprovider.Route{Name: "x", TargetNode: "gone", DestinationCIDR: "10.244.9.0/24"})
 	cloud.listErr = errors.New("cloud unavailable")
 	f := newFixture(t, cloud, Config{}, node("a", "lc://a", "10.244.0.0/24"))
@@ -199,6 +205,7 @@ func TestListFailureChangesNothing(t *testing.T) {
 // to retry later runs again after the delay it named, not as a failure;
 // another failure goes to the queue's backoff.
 func TestReconcileMapsOutcomes(t *testing.T) {
+	t.Parallel()
 	fr := newFakeRoutes()
 	f := newFixture(t, fr, Config{ReconcilePeriod: time.Minute}, node("a", "lc://a", "10.244.0.0/24"))
 	res, err := f.c.Reconcile(f.ctx, pass{})
@@ -217,6 +224,7 @@ func TestReconcileMapsOutcomes(t *testing.T) {
 }
 
 func TestConditionKeepsTransitionTimeWhenOnlyReasonChanges(t *testing.T) {
+	t.Parallel()
 	cloud := newFakeRoutes()
 	n := node("a", "lc://a", "10.244.0.0/24")
 	old := metav1.NewTime(time.Unix(1_600_000_000, 0))
@@ -237,6 +245,7 @@ func TestConditionKeepsTransitionTimeWhenOnlyReasonChanges(t *testing.T) {
 }
 
 func TestRoutesMayChange(t *testing.T) {
+	t.Parallel()
 	base := node("a", "lc://a", "10.244.0.0/24")
 	tests := []struct {
 		name   string
@@ -265,6 +274,7 @@ func TestRoutesMayChange(t *testing.T) {
 }
 
 func TestNewRequiresDepsAndClusterCIDRs(t *testing.T) {
+	t.Parallel()
 	rec := events.NewFakeRecorder(1)
 	if _, err := New(Deps{Routes: newFakeRoutes(), Recorder: rec}, Config{}); err == nil {
 		t.Error("missing client accepted")

@@ -2,11 +2,9 @@ package route
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,110 +17,57 @@ import (
 	"k8s.io/client-go/tools/events"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/stratus-ccm/stratus/pkg/cloud"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
-// errQuota stands for a provider's quota error: its own cause, marked with
-// cloud.ErrQuotaExceeded as every provider marks it.
-var errQuota = fmt.Errorf("%w: QuotaExceeded (HTTP 403): quota routesPerCluster (2) exceeded", cloud.ErrQuotaExceeded)
-
-// fakeRoutes is an in-memory route table of one cluster.
+// fakeRoutes is the shared provider double's route table for the
+// cluster "test", with the knobs these tests read.
 type fakeRoutes struct {
-	mu       sync.Mutex
-	table    map[string]*cloudprovider.Route // by destination CIDR
-	quota    int
-	failFor  map[string]error // CreateRoute error by destination CIDR
-	listErr  error
-	lists    int
-	creates  []string // destination CIDRs, in call order
-	deletes  []string
-	hints    map[string]string // destination CIDR → name hint
-	inFlight atomic.Int32
-	maxSeen  atomic.Int32
-	// gate, when set, holds every CreateRoute until it is closed, so a
-	// test can count the calls in flight.
-	gate chan struct{}
+	*cloudfake.Cloud
+	// failFor is a CreateRoute error by destination CIDR.
+	failFor failFor
+	// listErr is what ListRoutes returns.
+	listErr error
 }
+
+// failFor sets the double's per-CIDR CreateRoute errors.
+type failFor struct{ c *cloudfake.Cloud }
+
+func (f failFor) set(cidr string, err error) { f.c.SetErrorFor("CreateRoute", cidr, err) }
 
 func newFakeRoutes(routes ...*cloudprovider.Route) *fakeRoutes {
-	f := &fakeRoutes{table: map[string]*cloudprovider.Route{}, failFor: map[string]error{}, hints: map[string]string{}, quota: 1000}
+	c := &cloudfake.Cloud{}
 	for _, r := range routes {
-		f.table[r.DestinationCIDR] = r
+		c.PutRoute("test", *r)
 	}
-	return f
+	return &fakeRoutes{Cloud: c, failFor: failFor{c}}
 }
 
-func (f *fakeRoutes) ListRoutes(_ context.Context, cluster string) ([]*cloudprovider.Route, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lists++
-	if f.listErr != nil {
-		return nil, f.listErr
-	}
-	if cluster != "test" {
-		return nil, fmt.Errorf("unexpected cluster %q", cluster)
-	}
-	out := make([]*cloudprovider.Route, 0, len(f.table))
-	for _, r := range f.table {
-		cp := *r
-		out = append(out, &cp)
-	}
-	return out, nil
+func (f *fakeRoutes) ListRoutes(ctx context.Context, cluster string) ([]*cloudprovider.Route, error) {
+	f.SetError("ListRoutes", f.listErr)
+	return f.Cloud.ListRoutes(ctx, cluster)
 }
 
-func (f *fakeRoutes) CreateRoute(_ context.Context, _ string, hint string, r *cloudprovider.Route) error {
-	n := f.inFlight.Add(1)
-	defer f.inFlight.Add(-1)
-	for {
-		m := f.maxSeen.Load()
-		if n <= m || f.maxSeen.CompareAndSwap(m, n) {
-			break
+// hint is the name hint the route to cidr was created with.
+func (f *fakeRoutes) hint(cidr string) string {
+	for _, r := range f.HeldRoutes("test") {
+		if r.DestinationCIDR == cidr {
+			return strings.TrimPrefix(r.Name, "r-")
 		}
 	}
-	if f.gate != nil {
-		<-f.gate
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.creates = append(f.creates, r.DestinationCIDR)
-	if err := f.failFor[r.DestinationCIDR]; err != nil {
-		return err
-	}
-	if _, dup := f.table[r.DestinationCIDR]; dup {
-		return fmt.Errorf("route to %s exists", r.DestinationCIDR)
-	}
-	if len(f.table) >= f.quota {
-		return fmt.Errorf("create route %s: %w", r.DestinationCIDR, errQuota)
-	}
-	for _, other := range f.table {
-		if other.Name == "r-"+hint {
-			return fmt.Errorf("route name %s taken", other.Name)
-		}
-	}
-	f.hints[r.DestinationCIDR] = hint
-	f.table[r.DestinationCIDR] = &cloudprovider.Route{Name: "r-" + hint, TargetNode: r.TargetNode, DestinationCIDR: r.DestinationCIDR}
-	return nil
-}
-
-func (f *fakeRoutes) DeleteRoute(_ context.Context, _ string, r *cloudprovider.Route) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.deletes = append(f.deletes, r.DestinationCIDR)
-	delete(f.table, r.DestinationCIDR)
-	return nil
+	return ""
 }
 
 // snapshot returns "cidr→node" for every route, sorted.
 func (f *fakeRoutes) snapshot() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	var out []string
-	for c, r := range f.table {
-		s := c + "→" + string(r.TargetNode)
+	for _, r := range f.HeldRoutes("test") {
+		s := r.DestinationCIDR + "→" + string(r.TargetNode)
 		if r.Blackhole {
 			s += "(blackhole)"
 		}
@@ -133,9 +78,7 @@ func (f *fakeRoutes) snapshot() string {
 }
 
 func (f *fakeRoutes) counts() (lists, creates, deletes int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.lists, len(f.creates), len(f.deletes)
+	return f.CallCount("ListRoutes"), f.CallCount("CreateRoute"), f.CallCount("DeleteRoute")
 }
 
 type fixture struct {
@@ -145,7 +88,7 @@ type fixture struct {
 	cl            client.Client
 	cloud         *fakeRoutes
 	rec           *events.FakeRecorder
-	now           time.Time
+	clk           *clocktesting.FakeClock
 	statusPatches atomic.Int32
 }
 
@@ -159,7 +102,7 @@ func node(name, providerID string, cidrs ...string) *corev1.Node {
 func newFixture(t *testing.T, fr *fakeRoutes, cfg Config, nodes ...*corev1.Node) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	f := &fixture{t: t, ctx: ctx, cloud: fr, rec: events.NewFakeRecorder(1000), now: time.Unix(1_700_000_000, 0)}
+	f := &fixture{t: t, ctx: ctx, cloud: fr, rec: events.NewFakeRecorder(1000), clk: clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))}
 	objs := make([]client.Object, len(nodes))
 	for i, n := range nodes {
 		objs[i] = n
@@ -174,8 +117,8 @@ func newFixture(t *testing.T, fr *fakeRoutes, cfg Config, nodes ...*corev1.Node)
 	if cfg.ClusterCIDRs == nil {
 		cfg.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/56")}
 	}
-	cfg.Now = func() time.Time { return f.now }
-	c, err := New(Deps{Client: f.cl, Routes: fr, Recorder: f.rec, Registerer: prometheus.NewRegistry()}, cfg)
+
+	c, err := New(Deps{Client: f.cl, Routes: fr, Recorder: f.rec, Registerer: prometheus.NewRegistry(), Clock: f.clk}, cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -13,8 +13,9 @@ import (
 // After a cloud outage a pass runs at once, and the routes whose creation
 // failed during it are not held back by the backoff the outage built up.
 func TestPassRunsWhenCloudRecovers(t *testing.T) {
+	t.Parallel()
 	fr := newFakeRoutes()
-	fr.failFor["10.244.0.0/24"] = errors.New("HTTP 503")
+	fr.failFor.set("10.244.0.0/24", errors.New("HTTP 503"))
 	f := newFixture(t, fr, Config{}, node("a", "lc://a", "10.244.0.0/24"))
 	rec := &kittest.Recovery{}
 	c, err := New(Deps{Client: f.cl, Routes: fr, Recovery: rec}, f.c.cfg)
@@ -28,14 +29,14 @@ func TestPassRunsWhenCloudRecovers(t *testing.T) {
 		t.Fatalf("sync: %v", err)
 	}
 	k := routeKey{cidr: netip.MustParsePrefix("10.244.0.0/24"), node: "a"}
-	if c.backoff.ready(k, f.now) {
+	if c.backoff.ready(k, f.clk.Now()) {
 		t.Fatal("the failed route is not backing off")
 	}
 	rec.Fire()
 	if n := q.Len(); n != 1 {
 		t.Fatalf("queue holds %d passes after recovery, want 1", n)
 	}
-	if !c.backoff.ready(k, f.now) {
+	if !c.backoff.ready(k, f.clk.Now()) {
 		t.Error("the failed route still backs off after the cloud recovered")
 	}
 }

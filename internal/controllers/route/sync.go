@@ -83,7 +83,7 @@ func (c *Controller) deleteRoutes(ctx context.Context, routes []*cloudprovider.R
 // records the outcome per Node in p.routable.
 func (c *Controller) createRoutes(ctx context.Context, p *plan) {
 	log := klog.FromContext(ctx)
-	now := c.cfg.Now()
+	now := c.clock.Now()
 	var due []wantedRoute
 	for _, w := range p.create {
 		if c.backoff.ready(w.key, now) {
@@ -110,19 +110,11 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) {
 			log.Info("Created route", "node", klog.KObj(w.node), "destination", w.key.cidr, "nameHint", w.nameHint)
 			return
 		}
-		if errors.Is(err, cloud.ErrObserveOnly) {
-			// Observe mode recorded the creation as planned: count the
-			// route as the real creation would leave it, so the Node's
-			// condition is not planned as NetworkUnavailable and no
-			// failure is reported for a call that was never made.
-			nr.missing--
-			return
-		}
 		c.m.creates.WithLabelValues(kit.ResultError).Inc()
 		if errors.Is(err, cloud.ErrQuotaExceeded) {
 			c.m.quota.Inc()
 		}
-		retryAt := c.backoff.failed(w.key, c.cfg.Now())
+		retryAt := c.backoff.failed(w.key, c.clock.Now())
 		nr.errs = append(nr.errs, fmt.Sprintf("%s: %v", w.key.cidr, err))
 		log.Error(err, "Could not create route", "node", klog.KObj(w.node), "destination", w.key.cidr, "retryAt", retryAt)
 		c.recorder.Eventf(w.node, nil, corev1.EventTypeWarning, ReasonFailedToCreateRoute, eventAction,
@@ -160,13 +152,13 @@ func (c *Controller) updateConditions(ctx context.Context, p *plan) error {
 		if cur != nil && cur.Status == status && cur.Reason == reason {
 			return
 		}
-		transition := metav1.NewTime(c.cfg.Now())
+		transition := metav1.NewTime(c.clock.Now())
 		if cur != nil && cur.Status == status {
 			transition = cur.LastTransitionTime // only the reason changes
 		}
 		if err := c.patchCondition(ctx, nr.node, corev1.NodeCondition{
 			Type: corev1.NodeNetworkUnavailable, Status: status, Reason: reason, Message: msg,
-			LastTransitionTime: transition, LastHeartbeatTime: metav1.NewTime(c.cfg.Now()),
+			LastTransitionTime: transition, LastHeartbeatTime: metav1.NewTime(c.clock.Now()),
 		}); err != nil {
 			mu.Lock()
 			errs = append(errs, err.Error())

@@ -15,6 +15,7 @@ import (
 // TestWatchesMatchSetup pins Watches, which the daemon's controller table
 // reads, to what SetupWithManager really watches.
 func TestWatchesMatchSetup(t *testing.T) {
+	t.Parallel()
 	kittest.RequireWatches(t, Watches(), func(_ context.Context, mgr manager.Manager) error {
 		c, err := New(Deps{Client: mgr.GetClient(), Routes: newFakeRoutes(), Recorder: events.NewFakeRecorder(10)},
 			Config{ClusterName: "test", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, ReconcilePeriod: time.Hour})

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -97,6 +98,8 @@ type Deps struct {
 	Recovery cloud.RecoveryNotifier
 	// Recorder receives events about Services; nil emits none.
 	Recorder events.EventRecorder
+	// Clock paces node syncs and dates orphans; nil is the real clock.
+	Clock clock.Clock
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }
@@ -167,7 +170,7 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg: cfg, client: client.WithFieldOwner(d.Client, ControllerName), apiReader: d.APIReader,
-		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: kit.Recorder(d.Recorder), metrics: m, now: time.Now,
+		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: kit.Recorder(d.Recorder), metrics: m, now: kit.Clock(d.Clock).Now,
 		nodePacer: newNodePacer(cfg.NodeSyncDelay),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
 	}

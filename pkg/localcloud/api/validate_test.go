@@ -7,6 +7,7 @@ import (
 )
 
 func TestHealthCheckPath(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"", "/healthz", "/livez?verbose=1"} {
 		if err := (HealthCheck{Path: ok}).validate(); err != nil {
 			t.Errorf("path %q refused: %v", ok, err)

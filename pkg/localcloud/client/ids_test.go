@@ -10,6 +10,7 @@ import (
 // The backends of a listing decode as encoding/json decodes them, with
 // each id one string and equal lists one slice.
 func TestIDTableDecodesAndShares(t *testing.T) {
+	t.Parallel()
 	tab := newIDTable()
 	decode := func(in string) []string {
 		t.Helper()

@@ -20,6 +20,7 @@ func randomLoopback(third int) netip.Addr {
 }
 
 func TestUDPIdleTimeoutAndClose(t *testing.T) {
+	t.Parallel()
 	_, ctx := ktesting.NewTestContext(t)
 	m := NewManager(ctx)
 	backendIP, vip := randomLoopback(1), randomLoopback(0)
@@ -89,6 +90,7 @@ func TestUDPIdleTimeoutAndClose(t *testing.T) {
 }
 
 func TestHealthStateThresholds(t *testing.T) {
+	t.Parallel()
 	hc := api.HealthCheck{HealthyThreshold: 2, UnhealthyThreshold: 3}
 	h := &healthState{healthy: true}
 	if h.record(false, hc); h.healthy {

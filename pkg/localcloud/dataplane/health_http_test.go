@@ -70,6 +70,7 @@ func healthServer(ln net.Listener, healthy *atomic.Bool) {
 // An HTTP health check takes a backend out on 503 although its health
 // port accepts connections, and puts it back on 200.
 func TestHTTPHealthCheckFollowsStatus(t *testing.T) {
+	t.Parallel()
 	_, ctx := ktesting.NewTestContext(t)
 	m := NewManager(ctx)
 	defer m.Close()

@@ -15,6 +15,7 @@ import (
 // say) makes the load balancer error with the reason, not active; once
 // the port is free, the cloud's retry binds it and it becomes active.
 func TestLoadBalancerBindFailureIsAnError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.cfg.BindRetryInterval = 100 * time.Millisecond
 	e.restart()
@@ -74,6 +75,7 @@ func TestLoadBalancerBindFailureIsAnError(t *testing.T) {
 // connect at once; one whose VIP:port is taken goes from provisioning
 // straight to error, never showing active.
 func TestProvisionedLoadBalancerIsBoundWhenActive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(k *api.Knobs) { k.LBProvisioningTime = api.Duration(30 * time.Millisecond) })
 	n1 := e.instance("n1")
 	// The second VIP handed out is the pool's second host address.

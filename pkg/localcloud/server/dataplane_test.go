@@ -13,6 +13,7 @@ const lbPort = 8080
 var fastHC = api.HealthCheck{IntervalMs: 50, TimeoutMs: 200, HealthyThreshold: 1, UnhealthyThreshold: 1}
 
 func TestDataPlaneTCPAndUDP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	a, b := e.instance("a"), e.instance("b")
 	ta := startTCPBackend(t, a.Addresses.Internal, 0, "a")
@@ -89,6 +90,7 @@ func TestDataPlaneTCPAndUDP(t *testing.T) {
 }
 
 func TestDataPlaneSourceRanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	a := e.instance("a")
 	ta := startTCPBackend(t, a.Addresses.Internal, 0, "a")
@@ -132,6 +134,7 @@ func TestDataPlaneSourceRanges(t *testing.T) {
 }
 
 func TestDataPlaneBackendChangeKeepsConnections(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	a, b := e.instance("a"), e.instance("b")
 	ta := startTCPBackend(t, a.Addresses.Internal, 0, "a")

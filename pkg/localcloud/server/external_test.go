@@ -11,6 +11,7 @@ import (
 )
 
 func TestExternalAddressAttachDetach(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	inst := e.instance("node-1")
 	if inst.Addresses.External != "" {
@@ -62,6 +63,7 @@ func TestExternalAddressAttachDetach(t *testing.T) {
 }
 
 func TestExternalAddressBadRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	gone := e.instance("gone")
 	if _, err := e.c.AttachExternalAddress(e.ctx, gone.ID); err != nil {
@@ -107,6 +109,7 @@ func TestExternalAddressBadRequests(t *testing.T) {
 // third attach fails with QuotaExceeded, allocations and releases survive
 // a restart, and a released address is handed out again.
 func TestExternalAddressPoolAndRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	// Pools are configuration, not state: restarting with a smaller
 	// external pool is how an operator would shrink it too.
@@ -158,6 +161,7 @@ func TestExternalAddressPoolAndRestart(t *testing.T) {
 }
 
 func TestExternalAddressConcurrentAttach(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	one := e.instance("one")
 	var others []*api.Instance

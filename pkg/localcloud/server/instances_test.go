@@ -13,6 +13,7 @@ import (
 )
 
 func TestInstanceLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	inst, err := e.c.CreateInstance(e.ctx, api.CreateInstanceRequest{
 		Name: "node-1", Zone: "zone-a", Region: "region-1", Type: "small",
@@ -59,6 +60,7 @@ func TestInstanceLifecycle(t *testing.T) {
 }
 
 func TestInstanceListPaginationAndFilters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	var reqs []api.CreateInstanceRequest
 	for i := range 25 {
@@ -106,6 +108,7 @@ func TestInstanceListPaginationAndFilters(t *testing.T) {
 }
 
 func TestInstanceBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.instance("taken")
 	cases := []struct {
@@ -150,6 +153,7 @@ func TestInstanceBadInput(t *testing.T) {
 }
 
 func TestUnauthorized(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for _, tok := range []string{"", "Bearer wrong", "Basic abc"} {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.srv.URL()+"/v1/instances", nil)
@@ -172,6 +176,7 @@ func TestUnauthorized(t *testing.T) {
 }
 
 func TestInstanceQuotaAndConcurrency(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(k *api.Knobs) { k.Quotas.Instances = 20 })
 	var wg sync.WaitGroup
 	var mu sync.Mutex

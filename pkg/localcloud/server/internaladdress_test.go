@@ -10,6 +10,7 @@ import (
 // its network namespace's); an address held by a live instance is refused
 // naming the field, and is free again once its holder is deleted.
 func TestInstanceInternalAddress(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	req := api.CreateInstanceRequest{Name: "real-0", Zone: "z", Region: "r", Type: "t", InternalAddress: "10.250.0.10"}
 	inst, err := e.c.CreateInstance(e.ctx, req)

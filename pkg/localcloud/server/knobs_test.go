@@ -14,6 +14,7 @@ import (
 )
 
 func TestRateLimitRetryAfter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(k *api.Knobs) { k.RateLimit = 2; k.RateBurst = 2 })
 	var limited *client.APIError
 	for range 5 {
@@ -59,6 +60,7 @@ func TestRateLimitRetryAfter(t *testing.T) {
 }
 
 func TestInjectedErrorsAndLatency(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(k *api.Knobs) { k.ErrorRate = 1 })
 	_, err := e.c.CreateInstance(e.ctx, api.CreateInstanceRequest{Name: "n", Zone: "z", Region: "r", Type: "t"})
 	var ae *client.APIError
@@ -91,6 +93,7 @@ func TestInjectedErrorsAndLatency(t *testing.T) {
 }
 
 func TestAdminConfigValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for _, tc := range []struct{ body, field string }{
 		{`{"latency":"-1s"}`, "latency"},
@@ -134,6 +137,7 @@ func TestAdminConfigValidation(t *testing.T) {
 }
 
 func TestKnobBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for _, tc := range []struct{ body, field, value string }{
 		{`{"rateLimit":1e-300}`, "rateLimit", "1e-300"},
@@ -165,6 +169,7 @@ func TestKnobBounds(t *testing.T) {
 }
 
 func TestKnobsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	rate, lat, q := 0.25, api.Duration(30*time.Millisecond), 7
 	if _, err := e.c.UpdateConfig(e.ctx, api.KnobsPatch{ErrorRate: &rate, Latency: &lat, Quotas: &api.QuotasPatch{LoadBalancers: &q}}); err != nil {

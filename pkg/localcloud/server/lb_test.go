@@ -21,6 +21,7 @@ func lbRequest(name string, backends ...string) api.CreateLoadBalancerRequest {
 }
 
 func TestLoadBalancerLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(k *api.Knobs) {
 		k.LBProvisioningTime = api.Duration(300 * time.Millisecond)
 		k.LBDeletionTime = api.Duration(100 * time.Millisecond)
@@ -84,6 +85,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 }
 
 func TestLoadBalancerBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(k *api.Knobs) { k.Quotas.LoadBalancers = 1 })
 	n1 := e.instance("n1")
 	ok := `"name":"x","cluster":"c1"`

@@ -14,6 +14,7 @@ import (
 // several pages, each once and whole, as ListAllLoadBalancers returns them;
 // an error from the callback ends the listing and is returned.
 func TestEachLoadBalancerStreamsEveryPage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	n1, n2 := e.instance("n1"), e.instance("n2")
 	for i := range 5 {

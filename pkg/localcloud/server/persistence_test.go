@@ -13,6 +13,7 @@ import (
 )
 
 func TestPersistenceAcrossRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	a := e.instance("a")
 	stopped := e.instance("stopped")
@@ -80,6 +81,7 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 }
 
 func TestGeneratedToken(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv, err := server.New(server.Config{StateDir: dir})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(k *api.Knobs) { k.Quotas.RoutesPerCluster = 3 })
 	n1, n2 := e.instance("n1"), e.instance("n2")
 	mk := func(cluster, name, cidr, inst string) error {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestWatchInstances(t *testing.T) {
+	t.Parallel()
 	// Faults and throttling apply to the API, not to the admin view.
 	e := newEnv(t, func(k *api.Knobs) { k.ErrorRate = 1 })
 	zero := 0.0

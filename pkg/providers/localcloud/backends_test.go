@@ -16,6 +16,7 @@ import (
 // controller) must not block the load balancer writes of the cluster:
 // creates and updates skip it and keep the live backends.
 func TestLoadBalancerSkipsBackendsOfGoneInstances(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0)
 	a, b, c := e.instance(t, "a"), e.instance(t, "b"), e.instance(t, "c")
 	if _, err := e.admin.DeleteInstance(e.ctx, b.ID); err != nil {

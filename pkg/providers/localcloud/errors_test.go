@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
@@ -15,6 +15,7 @@ import (
 // An error passes the client, the provider and the instrumented wrapper;
 // each adds only what it knows, so no part of the message repeats.
 func TestErrorsSayEachThingOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0)
 	a := e.instance(t, "a")
 	cfg := fmt.Sprintf("url: %s\ntoken: %s\nclusterName: kubernetes\nmaxRetries: 0\n", e.srv.URL(), e.srv.Token())
@@ -22,7 +23,7 @@ func TestErrorsSayEachThingOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cloud.Instrument(p, cloud.Options{})
+	c, err := cloudwrap.Instrument(p, cloudwrap.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

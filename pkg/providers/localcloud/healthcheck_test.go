@@ -13,6 +13,7 @@ import (
 // first listener's node port, unless kube-proxy's health port is
 // configured: then its /healthz.
 func TestHealthCheckFollowsTrafficPolicy(t *testing.T) {
+	t.Parallel()
 	local := &corev1.Service{Spec: corev1.ServiceSpec{ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: 31999}}
 	hc, err := healthCheckFrom(local, 10256)
 	if err != nil {

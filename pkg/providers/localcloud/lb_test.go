@@ -78,6 +78,7 @@ func greet(t *testing.T, vip string) string {
 }
 
 func TestLoadBalancerThroughInterface(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 300*time.Millisecond)
 	a, b := e.instance(t, "a"), e.instance(t, "b")
 	port := greeter(t, a.Addresses.Internal, 0, "a")
@@ -174,6 +175,7 @@ func waitGone(t *testing.T, e *env, svc *corev1.Service) {
 }
 
 func TestLoadBalancerUDPAndSourceRanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0)
 	a := e.instance(t, "a")
 	lbs, _ := e.cloud.LoadBalancer()
@@ -207,6 +209,7 @@ func TestLoadBalancerUDPAndSourceRanges(t *testing.T) {
 }
 
 func TestLoadBalancerInvalidInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0)
 	lbs, _ := e.cloud.LoadBalancer()
 	cases := []struct {
@@ -249,6 +252,7 @@ func TestLoadBalancerInvalidInputChangesNothing(t *testing.T) {
 }
 
 func TestRoutesThroughInterface(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0)
 	e.instance(t, "node-a")
 	e.instance(t, "node-b")
@@ -288,6 +292,7 @@ func TestRoutesThroughInterface(t *testing.T) {
 // A load balancer the cloud cannot bind is an error for the controller,
 // not a provisioning wait and not an address.
 func TestLoadBalancerInErrorIsReported(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0)
 	a := e.instance(t, "a")
 	lbs, _ := e.cloud.LoadBalancer()
@@ -305,6 +310,7 @@ func TestLoadBalancerInErrorIsReported(t *testing.T) {
 }
 
 func TestUnknownAnnotationsNamed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0)
 	lbs, _ := e.cloud.LoadBalancer()
 	checker, ok := lbs.(cloud.AnnotationChecker)

@@ -10,6 +10,7 @@ import (
 // and a providerID is one string wherever it appears; different backend
 // lists keep their own order and content.
 func TestBackendSetsShareRepeatedBackends(t *testing.T) {
+	t.Parallel()
 	b := newBackendSets()
 	a1 := b.providerIDs([]string{"i-1", "i-2", "i-3"})
 	a2 := b.providerIDs([]string{"i-1", "i-2", "i-3"})

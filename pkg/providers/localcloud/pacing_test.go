@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
@@ -19,6 +20,7 @@ import (
 // included, goes through the CCM's pacing (cloud.RequestPacer), and every
 // 429 reaches it and slows the requests down.
 func TestThrottledAnswersReachPacing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Millisecond)
 	for i := range 3 {
 		e.instance(t, fmt.Sprintf("thr-%d", i))
@@ -32,7 +34,7 @@ func TestThrottledAnswersReachPacing(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	c, err := cloud.Instrument(p, cloud.Options{Registerer: reg})
+	c, err := cloudwrap.Instrument(p, cloudwrap.Options{Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,9 +69,9 @@ func TestThrottledAnswersReachPacing(t *testing.T) {
 	if answered429 == 0 {
 		t.Fatal("the cloud throttled nothing: the test exercises nothing")
 	}
-	got, err := testutil.GatherAndCount(reg, cloud.MetricThrottledTotal)
+	got, err := testutil.GatherAndCount(reg, cloudwrap.MetricThrottledTotal)
 	if err != nil || got == 0 {
-		t.Fatalf("%s not exported: %d series, %v", cloud.MetricThrottledTotal, got, err)
+		t.Fatalf("%s not exported: %d series, %v", cloudwrap.MetricThrottledTotal, got, err)
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -79,11 +81,11 @@ func TestThrottledAnswersReachPacing(t *testing.T) {
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
 			switch mf.GetName() {
-			case cloud.MetricThrottledTotal:
+			case cloudwrap.MetricThrottledTotal:
 				throttled += m.GetCounter().GetValue()
-			case cloud.MetricPacingRate:
+			case cloudwrap.MetricPacingRate:
 				rate = m.GetGauge().GetValue()
-			case cloud.MetricLimiterWait:
+			case cloudwrap.MetricLimiterWait:
 				paced += float64(m.GetHistogram().GetSampleCount())
 			}
 		}
@@ -92,9 +94,9 @@ func TestThrottledAnswersReachPacing(t *testing.T) {
 		t.Errorf("%v requests went through the pacing, the cloud answered %v (6 calls and their retries)", paced, answered)
 	}
 	if throttled != answered429 {
-		t.Errorf("%s = %v, the cloud answered %v 429s", cloud.MetricThrottledTotal, throttled, answered429)
+		t.Errorf("%s = %v, the cloud answered %v 429s", cloudwrap.MetricThrottledTotal, throttled, answered429)
 	}
 	if rate <= 0 {
-		t.Errorf("%s = %v after throttled answers, want a limit", cloud.MetricPacingRate, rate)
+		t.Errorf("%s = %v after throttled answers, want a limit", cloudwrap.MetricPacingRate, rate)
 	}
 }

@@ -91,6 +91,7 @@ func node(name, providerID string) *corev1.Node {
 }
 
 func TestNewConfig(t *testing.T) {
+	t.Parallel()
 	if _, err := localcloud.New(nil); err == nil || !strings.Contains(err.Error(), "cloud-config") {
 		t.Fatalf("nil config: %v", err)
 	}
@@ -140,6 +141,7 @@ func TestNewConfig(t *testing.T) {
 }
 
 func TestInstancesV2(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0)
 	inst := e.instance(t, "node-1")
 	iv2, ok := e.cloud.InstancesV2()
@@ -192,6 +194,7 @@ func TestInstancesV2(t *testing.T) {
 }
 
 func TestInstanceListerOneCallPerPage(t *testing.T) {
+	t.Parallel()
 	e := newEnvPools(t, 0, netip.MustParsePrefix(fmt.Sprintf("127.%d.0.0/16", 20+rand.IntN(80))))
 	for batch := range 2 {
 		var reqs []api.CreateInstanceRequest

@@ -8,6 +8,7 @@ import (
 )
 
 func TestRetryDelay(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {
 		name    string

@@ -19,6 +19,7 @@ import (
 // Creating routes for many nodes must not cost a name lookup per route:
 // one list fills the provider's name index.
 func TestCreateRoutesShareOneInstanceList(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Millisecond)
 	const n = 40
 	var reqs []api.CreateInstanceRequest
@@ -59,6 +60,7 @@ func ptr[T any](v T) *T { return &v }
 // With rateLimitQPS below the cloud's limit, concurrent provider calls that
 // each make several requests never draw a 429.
 func TestRateLimitConfigPacesRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Millisecond)
 	for i := range 3 {
 		e.instance(t, fmt.Sprintf("paced-%d", i))
@@ -101,6 +103,7 @@ func TestRateLimitConfigPacesRequests(t *testing.T) {
 // A full route table is reported as cloud.ErrQuotaExceeded, so that the
 // route controller counts it without knowing this provider's errors.
 func TestCreateRouteQuotaIsCloudQuotaError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Millisecond)
 	e.instance(t, "quota-0")
 	if _, err := e.admin.UpdateConfig(e.ctx, api.KnobsPatch{Quotas: &api.QuotasPatch{RoutesPerCluster: ptr(1)}}); err != nil {

@@ -15,6 +15,7 @@ import (
 // the pool, taken, or malformed is refused naming the field and the
 // value, and creates nothing.
 func TestLoadBalancerIPFromThePool(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0)
 	a := e.instance(t, "a")
 	nodes := []*corev1.Node{node("a", "localcloud://"+a.ID)}

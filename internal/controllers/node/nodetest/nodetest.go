@@ -15,6 +15,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -31,7 +32,7 @@ type Cloud struct {
 	// knobs, counters).
 	Admin *lcclient.Client
 	// Provider is the instrumented localcloud provider.
-	Provider *cloud.Cloud
+	Provider *cloudwrap.Cloud
 }
 
 // StartCloud starts a localcloud on 127.0.0.1 until t ends. maxRetries
@@ -54,7 +55,7 @@ func StartCloud(t testing.TB, knobs *api.Knobs, maxRetries int) *Cloud {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := cloud.Instrument(lcprovider.NewWithClient(pc, "kubernetes"), cloud.Options{})
+	p, err := cloudwrap.Instrument(lcprovider.NewWithClient(pc, "kubernetes"), cloudwrap.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

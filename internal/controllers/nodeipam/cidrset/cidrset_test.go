@@ -21,6 +21,7 @@ func mustSet(t testing.TB, cluster string, mask int) *CIDRSet {
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
 func TestNew(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		cluster  netip.Prefix
@@ -103,6 +104,7 @@ func TestNew(t *testing.T) {
 // TestAllocateUntilExhausted allocates every sub-CIDR and checks order,
 // shape, uniqueness and the exhaustion error.
 func TestAllocateUntilExhausted(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		cluster   string
 		mask      int
@@ -159,6 +161,7 @@ func TestAllocateUntilExhausted(t *testing.T) {
 }
 
 func TestOccupyReleaseRoundTrip(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		cluster  string
@@ -245,6 +248,7 @@ func TestOccupyReleaseRoundTrip(t *testing.T) {
 }
 
 func TestOccupiedIsSkippedByAllocateNext(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "10.244.0.0/16", 24)
 	for _, p := range []string{"10.244.0.0/24", "10.244.2.0/23", "10.244.5.9/32"} {
 		if err := s.Occupy(pfx(p)); err != nil {
@@ -268,6 +272,7 @@ func TestOccupiedIsSkippedByAllocateNext(t *testing.T) {
 }
 
 func TestOutsideClusterCIDR(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "10.244.0.0/16", 24)
 	if err := s.Occupy(pfx("10.244.1.0/24")); err != nil {
 		t.Fatal(err)
@@ -307,6 +312,7 @@ func TestOutsideClusterCIDR(t *testing.T) {
 }
 
 func TestReserve(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		cluster   string
@@ -382,6 +388,7 @@ func TestReserve(t *testing.T) {
 }
 
 func TestReleaseThenReallocate(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "10.0.0.0/24", 26) // 4 sub-CIDRs
 	for range 4 {
 		if _, err := s.AllocateNext(); err != nil {
@@ -403,6 +410,7 @@ func TestReleaseThenReallocate(t *testing.T) {
 // candidate index has gone round, and that the wraparound finds it, also
 // across bitmap words.
 func TestRotatingIndex(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "10.244.0.0/16", 24)
 	nth := func(i int) netip.Prefix { return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, byte(i), 0}), 24) }
 	for i := range 200 {
@@ -441,6 +449,7 @@ func TestRotatingIndex(t *testing.T) {
 }
 
 func TestRotatingIndexSmallSet(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "10.0.0.0/22", 26) // 16 sub-CIDRs, less than one bitmap word
 	for range 16 {
 		if _, err := s.AllocateNext(); err != nil {
@@ -463,6 +472,7 @@ func TestRotatingIndexSmallSet(t *testing.T) {
 }
 
 func TestString(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "fd00:0:0:ab00::/56", 64)
 	if _, err := s.AllocateNext(); err != nil {
 		t.Fatal(err)
@@ -475,6 +485,7 @@ func TestString(t *testing.T) {
 // TestConcurrentAllocate is meaningful under -race: the set's own lock
 // must make concurrent callers get distinct sub-CIDRs.
 func TestConcurrentAllocate(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "10.0.0.0/14", 24) // 1024
 	var (
 		mu  sync.Mutex

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -47,7 +48,7 @@ type Cloud struct {
 	Client   *lcclient.Client
 	Provider *lcprovider.Cloud
 	// Cloud is the provider behind Stratus' instrumented wrapper.
-	Cloud *cloud.Cloud
+	Cloud *cloudwrap.Cloud
 }
 
 // RandomPools claims a /24 of internal addresses and one of VIPs for t, so
@@ -106,7 +107,7 @@ func StartCloud(t testing.TB, knobs api.Knobs, lim CloudOptions) *Cloud {
 		}
 	}
 	p := lcprovider.NewWithClient(pc, ClusterName)
-	w, err := cloud.Instrument(p, cloud.Options{QPS: lim.CallQPS, Burst: lim.CallBurst, Registerer: prometheus.NewRegistry()})
+	w, err := cloudwrap.Instrument(p, cloudwrap.Options{QPS: lim.CallQPS, Burst: lim.CallBurst, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cloud
+package cloudwrap
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // pacing holds the pacer of each operation class of one provider.
@@ -28,12 +30,12 @@ type pacing struct {
 }
 
 func newPacing(p any, ceiling float64, burst int, clk clock.Clock, m *metrics) *pacing {
-	classify := func(string) string { return ClassAll }
-	if oc, ok := p.(OperationClassifier); ok {
+	classify := func(string) string { return cloud.ClassAll }
+	if oc, ok := p.(cloud.OperationClassifier); ok {
 		classify = oc.OperationClass
 	}
-	_, reported := p.(ThrottleReporter)
-	_, perRequest := p.(RequestPacer)
+	_, reported := p.(cloud.ThrottleReporter)
+	_, perRequest := p.(cloud.RequestPacer)
 	return &pacing{provider: p, classify: classify, reported: reported, perRequest: perRequest,
 		ceiling: ceiling, burst: burst, clock: clk, metrics: m, classes: map[string]*pacer{}}
 }
@@ -142,7 +144,7 @@ func (s *pacing) done(pc classPacer, started time.Time, err error) {
 		s.metrics.throttled.WithLabelValues(pc.name).Inc()
 	}
 	if throttled {
-		retryAfter, _ = RetryAfter(err)
+		retryAfter, _ = cloud.RetryAfter(err)
 	}
 	pc.observe(started, s.clock.Now(), throttled, retryAfter)
 	s.metrics.rate.WithLabelValues(pc.name).Set(pc.current())

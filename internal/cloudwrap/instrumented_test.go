@@ -1,9 +1,9 @@
-package cloud
+package cloudwrap
 
 import (
 	"context"
 	"errors"
-	"io"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // stubProvider answers InstancesV2 calls with a scripted error and counts
@@ -51,9 +54,9 @@ func (p *stubProvider) InstanceMetadata(context.Context, *corev1.Node) (*cloudpr
 // listingProvider adds the list-all-instances extension.
 type listingProvider struct{ stubProvider }
 
-func (p *listingProvider) ListInstances(context.Context) ([]Instance, error) {
+func (p *listingProvider) ListInstances(context.Context) ([]cloud.Instance, error) {
 	p.calls.Add(1)
-	return []Instance{{ProviderID: "stub://1", Name: "n1"}}, nil
+	return []cloud.Instance{{ProviderID: "stub://1", Name: "n1"}}, nil
 }
 
 func instrument(t *testing.T, p cloudprovider.Interface, o Options) (*Cloud, *prometheus.Registry) {
@@ -73,6 +76,7 @@ func requests(t *testing.T, c *Cloud, op, result string) float64 {
 }
 
 func TestCountsCallsByOperationAndResult(t *testing.T) {
+	t.Parallel()
 	p := &stubProvider{}
 	c, reg := instrument(t, p, Options{})
 	in, ok := c.InstancesV2()
@@ -106,6 +110,7 @@ func TestCountsCallsByOperationAndResult(t *testing.T) {
 }
 
 func TestErrorsPassThroughWrapped(t *testing.T) {
+	t.Parallel()
 	p := &stubProvider{err: cloudprovider.InstanceNotFound}
 	c, _ := instrument(t, p, Options{})
 	in, _ := c.InstancesV2()
@@ -122,7 +127,7 @@ func TestErrorsPassThroughWrapped(t *testing.T) {
 
 	p.err = cloudproviderapi.NewRetryError("provisioning", 7*time.Second)
 	_, err = in.InstanceExists(context.Background(), &corev1.Node{})
-	d, ok := RetryAfter(err)
+	d, ok := cloud.RetryAfter(err)
 	if !ok || d != 7*time.Second {
 		t.Fatalf("RetryAfter = %v, %v; want 7s", d, ok)
 	}
@@ -132,6 +137,7 @@ func TestErrorsPassThroughWrapped(t *testing.T) {
 }
 
 func TestRateLimitHoldsCallsBack(t *testing.T) {
+	t.Parallel()
 	p := &stubProvider{}
 	// One token, refilled every 1000 s: the second call cannot be served
 	// before its context's deadline, so the limiter must refuse it without
@@ -156,6 +162,7 @@ func TestRateLimitHoldsCallsBack(t *testing.T) {
 }
 
 func TestExtensionsDetected(t *testing.T) {
+	t.Parallel()
 	plain, _ := instrument(t, &stubProvider{}, Options{})
 	if _, ok := plain.InstanceLister(); ok {
 		t.Error("InstanceLister reported for a provider without it")
@@ -176,6 +183,7 @@ func TestExtensionsDetected(t *testing.T) {
 }
 
 func TestInstrumentRejectsBadOptions(t *testing.T) {
+	t.Parallel()
 	if _, err := Instrument(&stubProvider{}, Options{QPS: -1}); err == nil || !strings.Contains(err.Error(), "qps") {
 		t.Errorf("negative qps: %v", err)
 	}
@@ -187,47 +195,12 @@ func TestInstrumentRejectsBadOptions(t *testing.T) {
 	}
 }
 
-func TestRegistryFallsBackToUpstreamGlobalRegistry(t *testing.T) {
-	const name = "stratus-test-global-registry"
-	cloudprovider.RegisterCloudProvider(name, func(io.Reader) (cloudprovider.Interface, error) {
-		return &stubProvider{}, nil
-	})
-	reg := NewRegistry()
-	p, err := reg.Build(t.Context(), Inputs{Name: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.ProviderName() != "stub" {
-		t.Errorf("got provider %q", p.ProviderName())
-	}
-	_, err = reg.Build(t.Context(), Inputs{Name: "no-such-provider"})
-	if !errors.Is(err, ErrUnknownProvider) || !strings.Contains(err.Error(), "no-such-provider") {
-		t.Errorf("unknown provider: %v", err)
-	}
-}
-
-func TestRegistryPrefersOwnEntries(t *testing.T) {
-	reg := NewRegistry()
-	called := false
-	if err := reg.Register("mine", func(io.Reader) (cloudprovider.Interface, error) {
-		called = true
-		return &stubProvider{}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Register("mine", func(io.Reader) (cloudprovider.Interface, error) { return nil, nil }); err == nil {
-		t.Error("duplicate registration accepted")
-	}
-	if _, err := reg.Build(t.Context(), Inputs{Name: "mine"}); err != nil || !called {
-		t.Fatalf("Build = %v, called = %v", err, called)
-	}
-}
-
 // The cloud counts as recovered on the first success after an outage
 // (OutageThreshold failures in a row), once; a lone failure among
 // successes, "not found" answers and retries the cloud asked for are not
 // outages.
 func TestRecoveredAfterOutage(t *testing.T) {
+	t.Parallel()
 	p := &stubProvider{}
 	c, _ := instrument(t, p, Options{})
 	var recovered atomic.Int32
@@ -262,6 +235,7 @@ func TestRecoveredAfterOutage(t *testing.T) {
 
 // NotifyNextCall reports exactly the next call, with its operation.
 func TestNotifyNextCall(t *testing.T) {
+	t.Parallel()
 	c, _ := instrument(t, &stubProvider{}, Options{})
 	in, _ := c.InstancesV2()
 	ctx := context.Background()
@@ -274,5 +248,63 @@ func TestNotifyNextCall(t *testing.T) {
 	_, _ = in.InstanceExists(ctx, &corev1.Node{})
 	if len(ops) != 1 || ops[0] != "InstanceMetadata" {
 		t.Fatalf("notified of %v, want [InstanceMetadata]", ops)
+	}
+}
+
+func TestInstancesV2OrAdapted(t *testing.T) {
+	t.Parallel()
+	t.Run("InstancesV2 preferred", func(t *testing.T) {
+		c, _ := instrument(t, &stubProvider{}, Options{})
+		in, ok := c.InstancesV2OrAdapted()
+		if !ok {
+			t.Fatal("not available")
+		}
+		if _, isV2 := in.(*instancesV2); !isV2 {
+			t.Errorf("got %T, want the instrumented InstancesV2", in)
+		}
+	})
+	t.Run("neither", func(t *testing.T) {
+		c, _ := instrument(t, &fake.Cloud{DisableInstancesV2: true}, Options{})
+		if in, ok := c.InstancesV2OrAdapted(); ok || in != nil {
+			t.Errorf("got %v, %v; want nil, false", in, ok)
+		}
+	})
+	for _, hasZones := range []bool{true, false} {
+		t.Run(fmt.Sprintf("v1 only, zones=%v", hasZones), func(t *testing.T) {
+			f := fake.New(cloud.Instance{ProviderID: "fake://i-1", Name: "n1", Metadata: cloudprovider.InstanceMetadata{
+				InstanceType: "small", Zone: "z1", Region: "r1",
+				NodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}}})
+			f.DisableInstancesV2, f.EnableInstancesV1, f.DisableZones = true, true, !hasZones
+			c, _ := instrument(t, f, Options{})
+			in, ok := c.InstancesV2OrAdapted()
+			if !ok {
+				t.Fatal("not available")
+			}
+			node := &corev1.Node{}
+			node.Name = "n1"
+			md, err := in.InstanceMetadata(t.Context(), node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if md.ProviderID != "fake://i-1" || (md.Zone != "") != hasZones {
+				t.Errorf("metadata = %+v", md)
+			}
+			// Each legacy call went through the instrumented wrapper.
+			ops := []string{"InstanceID", "NodeAddressesByProviderID", "InstanceTypeByProviderID"}
+			if hasZones {
+				ops = append(ops, "GetZoneByProviderID")
+			}
+			for _, op := range ops {
+				if got := requests(t, c, op, ResultSuccess); got != 1 {
+					t.Errorf("%s counted %v times, want 1", op, got)
+				}
+				if got := f.CallCount(op); got != 1 {
+					t.Errorf("%s reached the provider %d times, want 1", op, got)
+				}
+			}
+			if got := requests(t, c, "GetZoneByProviderID", ResultSuccess); !hasZones && got != 0 {
+				t.Errorf("GetZoneByProviderID counted %v times without Zones", got)
+			}
+		})
 	}
 }

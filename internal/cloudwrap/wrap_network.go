@@ -1,4 +1,4 @@
-package cloud
+package cloudwrap
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/stratus-ccm/stratus/internal/observe"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // LoadBalancer returns the provider's LoadBalancer, instrumented.
@@ -20,12 +20,12 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 
 // LoadBalancerLister returns the provider's list-owned-load-balancers
 // extension, instrumented, when the provider (or its LoadBalancer) has it.
-func (c *Cloud) LoadBalancerLister() (LoadBalancerLister, bool) {
-	if l, ok := c.provider.(LoadBalancerLister); ok {
+func (c *Cloud) LoadBalancerLister() (cloud.LoadBalancerLister, bool) {
+	if l, ok := c.provider.(cloud.LoadBalancerLister); ok {
 		return &lbLister{c: c, l: l}, true
 	}
 	if lb, ok := c.provider.LoadBalancer(); ok {
-		if l, ok := lb.(LoadBalancerLister); ok {
+		if l, ok := lb.(cloud.LoadBalancerLister); ok {
 			return &lbLister{c: c, l: l}, true
 		}
 	}
@@ -34,13 +34,40 @@ func (c *Cloud) LoadBalancerLister() (LoadBalancerLister, bool) {
 
 // AnnotationChecker returns the provider's annotation checker, when its
 // LoadBalancer has one. It makes no cloud call, so it is not instrumented.
-func (c *Cloud) AnnotationChecker() (AnnotationChecker, bool) {
+func (c *Cloud) AnnotationChecker() (cloud.AnnotationChecker, bool) {
 	if lb, ok := c.provider.LoadBalancer(); ok && lb != nil {
-		if a, ok := lb.(AnnotationChecker); ok {
+		if a, ok := lb.(cloud.AnnotationChecker); ok {
 			return a, true
 		}
 	}
 	return nil, false
+}
+
+// LoadBalancerPlanner returns the provider's planner (on its LoadBalancer
+// or on the provider itself), instrumented, when it has one.
+func (c *Cloud) LoadBalancerPlanner() (cloud.LoadBalancerPlanner, bool) {
+	var p cloud.LoadBalancerPlanner
+	if lb, ok := c.provider.LoadBalancer(); ok && lb != nil {
+		p, _ = lb.(cloud.LoadBalancerPlanner)
+	}
+	if p == nil {
+		p, _ = c.provider.(cloud.LoadBalancerPlanner)
+	}
+	if p == nil {
+		return nil, false
+	}
+	return &planner{c: c, p: p}, true
+}
+
+type planner struct {
+	c *Cloud
+	p cloud.LoadBalancerPlanner
+}
+
+func (w *planner) PlanLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) ([]string, error) {
+	return call(ctx, w.c, "PlanLoadBalancer", func(ctx context.Context) ([]string, error) {
+		return w.p.PlanLoadBalancer(ctx, cluster, svc, nodes)
+	})
 }
 
 type loadBalancer struct {
@@ -67,28 +94,18 @@ func (w *loadBalancer) GetLoadBalancerName(ctx context.Context, cluster string, 
 }
 
 func (w *loadBalancer) EnsureLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
-	if w.c.observer != nil {
-		return w.observeEnsure(ctx, "EnsureLoadBalancer", cluster, svc, nodes)
-	}
 	return call(ctx, w.c, "EnsureLoadBalancer", func(ctx context.Context) (*corev1.LoadBalancerStatus, error) {
 		return w.lb.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 	})
 }
 
 func (w *loadBalancer) UpdateLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) error {
-	if w.c.observer != nil {
-		_, err := w.observeEnsure(ctx, "UpdateLoadBalancer", cluster, svc, nodes)
-		return err
-	}
 	return call0(ctx, w.c, "UpdateLoadBalancer", func(ctx context.Context) error {
 		return w.lb.UpdateLoadBalancer(ctx, cluster, svc, nodes)
 	})
 }
 
 func (w *loadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *corev1.Service) error {
-	if w.c.observer != nil {
-		return w.observeDelete(ctx, cluster, svc)
-	}
 	return call0(ctx, w.c, "EnsureLoadBalancerDeleted", func(ctx context.Context) error {
 		return w.lb.EnsureLoadBalancerDeleted(ctx, cluster, svc)
 	})
@@ -96,11 +113,11 @@ func (w *loadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, cluster st
 
 type lbLister struct {
 	c *Cloud
-	l LoadBalancerLister
+	l cloud.LoadBalancerLister
 }
 
-func (w *lbLister) ListLoadBalancers(ctx context.Context, cluster string) ([]LoadBalancer, error) {
-	return call(ctx, w.c, "ListLoadBalancers", func(ctx context.Context) ([]LoadBalancer, error) {
+func (w *lbLister) ListLoadBalancers(ctx context.Context, cluster string) ([]cloud.LoadBalancer, error) {
+	return call(ctx, w.c, "ListLoadBalancers", func(ctx context.Context) ([]cloud.LoadBalancer, error) {
 		return w.l.ListLoadBalancers(ctx, cluster)
 	})
 }
@@ -126,18 +143,12 @@ func (w *routes) ListRoutes(ctx context.Context, cluster string) ([]*cloudprovid
 }
 
 func (w *routes) CreateRoute(ctx context.Context, cluster, nameHint string, route *cloudprovider.Route) error {
-	if w.c.observer != nil {
-		return w.c.refuse(ctx, "CreateRoute", routeChange(observe.ActionCreate, route))
-	}
 	return call0(ctx, w.c, "CreateRoute", func(ctx context.Context) error {
 		return w.r.CreateRoute(ctx, cluster, nameHint, route)
 	})
 }
 
 func (w *routes) DeleteRoute(ctx context.Context, cluster string, route *cloudprovider.Route) error {
-	if w.c.observer != nil {
-		return w.c.refuse(ctx, "DeleteRoute", routeChange(observe.ActionDelete, route))
-	}
 	return call0(ctx, w.c, "DeleteRoute", func(ctx context.Context) error {
 		return w.r.DeleteRoute(ctx, cluster, route)
 	})

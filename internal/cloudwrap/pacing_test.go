@@ -1,4 +1,4 @@
-package cloud
+package cloudwrap
 
 import (
 	"container/heap"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // throttlingCloud is a fake cloud that answers 429 above its limit (a token
@@ -105,6 +107,7 @@ func (s *simulation) over(from, to int) (sent, throttled int) {
 }
 
 func TestPacingConvergesUnderTheLimit(t *testing.T) {
+	t.Parallel()
 	s := newSimulation(newPacer(0, 0), 50, 10)
 	s.runUntil(60 * time.Second)
 	if got := s.p.current(); got == 0 {
@@ -128,6 +131,7 @@ func TestPacingConvergesUnderTheLimit(t *testing.T) {
 // sent before any limit is known. Lower and higher limits are reached
 // within 1.4 × their floor.
 func TestPacingReachesTheCloudsFloor(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		limit    float64
 		maxRatio float64
@@ -159,6 +163,7 @@ func TestPacingReachesTheCloudsFloor(t *testing.T) {
 }
 
 func TestPacingBacksOffWhenTheLimitDropsAndRecovers(t *testing.T) {
+	t.Parallel()
 	s := newSimulation(newPacer(0, 0), 50, 10)
 	s.runUntil(30 * time.Second)
 	s.cloud.setLimit(s.start.Add(30*time.Second), 10)
@@ -188,6 +193,7 @@ func TestPacingBacksOffWhenTheLimitDropsAndRecovers(t *testing.T) {
 }
 
 func TestPacingHonoursTheCeiling(t *testing.T) {
+	t.Parallel()
 	s := newSimulation(newPacer(20, 20), 1000, 10)
 	s.runUntil(30 * time.Second)
 	// The first second may spend the burst; afterwards, at most the ceiling.
@@ -205,6 +211,7 @@ func TestPacingHonoursTheCeiling(t *testing.T) {
 }
 
 func TestPacingWithoutThrottlingSetsNoLimit(t *testing.T) {
+	t.Parallel()
 	s := newSimulation(newPacer(0, 0), 1e6, 10)
 	s.runUntil(10 * time.Second)
 	if got := s.p.current(); got != 0 {
@@ -231,20 +238,21 @@ type classifyingProvider struct{ stubProvider }
 func (p *classifyingProvider) IsThrottle(err error) bool { return errors.Is(err, errProviderSlowDown) }
 func (p *classifyingProvider) OperationClass(op string) string {
 	if op == "InstanceShutdown" { // stands in for a write here
-		return ClassWrite
+		return cloud.ClassWrite
 	}
-	return ReadWriteClass(op)
+	return cloud.ReadWriteClass(op)
 }
 
 // Throttled answers slow the class down; a RetryError about one object (a
 // load balancer still provisioning) or any other error does not.
 func TestWrapperRecognisesThrottling(t *testing.T) {
+	t.Parallel()
 	retry := cloudproviderapi.NewRetryError("load balancer provisioning", time.Second)
 	for name, tc := range map[string]struct {
 		err       error
 		throttled bool
 	}{
-		"ErrThrottled in a RetryError": {fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", time.Second), ErrThrottled), true},
+		"ErrThrottled in a RetryError": {fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", time.Second), cloud.ErrThrottled), true},
 		"HTTP 429":                     {fmt.Errorf("call: %w", &httpError{status: 429}), true},
 		"provider's IsThrottle":        {errProviderSlowDown, true},
 		"RetryError of one object":     {retry, false},
@@ -261,7 +269,7 @@ func TestWrapperRecognisesThrottling(t *testing.T) {
 			if tc.throttled {
 				want = 1
 			}
-			if got := testutil.ToFloat64(c.metrics.throttled.WithLabelValues(ClassRead)); got != want {
+			if got := testutil.ToFloat64(c.metrics.throttled.WithLabelValues(cloud.ClassRead)); got != want {
 				t.Errorf("%s{class=read} = %v, want %v", MetricThrottledTotal, got, want)
 			}
 			limited := c.pacing.class("InstanceExists").current() > 0
@@ -281,7 +289,8 @@ func TestWrapperRecognisesThrottling(t *testing.T) {
 // A throttled answer's Retry-After holds the class's next call back until
 // it has passed.
 func TestWrapperHonoursThrottledRetryAfter(t *testing.T) {
-	p := &stubProvider{err: fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", 2*time.Second), ErrThrottled)}
+	t.Parallel()
+	p := &stubProvider{err: fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", 2*time.Second), cloud.ErrThrottled)}
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	c, _ := instrument(t, p, Options{Clock: clk})
 	i, _ := c.InstancesV2()
@@ -324,6 +333,7 @@ func waitForWaiter(t *testing.T, clk *clocktesting.FakeClock) {
 // climbs to the cloud's real limit within seconds, not at the gentle pace
 // of probes above a limit it measured.
 func TestPacingRecoversFromAThrottleWhileIdle(t *testing.T) {
+	t.Parallel()
 	s := newSimulation(newPacer(0, 0), 50, 0)
 	for i := range 50 { // 10 calls/s for 5 s
 		at := s.start.Add(time.Duration(i) * 100 * time.Millisecond)

@@ -1,90 +1,15 @@
-package cloud
+package cloudwrap
 
 import (
-	"context"
 	"errors"
 	"math"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
-
-// ErrThrottled is what a provider's error wraps when the cloud refused a
-// call because the caller exceeds its API rate limit (HTTP 429 and the
-// like). The instrumented wrapper then slows every call of the operation's
-// class down; it does not for a bare RetryError, which is per object (a
-// load balancer still provisioning). A provider wraps it beside its own
-// cause, for instance
-//
-//	fmt.Errorf("%w: %w", cloud.ErrThrottled, err)
-var ErrThrottled = errors.New("cloud API rate limit exceeded")
-
-// ThrottleClassifier is an optional extension for a provider whose
-// throttling errors neither wrap ErrThrottled nor carry an HTTP 429 status:
-// IsThrottle reports whether err, returned by one of its calls, means the
-// cloud throttled the caller.
-type ThrottleClassifier interface {
-	IsThrottle(err error) bool
-}
-
-// ThrottleReporter is an optional extension for a provider whose client
-// retries throttled requests itself (as many cloud SDKs do): the wrapper
-// would see only the throttled answers that exhausted the retries, so it
-// hands the provider f to call on every throttled answer, with the cloud's
-// Retry-After (0 if none). f is safe for concurrent use.
-type ThrottleReporter interface {
-	ReportThrottlesTo(f func(retryAfter time.Duration))
-}
-
-// RequestPacer is an optional extension for a provider whose calls send
-// several requests to the cloud (a creation and its polls) or whose client
-// retries throttled requests itself, as many cloud SDKs do. The wrapper
-// then paces the provider's requests, which is what the cloud counts,
-// rather than its calls: it hands the provider gate, and the provider's
-// client calls it before each request it sends (the first, every retry,
-// every poll) with the context of the call the request serves, and calls
-// the done it returns with the answer. Calls themselves then do not wait.
-// A provider that implements it needs no ThrottleReporter.
-type RequestPacer interface {
-	PaceRequestsWith(gate RequestGate)
-}
-
-// RequestGate blocks until a request may go, or ctx ends. The returned
-// done hears whether the cloud throttled the request and the Retry-After
-// it gave (0 if none). It is safe for concurrent use.
-type RequestGate func(ctx context.Context) (done func(throttled bool, retryAfter time.Duration), err error)
-
-// OperationClassifier is an optional extension for a provider whose cloud
-// limits operations separately (for instance reads and writes): calls of
-// different classes are paced independently, so throttled writes do not
-// slow reads. OperationClass maps the wrapper's operation name (the method
-// name, e.g. "EnsureLoadBalancer", "InstanceMetadata", "ListInstances") to
-// a class; ReadWriteClass is a ready-made mapping. Without it every call is
-// in one class.
-type OperationClassifier interface {
-	OperationClass(operation string) string
-}
-
-// Operation classes of ReadWriteClass; ClassAll is the class of every call
-// when the provider declares none.
-const (
-	ClassAll   = "all"
-	ClassRead  = "read"
-	ClassWrite = "write"
-)
-
-// ReadWriteClass classes an operation as a write when it changes the cloud
-// (Ensure*, Update*, Create*, Delete*) and as a read otherwise.
-func ReadWriteClass(operation string) string {
-	for _, p := range []string{"Ensure", "Update", "Create", "Delete"} {
-		if strings.HasPrefix(operation, p) {
-			return ClassWrite
-		}
-	}
-	return ClassRead
-}
 
 // isThrottle reports whether err is the cloud throttling the caller:
 // ErrThrottled in the chain, an HTTP 429 status carried by an SDK error
@@ -93,14 +18,14 @@ func isThrottle(p any, err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrThrottled) {
+	if errors.Is(err, cloud.ErrThrottled) {
 		return true
 	}
 	var status interface{ HTTPStatusCode() int }
 	if errors.As(err, &status) && status.HTTPStatusCode() == 429 {
 		return true
 	}
-	if tc, ok := p.(ThrottleClassifier); ok {
+	if tc, ok := p.(cloud.ThrottleClassifier); ok {
 		return tc.IsThrottle(err)
 	}
 	return false

@@ -1,18 +1,22 @@
-package cloud
+// Package cloudwrap is how Stratus calls a provider: every call counted
+// (stratus_cloud_requests_total, latency), paced adaptively below the
+// cloud's rate limit, and watched for the cloud recovering after an outage.
+// Cloud implements cloud.Cloud; observe mode is a decorator stacked outside
+// it (internal/observe), so nothing here knows of it.
+package cloudwrap
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/utils/clock"
 
-	"github.com/stratus-ccm/stratus/internal/observe"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // Results recorded in stratus_cloud_requests_total's "result" label.
@@ -24,6 +28,8 @@ const (
 	// ResultCanceled counts calls that never reached the provider because
 	// the context ended while waiting for the client-side rate limiter.
 	ResultCanceled = "canceled"
+	// ResultRefused counts mutating calls observe mode refused.
+	ResultRefused = "refused"
 )
 
 // Options configure the instrumented wrapper.
@@ -37,9 +43,6 @@ type Options struct {
 	Clock clock.Clock
 	// Registerer receives the wrapper's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
-	// Observe, when set, turns on observe mode: reads pass, mutating calls
-	// are recorded here as planned changes and refused with ErrObserveOnly.
-	Observe *observe.Recorder
 }
 
 // Cloud wraps a provider so that every call is counted, timed and
@@ -50,13 +53,12 @@ type Cloud struct {
 	provider cloudprovider.Interface
 	pacing   *pacing
 	metrics  *metrics
-	observer *observe.Recorder
 	recovery recovery
 	// nextCall, when set, is run once, by the next call to start.
 	nextCall atomic.Pointer[func(ctx context.Context, op string)]
 }
 
-var _ cloudprovider.Interface = (*Cloud)(nil)
+var _ cloud.Cloud = (*Cloud)(nil)
 
 // Instrument wraps p.
 func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
@@ -77,11 +79,11 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	c := &Cloud{provider: p, metrics: m, observer: o.Observe}
+	c := &Cloud{provider: p, metrics: m}
 	c.pacing = newPacing(p, max(o.QPS, 0), o.Burst, clk, m)
-	if rp, ok := p.(RequestPacer); ok {
+	if rp, ok := p.(cloud.RequestPacer); ok {
 		rp.PaceRequestsWith(c.pacing.gate)
-	} else if tr, ok := p.(ThrottleReporter); ok {
+	} else if tr, ok := p.(cloud.ThrottleReporter); ok {
 		tr.ReportThrottlesTo(c.pacing.throttledElsewhere)
 	}
 	return c, nil
@@ -89,16 +91,6 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 
 // Unwrap returns the provider as it was given.
 func (c *Cloud) Unwrap() cloudprovider.Interface { return c.provider }
-
-// RetryAfter reports the delay a provider asked for with a RetryError
-// anywhere in err's chain.
-func RetryAfter(err error) (time.Duration, bool) {
-	var re *cloudproviderapi.RetryError
-	if errors.As(err, &re) {
-		return re.RetryAfter(), true
-	}
-	return 0, false
-}
 
 // NotifyNextCall runs fn once, when the next provider call starts (after
 // its pacing wait), with that call's context and operation name. The
@@ -167,3 +159,10 @@ func (c *Cloud) HasClusterID() bool { return c.provider.HasClusterID() }
 
 // Clusters passes through unwrapped: no controller calls it.
 func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return c.provider.Clusters() }
+
+// CountRefused counts a mutating call that a decorator outside the wrapper
+// (observe mode) refused before it reached here, under the same metric as
+// the calls that did: stratus_cloud_requests_total{result="refused"}.
+func (c *Cloud) CountRefused(op string) {
+	c.metrics.requests.WithLabelValues(op, ResultRefused).Inc()
+}

@@ -1,4 +1,4 @@
-package cloud
+package cloudwrap
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // requestPacedProvider sends perCall requests per call through the gate it
@@ -18,18 +20,18 @@ import (
 // number throttleOn (from 1) is answered 429 with retryAfter.
 type requestPacedProvider struct {
 	stubProvider
-	gate       RequestGate
+	gate       cloud.RequestGate
 	perCall    int
 	retryAfter time.Duration
 	throttleOn int32
 	sent       atomic.Int32
 }
 
-func (p *requestPacedProvider) PaceRequestsWith(g RequestGate) { p.gate = g }
+func (p *requestPacedProvider) PaceRequestsWith(g cloud.RequestGate) { p.gate = g }
 
 func (p *requestPacedProvider) InstancesV2() (cloudprovider.InstancesV2, bool) { return p, true }
 
-func (p *requestPacedProvider) OperationClass(op string) string { return ReadWriteClass(op) }
+func (p *requestPacedProvider) OperationClass(op string) string { return cloud.ReadWriteClass(op) }
 
 func (p *requestPacedProvider) InstanceExists(ctx context.Context, _ *corev1.Node) (bool, error) {
 	p.calls.Add(1)
@@ -51,6 +53,7 @@ func (p *requestPacedProvider) InstanceExists(ctx context.Context, _ *corev1.Nod
 // call waits in the gate, in the call's class, and each throttled request
 // counts and slows that class alone.
 func TestWrapperPacesAProvidersRequests(t *testing.T) {
+	t.Parallel()
 	p := &requestPacedProvider{perCall: 3, retryAfter: 2 * time.Second, throttleOn: 3}
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	c, _ := instrument(t, p, Options{Clock: clk})
@@ -62,7 +65,7 @@ func TestWrapperPacesAProvidersRequests(t *testing.T) {
 	if _, err := i.InstanceExists(ctx, &corev1.Node{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.ToFloat64(c.metrics.throttled.WithLabelValues(ClassRead)); got != 1 {
+	if got := testutil.ToFloat64(c.metrics.throttled.WithLabelValues(cloud.ClassRead)); got != 1 {
 		t.Errorf("%s{class=read} = %v after one throttled request, want 1", MetricThrottledTotal, got)
 	}
 	if got := testutil.CollectAndCount(c.metrics.limiterWait); got != 1 {

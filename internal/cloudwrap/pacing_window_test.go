@@ -1,4 +1,4 @@
-package cloud
+package cloudwrap
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 // The window's rate is over the time seen so far until a second has
 // passed, then over the last second, in tenths: older events drop out.
 func TestRateWindow(t *testing.T) {
+	t.Parallel()
 	var w rateWindow
 	start := time.Unix(1_700_000_000, 0)
 	if r, span := w.rate(start); r != 0 || span != 0 {

@@ -1,6 +1,10 @@
-package cloud
+package cloudwrap
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
 
 // OutageThreshold is how many provider calls in a row must fail (with an
 // error that is neither "not found" nor a retry the cloud asked for) before
@@ -9,16 +13,7 @@ import "sync"
 // object after it would only defeat their backoff.
 const OutageThreshold = 3
 
-// RecoveryNotifier tells controllers when the cloud answers again after an
-// outage, so that objects whose sync failed during it are retried at once
-// instead of waiting out a backoff that grew while the cloud was down.
-type RecoveryNotifier interface {
-	// OnRecovered registers fn, called once per recovery, on the goroutine
-	// of the call that succeeded: fn must not block.
-	OnRecovered(fn func())
-}
-
-var _ RecoveryNotifier = (*Cloud)(nil)
+var _ cloud.RecoveryNotifier = (*Cloud)(nil)
 
 // recovery counts consecutive failed calls and calls its subscribers on
 // the first success after at least OutageThreshold of them.

@@ -1,0 +1,335 @@
+// Package fake is a provider test double for controllers' and providers'
+// unit tests: upstream's cloudprovider.Interface and Stratus' extensions
+// over canned answers (instances, load balancers, routes) held in memory,
+// with a log of every call, an error to return per operation and a gate
+// to hold an operation's calls. It plays the part of upstream's
+// k8s.io/cloud-provider/fake for the contract as Stratus extends it.
+package fake
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// Cloud is the double. The zero value is ready: a provider called "fake"
+// with InstancesV2, load balancers, routes and zones, no instances, and
+// the InstanceLister and LoadBalancerLister extensions. Options are set
+// before first use; canned answers and errors may change at any time.
+type Cloud struct {
+	// Name is what ProviderName returns; "fake" when empty.
+	Name string
+	// NoClusterID makes HasClusterID false.
+	NoClusterID bool
+	// Disable* leave out an interface, as a provider without it does.
+	DisableInstancesV2  bool
+	DisableLoadBalancer bool
+	DisableRoutes       bool
+	DisableZones        bool
+	// EnableInstancesV1 adds upstream's legacy Instances.
+	EnableInstancesV1 bool
+	// RouteQuota, when positive, is how many routes a cluster may have:
+	// CreateRoute beyond it fails with cloud.ErrQuotaExceeded, as a full
+	// route table does.
+	RouteQuota int
+
+	mu        sync.Mutex
+	instances map[string]cloud.Instance // by ProviderID
+	balancers map[string]*Balancer      // by cluster + "/" + name
+	routes    map[string]*cloudprovider.Route
+	errs      map[string]error
+	errsFor   map[string]error // by op + " " + object
+	gates     map[string]chan struct{}
+	calls     []string
+	nextIP    int
+	inFlight  map[string]int
+	maxFlight map[string]int
+}
+
+// Balancer is a load balancer the double holds.
+type Balancer struct {
+	Cluster string
+	Name    string
+	Service types.NamespacedName
+	UID     types.UID
+	Ports   []corev1.ServicePort
+	// Hosts are the names of the nodes last given.
+	Hosts  []string
+	Status corev1.LoadBalancerStatus
+}
+
+var (
+	_ cloudprovider.Interface    = (*Cloud)(nil)
+	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
+	_ cloudprovider.Instances    = (*Cloud)(nil)
+	_ cloudprovider.LoadBalancer = (*Cloud)(nil)
+	_ cloudprovider.Routes       = (*Cloud)(nil)
+	_ cloudprovider.Zones        = (*Cloud)(nil)
+	_ cloud.InstanceLister       = (*Cloud)(nil)
+	_ cloud.LoadBalancerLister   = (*Cloud)(nil)
+)
+
+// New returns a double holding insts.
+func New(insts ...cloud.Instance) *Cloud {
+	c := &Cloud{}
+	for _, in := range insts {
+		c.PutInstance(in)
+	}
+	return c
+}
+
+// PutInstance adds or replaces an instance (by ProviderID).
+func (c *Cloud) PutInstance(in cloud.Instance) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.instances == nil {
+		c.instances = map[string]cloud.Instance{}
+	}
+	if in.Metadata.ProviderID == "" {
+		in.Metadata.ProviderID = in.ProviderID
+	}
+	c.instances[in.ProviderID] = in
+}
+
+// DeleteInstance removes the instance with providerID.
+func (c *Cloud) DeleteInstance(providerID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.instances, providerID)
+}
+
+// SetError makes every call of op (a method name, e.g. "ListInstances")
+// return err; op "" means every operation. A nil err clears it.
+func (c *Cloud) SetError(op string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.errs == nil {
+		c.errs = map[string]error{}
+	}
+	if err == nil {
+		delete(c.errs, op)
+		return
+	}
+	c.errs[op] = err
+}
+
+// SetErrorFor makes the calls of op about one object return err: the
+// object is a route's destination CIDR, a Service's "namespace/name", or a
+// Node's providerID (its name when it has none). A nil err clears it.
+func (c *Cloud) SetErrorFor(op, object string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.errsFor == nil {
+		c.errsFor = map[string]error{}
+	}
+	if err == nil {
+		delete(c.errsFor, op+" "+object)
+		return
+	}
+	c.errsFor[op+" "+object] = err
+}
+
+// MaxConcurrent is the most calls of op that were in flight (waiting at
+// its gate included) at once.
+func (c *Cloud) MaxConcurrent(op string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxFlight[op]
+}
+
+// Gate holds every call of op until the returned release is called (or
+// the call's context ends).
+func (c *Cloud) Gate(op string) (release func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gates == nil {
+		c.gates = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	c.gates[op] = ch
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			delete(c.gates, op)
+			c.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// Calls returns the operations called so far, in order.
+func (c *Cloud) Calls() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.calls...)
+}
+
+// CallCount is how many times op was called.
+func (c *Cloud) CallCount(op string) int {
+	n := 0
+	for _, got := range c.Calls() {
+		if got == op {
+			n++
+		}
+	}
+	return n
+}
+
+// ResetCalls clears the call log.
+func (c *Cloud) ResetCalls() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = nil
+}
+
+// enter logs a call of op about object, waits at its gate, and returns
+// the error set for it. The lock is not held on return.
+func (c *Cloud) enter(ctx context.Context, op string, object ...string) error {
+	c.mu.Lock()
+	c.calls = append(c.calls, op)
+	gate := c.gates[op]
+	if c.inFlight == nil {
+		c.inFlight, c.maxFlight = map[string]int{}, map[string]int{}
+	}
+	c.inFlight[op]++
+	c.maxFlight[op] = max(c.maxFlight[op], c.inFlight[op])
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.inFlight[op]--
+		c.mu.Unlock()
+	}()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range object {
+		if err := c.errsFor[op+" "+o]; err != nil {
+			return fmt.Errorf("fake %s %s: %w", op, o, err)
+		}
+	}
+	if err := c.errs[op]; err != nil {
+		return fmt.Errorf("fake %s: %w", op, err)
+	}
+	if err := c.errs[""]; err != nil {
+		return fmt.Errorf("fake %s: %w", op, err)
+	}
+	return nil
+}
+
+// Initialize does nothing.
+func (c *Cloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+
+// ProviderName returns Name, or "fake".
+func (c *Cloud) ProviderName() string {
+	if c.Name == "" {
+		return "fake"
+	}
+	return c.Name
+}
+
+// HasClusterID is !NoClusterID.
+func (c *Cloud) HasClusterID() bool { return !c.NoClusterID }
+
+// Clusters is not offered.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// InstancesV2 is c unless DisableInstancesV2.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	if c.DisableInstancesV2 {
+		return nil, false
+	}
+	return c, true
+}
+
+// Instances is c when EnableInstancesV1.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) {
+	if !c.EnableInstancesV1 {
+		return nil, false
+	}
+	return c, true
+}
+
+// LoadBalancer is c unless DisableLoadBalancer.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if c.DisableLoadBalancer {
+		return nil, false
+	}
+	return c, true
+}
+
+// Routes is c unless DisableRoutes.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
+	if c.DisableRoutes {
+		return nil, false
+	}
+	return c, true
+}
+
+// Zones is c unless DisableZones.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) {
+	if c.DisableZones {
+		return nil, false
+	}
+	return c, true
+}
+
+// find matches a Node as a provider's per-node calls do: by providerID
+// when it has one, else by name. Called with the lock held.
+func (c *Cloud) find(providerID, name string) (cloud.Instance, bool) {
+	if providerID != "" {
+		in, ok := c.instances[providerID]
+		return in, ok
+	}
+	ids := make([]string, 0, len(c.instances))
+	for id := range c.instances {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if c.instances[id].Name == name {
+			return c.instances[id], true
+		}
+	}
+	return cloud.Instance{}, false
+}
+
+func (c *Cloud) lookup(ctx context.Context, op, providerID, name string) (cloud.Instance, bool, error) {
+	object := providerID
+	if object == "" {
+		object = name
+	}
+	if err := c.enter(ctx, op, object); err != nil {
+		return cloud.Instance{}, false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in, ok := c.find(providerID, name)
+	return in, ok, nil
+}
+
+// Held returns the instances held, sorted by ProviderID, without logging
+// a call: for a test to inspect or edit its canned answers.
+func (c *Cloud) Held() []cloud.Instance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]cloud.Instance, 0, len(c.instances))
+	for _, in := range c.instances {
+		out = append(out, in)
+	}
+	sortInstances(out)
+	return out
+}

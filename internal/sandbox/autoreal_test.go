@@ -12,6 +12,7 @@ import (
 // a program or memory; otherwise one per CPU, at least two, at most four,
 // within a quarter of the available memory.
 func TestAutoRealNodes(t *testing.T) {
+	t.Parallel()
 	full := t.TempDir()
 	for _, b := range []string{"kubelet", "kube-proxy", "kube-controller-manager", "kube-scheduler", "containerd",
 		"containerd-shim-runc-v2", "ctr", "cni/bridge", "cni/host-local", "cni/loopback", "images/pause.tar", "images/demo.tar"} {
@@ -46,6 +47,7 @@ func TestAutoRealNodes(t *testing.T) {
 		"memory unknown": {realNodeEnv{euid: 0, binDir: full, cpus: 8, memAvailMiB: -1, lookPath: found}, 4, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			n, why := autoRealNodes(tc.env)
 			if n != tc.want || (tc.because == "") != (why == "") || !strings.Contains(why, tc.because) {
 				t.Errorf("autoRealNodes = %d, %q; want %d and a reason containing %q", n, why, tc.want, tc.because)

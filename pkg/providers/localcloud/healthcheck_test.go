@@ -41,6 +41,7 @@ func TestHealthCheckFollowsTrafficPolicy(t *testing.T) {
 // node's kube-proxy keeps its own affinity table, so only a load balancer
 // that keeps a client on one node lets the Service's affinity hold.
 func TestSessionAffinityFollowsService(t *testing.T) {
+	t.Parallel()
 	svc := &corev1.Service{Spec: corev1.ServiceSpec{SessionAffinity: corev1.ServiceAffinityClientIP,
 		Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
 	l := &loadBalancers{}

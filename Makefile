@@ -144,11 +144,11 @@ PAUSE_IMAGE := registry.k8s.io/pause:3.10.2
 .PHONY: e2e-images
 e2e-images: $(BIN)/images/e2e/agnhost.tar $(BIN)/images/e2e/pause.tar
 
-$(BIN)/images/e2e/agnhost.tar: hack/conformance/go.mod hack/conformance/go.sum $(IMAGES_SRC)
+$(BIN)/images/e2e/agnhost.tar: hack/conformance/go.mod hack/conformance/go.sum $(IMAGES_SRC) hack/images/e2e/wgetrc
 	mkdir -p $(BIN)/images/e2e
 	cd hack/conformance && CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/e2e/agnhost k8s.io/kubernetes/test/images/agnhost
 	cd hack/images && $(GO) run ./cmd/ociimage -binary $(BIN)/images/e2e/agnhost -tag $(AGNHOST_IMAGE) -out $@ \
-		-add /bin/dash -link /bin/sh=dash -add /usr/bin/curl -add /usr/bin/wget -add /usr/bin/nc.openbsd=/usr/bin/nc
+		-add /bin/dash -link /bin/sh=dash -add /usr/bin/curl -add /usr/bin/wget -add $(CURDIR)/hack/images/e2e/wgetrc=/etc/wgetrc -add /usr/bin/nc.openbsd=/usr/bin/nc
 
 $(BIN)/images/e2e/pause.tar: $(BIN)/images/pause.tar
 	mkdir -p $(BIN)/images/e2e

@@ -133,6 +133,35 @@ e2e-test: $(BIN)/e2e.test
 $(BIN)/e2e.test: hack/conformance/go.mod hack/conformance/go.sum
 	cd hack/conformance && $(GO) test -c -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/test/e2e
 
+# e2e-images: the test images the LoadBalancer specs run, under the names
+# e2e.test asks for (imagePullPolicy IfNotPresent finds them imported):
+# agnhost, built from k8s.io/kubernetes/test/images/agnhost at the version
+# hack/conformance pins, beside the machine's dash (as /bin/sh), curl, wget
+# and netcat-openbsd's nc with their libraries, which the specs run in it as
+# upstream's Alpine-based image has them; and the pause image under
+# upstream's name.
+AGNHOST_IMAGE := registry.k8s.io/e2e-test-images/agnhost:2.63.0
+PAUSE_IMAGE := registry.k8s.io/pause:3.10.2
+.PHONY: e2e-images
+e2e-images: $(BIN)/images/e2e/agnhost.tar $(BIN)/images/e2e/pause.tar
+
+$(BIN)/images/e2e/agnhost.tar: hack/conformance/go.mod hack/conformance/go.sum $(IMAGES_SRC) hack/images/e2e/wgetrc
+	mkdir -p $(BIN)/images/e2e
+	cd hack/conformance && CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/e2e/agnhost k8s.io/kubernetes/test/images/agnhost
+	cd hack/images && $(GO) run ./cmd/ociimage -binary $(BIN)/images/e2e/agnhost -tag $(AGNHOST_IMAGE) -out $@ \
+		-add /bin/dash -link /bin/sh=dash -add /usr/bin/curl -add /usr/bin/wget -add $(CURDIR)/hack/images/e2e/wgetrc=/etc/wgetrc -add /usr/bin/nc.openbsd=/usr/bin/nc
+
+$(BIN)/images/e2e/pause.tar: $(BIN)/images/pause.tar
+	mkdir -p $(BIN)/images/e2e
+	cd hack/images && $(GO) run ./cmd/ociimage -binary $(BIN)/images/pause -tag $(PAUSE_IMAGE) -out $@
+
+# conformance runs Kubernetes' LoadBalancer e2e specs (CONFORMANCE_FOCUS,
+# CONFORMANCE_SKIP) against a sandbox of real nodes only, with Stratus and
+# localcloud, and writes _artifacts/conformance/report.md (hack/conformance/run.sh).
+.PHONY: conformance
+conformance: tools build e2e-test e2e-images
+	hack/conformance/run.sh
+
 $(BIN)/golangci-lint:
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
@@ -143,7 +172,9 @@ EXAMPLES := examples/fake-provider
 # test: unit and integration tests against the real apiserver, with -race,
 # then each example module's tests, and the benchmark runner's tests (its
 # analysis and report, and that a failed or killed run leaves no process).
-test: tools build
+# e2e.test and its images are there for test/e2e's TestConformanceSubset, two
+# of Kubernetes' LoadBalancer specs (make conformance runs them all).
+test: tools build e2e-test e2e-images
 	$(GO) test $(TEST_FLAGS) ./...
 	cd hack/dist && $(GO) test $(DIST_TEST_FLAGS) ./...
 	cd hack/images && $(GO) test $(DIST_TEST_FLAGS) ./...

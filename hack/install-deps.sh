@@ -3,7 +3,9 @@
 # that cannot be built from the Go module proxy: runc (cgo and libseccomp),
 # iptables and nftables (kube-proxy's backends), conntrack (kube-proxy
 # clears stale UDP flows with it) and the iproute2/util-linux tools the node
-# runtime calls (ip, nsenter). Everything else is built by `make tools`.
+# runtime calls (ip, nsenter); and dash, curl, wget and netcat-openbsd's nc, which
+# `make e2e-images` copies into the agnhost test image because Kubernetes'
+# e2e specs run them there. Everything else is built by `make tools`.
 #
 # Only Debian/Ubuntu's apt is supported; on other systems the script names
 # what is missing and stops. Nothing is installed when all is present, so
@@ -18,6 +20,10 @@ declare -A want=(
 	[conntrack]=conntrack
 	[ip]=iproute2
 	[nsenter]=util-linux
+	[dash]=dash
+	[curl]=curl
+	[wget]=wget
+	[nc.openbsd]=netcat-openbsd
 )
 
 missing=()

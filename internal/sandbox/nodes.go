@@ -128,6 +128,12 @@ func (s *sandbox) startCCM(ctx context.Context) error {
 		cfg += "rateLimitQPS: " + strconv.FormatFloat(s.knobs.RateLimit, 'f', -1, 64) + "\n" +
 			"rateLimitBurst: " + strconv.Itoa(max(1, s.knobs.RateBurst/2)) + "\n"
 	}
+	if s.o.Nodes == 0 {
+		// Every node is real and runs kube-proxy: Cluster-policy load
+		// balancers probe its /healthz, as GCE's do. Beside kwok nodes
+		// they cannot, since those have no kube-proxy.
+		cfg += "kubeProxyHealthPort: 10256\n"
+	}
 	if err := writeFile(cfgPath, []byte(cfg)); err != nil {
 		return err
 	}

@@ -19,7 +19,8 @@ type Options struct {
 	Zones    int
 	// RealNodes is the number of real nodes (kubelet, containerd and
 	// kube-proxy in network namespaces) beside the kwok ones; with any,
-	// kube-controller-manager and kube-scheduler run too.
+	// kube-controller-manager and kube-scheduler run too. AutoRealNodes,
+	// the default, runs as many as fit when the machine can run them.
 	RealNodes int
 	NoDemo    bool
 	// NoCCM leaves the controller manager to the user: the env file
@@ -57,6 +58,9 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// CCMArgs are extra flags for the controller manager.
 	CCMArgs []string
+	// RealNodeImages are image tarballs every real node imports besides
+	// those in BinDir/images (Kubernetes' e2e test images, say).
+	RealNodeImages []string
 }
 
 // DefaultOptions returns the defaults of `stratus sandbox`.
@@ -64,6 +68,7 @@ func DefaultOptions() Options {
 	return Options{
 		StateDir:  ".stratus/sandbox",
 		Nodes:     3,
+		RealNodes: AutoRealNodes,
 		Zones:     3,
 		RateBurst: 10,
 		// localcloud's own defaults, so that the sandbox's flags show them.
@@ -88,14 +93,14 @@ func (o Options) Validate() error {
 	if o.StateDir == "" {
 		errs = append(errs, errors.New(`--state-dir="": must not be empty`))
 	}
-	if o.Nodes < 1 {
-		errs = append(errs, fmt.Errorf("--nodes=%d: must be at least 1", o.Nodes))
+	if o.Nodes < 0 || (o.Nodes == 0 && o.RealNodes <= 0) {
+		errs = append(errs, fmt.Errorf("--nodes=%d: must be at least 1, or 0 with --real-nodes N", o.Nodes))
 	}
 	if o.Nodes > 5000 {
 		errs = append(errs, fmt.Errorf("--nodes=%d: at most 5000 fit in localcloud's default address pool and this machine", o.Nodes))
 	}
-	if o.RealNodes < 0 || o.RealNodes > maxRealNodes {
-		errs = append(errs, fmt.Errorf("--real-nodes=%d: want 0 to %d (each takes about 200 MiB)", o.RealNodes, maxRealNodes))
+	if (o.RealNodes < 0 && o.RealNodes != AutoRealNodes) || o.RealNodes > maxRealNodes {
+		errs = append(errs, fmt.Errorf("--real-nodes=%d: want 0 to %d (each takes about 200 MiB), or -1 for as many as fit", o.RealNodes, maxRealNodes))
 	}
 	if o.Zones < 1 || o.Zones > 26 {
 		errs = append(errs, fmt.Errorf("--zones=%d: must be between 1 and 26", o.Zones))

@@ -83,15 +83,8 @@ func (s *sandbox) startRealNodes(ctx context.Context) error {
 			return err
 		}
 	}
-	cluster, err := realnode.Start(ctx, realnode.Config{BinDir: s.o.BinDir, APIServerPort: s.o.APIServerPort,
-		Credentials: s.plane.UserConfig, NodeLabels: map[string]string{RealNodeLabel: "true"},
-		NodeLeaseSeconds: s.leaseSeconds()})
-	if err != nil {
-		return fmt.Errorf("sandbox: real nodes: %w", err)
-	}
-	s.real = cluster
 	for i := 1; i <= s.o.RealNodes; i++ {
-		n, err := cluster.AddNode(ctx, realNodeName(i))
+		n, err := s.real.AddNode(ctx, realNodeName(i))
 		if err != nil {
 			return fmt.Errorf("sandbox: real nodes: %w", err)
 		}
@@ -100,6 +93,32 @@ func (s *sandbox) startRealNodes(ctx context.Context) error {
 		}
 	}
 	go s.followRoutes(ctx)
+	return nil
+}
+
+// takeRealSlot takes the real nodes' slot of the machine before localcloud
+// starts: unless --vip-pool says otherwise, the slot's VIP pool becomes
+// localcloud's, so that the load balancers answer pods on the real nodes
+// as well as the machine (a VIP on loopback is each namespace's own).
+func (s *sandbox) takeRealSlot(ctx context.Context) error {
+	var images []string
+	if len(s.o.RealNodeImages) > 0 {
+		var err error
+		if images, err = filepath.Glob(filepath.Join(s.o.BinDir, "images", "*.tar")); err != nil {
+			return fmt.Errorf("sandbox: real nodes: %w", err)
+		}
+		images = append(images, s.o.RealNodeImages...)
+	}
+	cluster, err := realnode.Start(ctx, realnode.Config{BinDir: s.o.BinDir, APIServerPort: s.o.APIServerPort,
+		Credentials: s.plane.UserConfig, NodeLabels: map[string]string{RealNodeLabel: "true"},
+		NodeLeaseSeconds: s.leaseSeconds(), Images: images})
+	if err != nil {
+		return fmt.Errorf("sandbox: real nodes: %w", err)
+	}
+	s.real = cluster
+	if s.o.VIPPool == "" {
+		s.o.VIPPool = cluster.VIPPool().String()
+	}
 	return nil
 }
 

@@ -76,6 +76,13 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 	if s.o.BinDir == "" {
 		s.o.BinDir = filepath.Dir(self)
 	}
+	if s.o.RealNodes == AutoRealNodes {
+		n, why := autoRealNodes(machineRealNodeEnv(s.o.BinDir))
+		if why != "" {
+			fmt.Fprintf(out, "no real nodes: %s; kwok nodes only (--real-nodes=0 says so quietly)\n", why)
+		}
+		s.o.RealNodes = n
+	}
 	// Stopping outlives ctx (it ends first) but keeps its logger.
 	defer s.shutdown(context.WithoutCancel(ctx))
 	// Whatever ends the run (Ctrl-C, a child that keeps failing, a failed
@@ -84,57 +91,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	steps := []struct {
-		what string
-		fn   func(context.Context) error
-	}{
-		{"checking the state dir, binaries and ports", s.preflight},
-		{"starting etcd and kube-apiserver", s.startControlPlane},
-		{"starting localcloud", s.startLocalcloud},
-		{"creating the metrics reader's token", s.startMetricsReader},
-		{"applying the chart's RBAC; the controller manager runs as its ServiceAccount", s.installRBAC},
-	}
-	if o.RealNodes > 0 {
-		steps = append(steps, struct {
-			what string
-			fn   func(context.Context) error
-		}{fmt.Sprintf("starting kube-controller-manager, kube-scheduler and %d real nodes (kubelet, containerd, kube-proxy)", o.RealNodes), s.startRealNodes})
-	}
-	steps = append(steps, []struct {
-		what string
-		fn   func(context.Context) error
-	}{
-		{fmt.Sprintf("creating %d instances in %d zones", o.Nodes, o.Zones), s.ensureInstances},
-		{"registering the nodes of running instances (kwok sends their heartbeats)", s.startNodes},
-		{"starting the node-port responder", s.startResponder},
-	}...)
-	if o.NoCCM {
-		steps = append(steps, struct {
-			what string
-			fn   func(context.Context) error
-		}{"writing the controller manager's flags to the env file (--no-ccm: run your own)", s.startCCM})
-	} else {
-		steps = append(steps, []struct {
-			what string
-			fn   func(context.Context) error
-		}{
-			{"starting stratus controller-manager", s.startCCM},
-			{"waiting for the nodes to be initialized", s.waitNodes},
-		}...)
-	}
-	if !o.NoDemo {
-		steps = append(steps, struct {
-			what string
-			fn   func(context.Context) error
-		}{"creating the demo Services hello and hello-local (externalTrafficPolicy Local) and waiting for their load balancers", s.demo})
-		if o.RealNodes > 0 {
-			steps = append(steps, struct {
-				what string
-				fn   func(context.Context) error
-			}{"creating the demo Deployment and Service hello-real on the real nodes and waiting for its load balancer", s.demoReal})
-		}
-	}
-	for _, st := range steps {
+	for _, st := range s.plan() {
 		if err := s.step(ctx, st.what, st.fn); err != nil {
 			return err
 		}
@@ -144,6 +101,52 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 	}
 	s.printInstructions()
 	return s.watch(ctx)
+}
+
+// stage is one step of bringing the sandbox up, as reported to the user.
+type stage struct {
+	what string
+	fn   func(context.Context) error
+}
+
+// plan lists the steps Run takes, in order, for the sandbox's options.
+func (s *sandbox) plan() []stage {
+	o := s.o
+	steps := []stage{
+		{"checking the state dir, binaries and ports", s.preflight},
+		{"starting etcd and kube-apiserver", s.startControlPlane},
+	}
+	if o.RealNodes > 0 {
+		steps = append(steps, stage{"taking a real-node slot: its bridge, subnet and VIP pool", s.takeRealSlot})
+	}
+	steps = append(steps, []stage{
+		{"starting localcloud", s.startLocalcloud},
+		{"creating the metrics reader's token", s.startMetricsReader},
+		{"applying the chart's RBAC; the controller manager runs as its ServiceAccount", s.installRBAC},
+	}...)
+	if o.RealNodes > 0 {
+		steps = append(steps, stage{fmt.Sprintf("starting kube-controller-manager, kube-scheduler and %d real nodes (kubelet, containerd, kube-proxy)", o.RealNodes), s.startRealNodes})
+	}
+	steps = append(steps, []stage{
+		{fmt.Sprintf("creating %d instances in %d zones", o.Nodes, o.Zones), s.ensureInstances},
+		{"registering the nodes of running instances (kwok sends their heartbeats)", s.startNodes},
+		{"starting the node-port responder", s.startResponder},
+	}...)
+	if o.NoCCM {
+		steps = append(steps, stage{"writing the controller manager's flags to the env file (--no-ccm: run your own)", s.startCCM})
+	} else {
+		steps = append(steps, []stage{
+			{"starting stratus controller-manager", s.startCCM},
+			{"waiting for the nodes to be initialized", s.waitNodes},
+		}...)
+	}
+	if !o.NoDemo {
+		steps = append(steps, stage{"creating the demo Services hello and hello-local (externalTrafficPolicy Local) and waiting for their load balancers", s.demo})
+		if o.RealNodes > 0 {
+			steps = append(steps, stage{"creating the demo Deployment and Service hello-real on the real nodes and waiting for its load balancer", s.demoReal})
+		}
+	}
+	return steps
 }
 
 func (s *sandbox) step(ctx context.Context, what string, fn func(context.Context) error) error {

@@ -44,8 +44,9 @@ type realCluster struct {
 // answers from that pod through localcloud's data plane and kube-proxy;
 // the nodes' namespaces route pod CIDRs as localcloud's route table (which
 // Stratus' route controller fills) says, and a missing route breaks
-// traffic to that node's pods; a stopped machine's node is tainted
-// shutdown, a deleted one's Node goes.
+// traffic to that node's pods; a pod on the other node reaches the load
+// balancer's IP too; a stopped machine's node is tainted shutdown, a
+// deleted one's Node goes.
 func TestRealNodeSeedsFlow(t *testing.T) {
 	c := startRealCluster(t)
 	n, inst, node := c.addNode("real-0", "zone-a")
@@ -70,7 +71,10 @@ func TestRealNodeSeedsFlow(t *testing.T) {
 		return err == nil && line == want, nil
 	})
 
-	c.checkRoutes(pod, n)
+	other := c.checkRoutes(pod, n)
+	if got := c.getFromPod("client", other.Name, "http://"+net.JoinHostPort(vip, "80")+"/"); got != want {
+		c.t.Errorf("a pod on %s got %q from the load balancer, want %q", other.Name, got, want)
+	}
 
 	// The machine stops: its kubelet goes silent, the node goes NotReady
 	// and Stratus taints it shutdown.
@@ -112,8 +116,8 @@ func (c *realCluster) addNode(name, zone string) (*realnode.Node, *api.Instance,
 
 // checkRoutes: a second node reaches the pod on the first through the
 // route to the first node's pod CIDR that Stratus put in localcloud's
-// route table; without that route it does not.
-func (c *realCluster) checkRoutes(pod *corev1.Pod, podNode *realnode.Node) {
+// route table; without that route it does not. It returns the second node.
+func (c *realCluster) checkRoutes(pod *corev1.Pod, podNode *realnode.Node) *realnode.Node {
 	c.t.Helper()
 	other, _, _ := c.addNode("real-1", "zone-b")
 	var routes []realnode.Route
@@ -141,6 +145,35 @@ func (c *realCluster) checkRoutes(pod *corev1.Pod, podNode *realnode.Node) {
 	if err := c.nodes.SetRoutes(c.ctx, routes); err != nil {
 		c.t.Fatal(err)
 	}
+	return other
+}
+
+// getFromPod runs the demo image's client mode on node: it GETs url until
+// the demo's greeting comes back; its log, the body, is returned.
+func (c *realCluster) getFromPod(name, node, url string) string {
+	c.t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "get", Image: "stratus.local/demo:v1", ImagePullPolicy: corev1.PullNever,
+				Args: []string{"-get", url, "-timeout", "60s"}}}},
+	}
+	if _, err := c.cs.CoreV1().Pods("default").Create(c.ctx, pod, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	phase := corev1.PodPending
+	c.poll("pod "+name+" finished", func(ctx context.Context) (bool, error) {
+		p, err := c.cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			phase = p.Status.Phase
+		}
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
+	})
+	logs, err := c.cs.CoreV1().Pods("default").GetLogs(name, &corev1.PodLogOptions{}).DoRaw(c.ctx)
+	if phase != corev1.PodSucceeded || err != nil {
+		c.t.Fatalf("pod %s on %s: %s (log: %s, %v)", name, node, phase, logs, err)
+	}
+	return string(logs)
 }
 
 // cloudRoutes reads the cluster's active routes from localcloud, each
@@ -210,21 +243,8 @@ func startRealCluster(t *testing.T) *realCluster {
 	testbed.StartProcess(t, filepath.Join(dir, "scheduler.log"), filepath.Join(bin, "kube-scheduler"),
 		localcluster.SchedulerArgs(kubeconfig(localcluster.SchedulerUser), testbed.FreePort(t))...)
 
-	knobs := api.DefaultKnobs()
-	knobs.LBProvisioningTime = api.Duration(100 * time.Millisecond)
-	knobs.LBDeletionTime = api.Duration(100 * time.Millisecond)
-	lc := servicetest.StartCloud(t, knobs, servicetest.CloudOptions{})
-	cloudConfig := filepath.Join(dir, "cloud.yaml")
-	if err := os.WriteFile(cloudConfig, []byte("url: "+lc.Server.URL()+"\ntoken: "+lc.Server.Token()+
-		"\nclusterName: "+servicetest.ClusterName+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	testbed.StartProcess(t, filepath.Join(dir, "stratus.log"), buildStratus(t), "controller-manager",
-		"--cloud-provider=localcloud", "--cloud-config="+cloudConfig, "--kubeconfig="+kubeconfig("stratus-admin", "system:masters"),
-		"--cluster-name="+servicetest.ClusterName, "--leader-elect=false",
-		"--controllers=*,node-ipam-controller", "--allocate-node-cidrs=true", "--cluster-cidr=10.64.0.0/16", "--configure-cloud-routes=true",
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(testbed.FreePort(t)))
-
+	// The nodes' slot first: its VIP pool is the cloud's, so that pods
+	// reach the load balancers as the machine does.
 	nodes, err := realnode.Start(ctx, realnode.Config{BinDir: bin, Root: filepath.Join(dir, "nodes"),
 		APIServerPort: cp.APIServerPort, Credentials: cp.UserConfig})
 	if err != nil {
@@ -235,6 +255,22 @@ func startRealCluster(t *testing.T) *realCluster {
 			t.Errorf("stop the real nodes: %v", err)
 		}
 	})
+
+	knobs := api.DefaultKnobs()
+	knobs.LBProvisioningTime = api.Duration(100 * time.Millisecond)
+	knobs.LBDeletionTime = api.Duration(100 * time.Millisecond)
+	lc := servicetest.StartCloud(t, knobs, servicetest.CloudOptions{VIPPool: nodes.VIPPool()})
+	cloudConfig := filepath.Join(dir, "cloud.yaml")
+	if err := os.WriteFile(cloudConfig, []byte("url: "+lc.Server.URL()+"\ntoken: "+lc.Server.Token()+
+		"\nclusterName: "+servicetest.ClusterName+"\nkubeProxyHealthPort: 10256\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testbed.StartProcess(t, filepath.Join(dir, "stratus.log"), buildStratus(t), "controller-manager",
+		"--cloud-provider=localcloud", "--cloud-config="+cloudConfig, "--kubeconfig="+kubeconfig("stratus-admin", "system:masters"),
+		"--cluster-name="+servicetest.ClusterName, "--leader-elect=false",
+		"--controllers=*,node-ipam-controller", "--allocate-node-cidrs=true", "--cluster-cidr=10.64.0.0/16", "--configure-cloud-routes=true",
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(testbed.FreePort(t)))
+
 	return &realCluster{run: &run{t: t, ctx: ctx, cs: kubernetes.NewForConfigOrDie(admin), lc: lc}, cp: cp, nodes: nodes}
 }
 

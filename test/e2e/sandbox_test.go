@@ -54,7 +54,7 @@ func newSandboxRun(t *testing.T) sandboxRun {
 
 func (r sandboxRun) start(t *testing.T, logName string, extra ...string) *testbed.Process {
 	t.Helper()
-	args := []string{"sandbox",
+	args := []string{"sandbox", "--real-nodes=0",
 		"--state-dir=" + r.state, "--bin-dir=" + r.binDir, "--nodes=3", "--zones=3",
 		"--apiserver-port=" + strconv.Itoa(r.ports[0]), "--etcd-port=" + strconv.Itoa(r.ports[1]),
 		"--localcloud-port=" + strconv.Itoa(r.ports[2]), "--ccm-port=" + strconv.Itoa(r.ports[3]),
@@ -258,7 +258,7 @@ func TestSandboxBadInput(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			state := filepath.Join(t.TempDir(), "state")
-			args := append([]string{"sandbox", "--state-dir=" + state, "--bin-dir=" + binDir,
+			args := append([]string{"sandbox", "--real-nodes=0", "--state-dir=" + state, "--bin-dir=" + binDir,
 				"--etcd-port=" + strconv.Itoa(testbed.FreePort(t)), "--localcloud-port=" + strconv.Itoa(testbed.FreePort(t)),
 				"--ccm-port=" + strconv.Itoa(testbed.FreePort(t)), "--apiserver-port=" + strconv.Itoa(testbed.FreePort(t))}, c.args...)
 			out, err := exec.Command(bin, args...).CombinedOutput()

@@ -169,7 +169,7 @@ func scrape(url, token string) (map[string]*dto.MetricFamily, []byte, error) {
 // pools of its own, and waits for its ready marker.
 func startSandbox(t *testing.T, bin, state string) {
 	t.Helper()
-	args := []string{"sandbox", "--no-ccm", "--state-dir", state, "--bin-dir", filepath.Dir(bin),
+	args := []string{"sandbox", "--real-nodes=0", "--no-ccm", "--state-dir", state, "--bin-dir", filepath.Dir(bin),
 		"--nodes", "2", "--zones", "1", "--rate-limit", "1", "--rate-burst", "1",
 		"--vip-pool", "127.0.213.0/24", "--internal-pool", "127.213.0.0/16", "--external-pool", "127.214.0.0/16",
 		"--ready-timeout", "4m"}

@@ -4,15 +4,23 @@
 // HTTP response and anything else (or silence) with one line, "hello from
 // pod P on node N"; on UDP it echoes. POD_NAME and NODE_NAME come from the
 // downward API.
+//
+// With -get URL it is a client instead, for a pod that checks what it
+// reaches (a load balancer's address, say): it GETs the URL until the body
+// contains -want or -timeout passes, prints the last body or error, and
+// exits 0 only on a match.
 package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -23,7 +31,19 @@ import (
 func main() {
 	tcpAddr := flag.String("tcp", ":8080", "TCP address to answer on")
 	udpAddr := flag.String("udp", ":7", "UDP address to echo on (empty: none)")
+	getURL := flag.String("get", "", "client mode: GET this URL instead of serving")
+	want := flag.String("want", "hello from", "client mode: the text the body must contain")
+	timeout := flag.Duration("timeout", time.Minute, "client mode: how long to keep trying")
 	flag.Parse()
+	if *getURL != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		err := getUntil(ctx, *getURL, *want, os.Stdout)
+		cancel()
+		if err != nil {
+			log.Fatalf("demo: %v", err)
+		}
+		return
+	}
 	greeting := fmt.Sprintf("hello from pod %s on node %s\n", envOr("POD_NAME", "unknown"), envOr("NODE_NAME", "unknown"))
 
 	ln, err := net.Listen("tcp", *tcpAddr)
@@ -100,4 +120,44 @@ func echoUDP(pc net.PacketConn) {
 		}
 		_, _ = pc.WriteTo(buf[:n], addr)
 	}
+}
+
+// getUntil GETs url every half second until a body contains want, which
+// it writes to out; otherwise the last failure when ctx ends.
+func getUntil(ctx context.Context, url, want string, out io.Writer) error {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var last error
+	for {
+		body, err := getOnce(ctx, client, url)
+		if err == nil && strings.Contains(body, want) {
+			_, _ = io.WriteString(out, body)
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("GET %s: body %q lacks %q", url, body, want)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func getOnce(ctx context.Context, client *http.Client, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", url, err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", url, err)
+	}
+	return string(b), nil
 }

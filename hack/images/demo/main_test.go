@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -83,5 +84,24 @@ func TestEchoUDP(t *testing.T) {
 	}
 	if string(buf[:n]) != "ping" {
 		t.Fatalf("echo: got %q", buf[:n])
+	}
+}
+
+// The client mode succeeds on the server's greeting and reports, when the
+// text never comes, what it got instead.
+func TestGetUntil(t *testing.T) {
+	addr := listen(t)
+	var out strings.Builder
+	if err := getUntil(t.Context(), "http://"+addr+"/", "hello from pod p", &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != greeting {
+		t.Errorf("printed %q, want %q", out.String(), greeting)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
+	defer cancel()
+	err := getUntil(ctx, "http://"+addr+"/", "not there", io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "lacks") {
+		t.Errorf("want an error saying the body lacks the text, got %v", err)
 	}
 }

@@ -162,7 +162,20 @@ type LoadBalancerSpec struct {
 	// UDPIdleTimeoutMs ends a UDP client flow after this much silence;
 	// 0 means 30 seconds.
 	UDPIdleTimeoutMs int `json:"udpIdleTimeoutMs,omitempty"`
+	// SessionAffinity ClientIP sends every connection of one client
+	// address to the same healthy backend for as long as the healthy set
+	// stays the same; empty or None spreads connections round-robin.
+	SessionAffinity SessionAffinity `json:"sessionAffinity,omitempty"`
 }
+
+// SessionAffinity is how a load balancer chooses a backend per client.
+type SessionAffinity string
+
+// The session affinities a load balancer supports.
+const (
+	SessionAffinityNone     SessionAffinity = "None"
+	SessionAffinityClientIP SessionAffinity = "ClientIP"
+)
 
 // LoadBalancer is one L4 load balancer.
 type LoadBalancer struct {

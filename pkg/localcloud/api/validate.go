@@ -187,6 +187,11 @@ func (s *LoadBalancerSpec) Validate() error {
 	if s.UDPIdleTimeoutMs < 0 {
 		return Invalid("udpIdleTimeoutMs", fmt.Sprintf("%d must not be negative", s.UDPIdleTimeoutMs))
 	}
+	switch s.SessionAffinity {
+	case "", SessionAffinityNone, SessionAffinityClientIP:
+	default:
+		return Invalid("sessionAffinity", fmt.Sprintf("%q: want None or ClientIP", s.SessionAffinity))
+	}
 	return s.HealthCheck.validate()
 }
 

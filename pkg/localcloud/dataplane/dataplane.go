@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,10 @@ type Spec struct {
 	HealthCheck    api.HealthCheck
 	SourceRanges   []netip.Prefix
 	UDPIdleTimeout time.Duration
+	// ClientAffinity sends a client address's connections to one backend
+	// (chosen by a hash of the address among the healthy ones); otherwise
+	// connections go round-robin.
+	ClientAffinity bool
 }
 
 // Manager runs the load balancers of one localcloud.
@@ -111,9 +116,10 @@ type target struct {
 
 // snapshot is the immutable routing state new connections read.
 type snapshot struct {
-	healthy      []target
-	sourceRanges []netip.Prefix
-	udpIdle      time.Duration
+	healthy        []target
+	sourceRanges   []netip.Prefix
+	udpIdle        time.Duration
+	clientAffinity bool
 }
 
 func (s *snapshot) allowed(src netip.Addr) bool {
@@ -217,7 +223,7 @@ func (lb *loadBalancer) listen(vip netip.Addr, l api.Listener) (listener, error)
 
 // publishLocked recomputes the snapshot new connections read.
 func (lb *loadBalancer) publishLocked() {
-	s := &snapshot{sourceRanges: lb.spec.SourceRanges, udpIdle: lb.spec.UDPIdleTimeout}
+	s := &snapshot{sourceRanges: lb.spec.SourceRanges, udpIdle: lb.spec.UDPIdleTimeout, clientAffinity: lb.spec.ClientAffinity}
 	for _, b := range lb.spec.Backends {
 		if h := lb.hstate[b.ID]; b.Up && h != nil && h.healthy {
 			s.healthy = append(s.healthy, target{id: b.ID, addr: b.Address})
@@ -226,11 +232,19 @@ func (lb *loadBalancer) publishLocked() {
 	lb.snap.Store(s)
 }
 
-// pick chooses a healthy backend round-robin; ok is false when none is healthy.
-func (lb *loadBalancer) pick() (target, bool) {
+// pick chooses a healthy backend for a connection from client: by a hash
+// of its address with client affinity, else round-robin; ok is false when
+// none is healthy. A retry after a failed dial passes attempt > 0, which
+// moves an affine client on to the next backend.
+func (lb *loadBalancer) pick(client netip.Addr, attempt int) (target, bool) {
 	s := lb.snap.Load()
 	if len(s.healthy) == 0 {
 		return target{}, false
+	}
+	if s.clientAffinity {
+		h := fnv.New64a()
+		_, _ = h.Write(client.Unmap().AsSlice())
+		return s.healthy[int((h.Sum64()+uint64(attempt))%uint64(len(s.healthy)))], true
 	}
 	n := lb.rr.Add(1)
 	return s.healthy[int(n%uint64(len(s.healthy)))], true

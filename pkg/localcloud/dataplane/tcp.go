@@ -80,7 +80,7 @@ func (l *tcpListener) serve(client net.Conn) {
 		l.lb.log.V(4).Info("Dropped connection outside source ranges", "source", src)
 		return
 	}
-	backend := l.dialBackend()
+	backend := l.dialBackend(src)
 	if backend == nil {
 		return
 	}
@@ -99,10 +99,10 @@ func (l *tcpListener) serve(client net.Conn) {
 // dialBackend tries healthy backends round-robin, at most a few, so that a
 // backend that died between health checks costs one failed dial, not the
 // client's connection.
-func (l *tcpListener) dialBackend() net.Conn {
+func (l *tcpListener) dialBackend(client netip.Addr) net.Conn {
 	port := strconv.Itoa(int(l.nodePort.Load()))
-	for range 3 {
-		t, ok := l.lb.pick()
+	for attempt := range 3 {
+		t, ok := l.lb.pick(client, attempt)
 		if !ok {
 			return nil
 		}

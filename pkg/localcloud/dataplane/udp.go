@@ -76,7 +76,7 @@ func (l *udpListener) flow(src netip.AddrPort) *udpFlow {
 	if f, ok := l.flows[src]; ok || l.closed {
 		return f
 	}
-	t, ok := l.lb.pick()
+	t, ok := l.lb.pick(src.Addr(), 0)
 	if !ok {
 		return nil
 	}

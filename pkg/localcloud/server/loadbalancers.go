@@ -274,6 +274,7 @@ func (s *Server) dataplaneSpec(lb api.LoadBalancer) dataplane.Spec {
 	spec := dataplane.Spec{
 		ID: lb.ID, VIP: parseAddr(lb.VIP), Listeners: lb.Listeners, HealthCheck: lb.HealthCheck,
 		UDPIdleTimeout: time.Duration(lb.UDPIdleTimeoutMs) * time.Millisecond,
+		ClientAffinity: lb.SessionAffinity == api.SessionAffinityClientIP,
 	}
 	for _, id := range lb.Backends {
 		inst, ok := insts[id]

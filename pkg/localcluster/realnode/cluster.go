@@ -104,6 +104,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // Subnet is the nodes' network; the machine holds its first address.
 func (c *Cluster) Subnet() netip.Prefix { return c.slot.subnet }
 
+// VIPPool is where load balancers' VIPs belong for the machine and the
+// nodes' pods both to reach them: every address of it is the machine's,
+// on the slot's bridge, and on the nodes' own link. A cloud serving the
+// cluster takes its VIPs from here (localcloud's --vip-pool).
+func (c *Cluster) VIPPool() netip.Prefix { return c.slot.vipPool() }
+
 // Name is the slot's name, the prefix of its namespaces and cgroups.
 func (c *Cluster) Name() string { return c.slot.name() }
 

@@ -140,13 +140,19 @@ serializeImagePulls: false
 
 // kubeProxyYAML: kube-proxy programs the node's namespace only; every
 // conntrack setting zero leaves the machine-wide conntrack table size
-// and timeouts as they are.
+// and timeouts as they are. Pods' traffic is what arrives from the CNI
+// bridge: kube-proxy sends pods' connections to a load balancer's IP to
+// every endpoint, as it must for externalTrafficPolicy Local, where
+// traffic from outside goes only to local endpoints.
 var kubeProxyYAML = template.Must(template.New("kube-proxy").Parse(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
   kubeconfig: {{.Kubeconfig}}
 hostnameOverride: {{.Name}}
 mode: {{.Mode}}
+detectLocalMode: BridgeInterface
+detectLocal:
+  bridgeInterface: cni0
 healthzBindAddress: 0.0.0.0:10256
 metricsBindAddress: 127.0.0.1:10249
 conntrack:

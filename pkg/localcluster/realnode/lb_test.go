@@ -70,11 +70,14 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// checkLoadBalancer: localcloud's data plane forwards a VIP on the
-// machine's loopback to the real nodes' node port, where kube-proxy takes
+// checkLoadBalancer: localcloud's data plane forwards a VIP of the
+// cluster's pool to the real nodes' node port, where kube-proxy takes
 // the connection to the pod; with externalTrafficPolicy Local the HTTP
 // health check of the health check node port (kube-proxy answers 503 on
-// the node without the pod) keeps the other node out.
+// the node without the pod) keeps the other node out. The VIP answers the
+// machine and a pod on the other node alike: nothing but the data plane
+// knows it (the Service has no ingress status for kube-proxy to take
+// over), so the pod's connection crosses the node's link to the machine.
 func checkLoadBalancer(ctx context.Context, t *testing.T, cs kubernetes.Interface, c *realnode.Cluster, withPod *realnode.Node) {
 	other, err := c.AddNode(ctx, "real-1")
 	if err != nil {
@@ -105,7 +108,11 @@ func checkLoadBalancer(ctx context.Context, t *testing.T, cs kubernetes.Interfac
 	_, lctx := ktesting.NewTestContext(t)
 	m := dataplane.NewManager(lctx)
 	defer m.Close()
-	vip := netip.MustParseAddr(fmt.Sprintf("127.%d.%d.%d", 200, os.Getpid()%250, 1+time.Now().Nanosecond()%250))
+	pool := c.VIPPool()
+	if !c.Subnet().Contains(pool.Addr()) || pool.Contains(withPod.IP) || pool.Contains(other.IP) {
+		t.Fatalf("VIP pool %s: want it inside the cluster's subnet %s, apart from the nodes %s and %s", pool, c.Subnet(), withPod.IP, other.IP)
+	}
+	vip := pool.Addr().Next()
 	spec := dataplane.Spec{
 		ID: "lb-real", VIP: vip,
 		Listeners: []lcapi.Listener{{Protocol: lcapi.ProtocolTCP, Port: 80, NodePort: nodePort}},
@@ -130,6 +137,45 @@ func checkLoadBalancer(ctx context.Context, t *testing.T, cs kubernetes.Interfac
 	if err != nil {
 		t.Fatalf("the load balancer %s never answered %q ten times in a row: %v", addr, want, err)
 	}
+	if got := runClientPod(ctx, t, cs, "client", other.Name, "http://"+addr+"/"); got != want {
+		t.Errorf("a pod on %s got %q from the load balancer, want %q", other.Name, got, want)
+	}
+}
+
+// runClientPod runs the demo image's client mode on node: it GETs url
+// until the demo's greeting comes back, and its log is the body.
+func runClientPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, node, url string) string {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{
+			NodeSelector:  map[string]string{corev1.LabelHostname: node},
+			Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "get", Image: "stratus.local/demo:v1", ImagePullPolicy: corev1.PullNever,
+				Args: []string{"-get", url, "-timeout", "60s"}}},
+		},
+	}
+	if _, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var phase corev1.PodPhase
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		phase = got.Status.Phase
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
+	})
+	logs, lerr := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil || phase != corev1.PodSucceeded {
+		t.Fatalf("client pod on %s: phase %q (%v); log: %s %v", node, phase, err, logs, lerr)
+	}
+	if lerr != nil {
+		t.Fatalf("client pod log: %v", lerr)
+	}
+	return string(logs)
 }
 
 func dialLineOnce(ctx context.Context, addr string) (string, error) {

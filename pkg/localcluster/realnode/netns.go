@@ -16,13 +16,18 @@ import (
 
 // setupBridge creates the slot's bridge with the gateway address: the
 // machine's only foothold in the slot's subnet, through which it reaches
-// the nodes (kube-apiserver to kubelets, curl to node ports).
+// the nodes (kube-apiserver to kubelets, curl to node ports). The VIP pool
+// is a local route on the bridge, as 127.0.0.0/8 is on lo: the machine
+// owns every address of it without one address per load balancer, answers
+// the nodes' ARP for them on the bridge, and the route goes with the
+// bridge.
 func (s *slot) setupBridge(ctx context.Context) error {
 	br := s.bridge()
 	for _, args := range [][]string{
 		{"link", "add", br, "type", "bridge"},
 		{"addr", "add", s.gateway().String() + "/24", "dev", br},
 		{"link", "set", br, "up"},
+		{"route", "add", "local", s.vipPool().String(), "dev", br, "table", "local"},
 	} {
 		if err := run(ctx, "ip", args...); err != nil {
 			return fmt.Errorf("realnode: bridge: %w", err)
@@ -37,6 +42,10 @@ func (s *slot) setupBridge(ctx context.Context) error {
 func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string) error {
 	ns := s.netnsName(node)
 	addr := s.nodeAddr(i).String() + "/24"
+	nft, err := lookPath("nft")
+	if err != nil {
+		return fmt.Errorf("realnode: node %s network: nft not found (hack/install-deps.sh installs it): %w", node, err)
+	}
 	steps := [][]string{
 		{"ip", "netns", "add", ns},
 		{"ip", "link", "add", s.veth(i), "type", "veth", "peer", "name", "eth0", "netns", ns},
@@ -45,6 +54,12 @@ func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string) error {
 		{"ip", "-n", ns, "link", "set", "eth0", "up"},
 		{"ip", "-n", ns, "link", "set", "lo", "up"},
 		{"nsenter", "--net=" + netnsPath(ns), "--", "/bin/sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"},
+		// Pods reach the VIPs through the node's link; the machine has no
+		// route to pod CIDRs (nor should it), so their connections leave
+		// with the node's address, as a cloud's NAT would make them.
+		{"nsenter", "--net=" + netnsPath(ns), "--", nft, "add table ip stratus; " +
+			"add chain ip stratus vip-snat { type nat hook postrouting priority 100; }; " +
+			"add rule ip stratus vip-snat oifname eth0 ip daddr " + s.vipPool().String() + " masquerade"},
 	}
 	for _, st := range steps {
 		if err := run(ctx, st[0], st[1:]...); err != nil {

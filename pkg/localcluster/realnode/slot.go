@@ -26,11 +26,13 @@ const DefaultRoot = "/var/lib/stratus-realnode"
 const maxSlots = 64
 
 // The reserved range is 10.250.0.0/16: slot N is 10.250.N.0/24, the bridge
-// .1, node i .10+i.
+// .1, node i .10+i, and the upper half, .128/25, the load balancers' VIPs.
 const (
 	reservedRange = "10.250.0.0/16"
 	firstNodeHost = 10
-	maxNodes      = 200
+	maxNodes      = 100
+	vipPoolHost   = 128
+	vipPoolBits   = 25
 )
 
 // slot is one cluster's share of the machine: a subnet, a bridge, and
@@ -64,6 +66,15 @@ func (s *slot) nodeAddr(i int) netip.Addr {
 	b := s.subnet.Addr().As4()
 	b[3] = byte(firstNodeHost + i)
 	return netip.AddrFrom4(b)
+}
+
+// vipPool is the slot's share of load balancer addresses: local to the
+// machine (a route of type local on the bridge, so a cloud binds any of
+// them there) and on the nodes' own link, so that pods reach them too.
+func (s *slot) vipPool() netip.Prefix {
+	b := s.subnet.Addr().As4()
+	b[3] = vipPoolHost
+	return netip.PrefixFrom(netip.AddrFrom4(b), vipPoolBits)
 }
 
 // netnsPath is where `ip netns add` pins a node's namespace.

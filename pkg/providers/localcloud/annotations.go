@@ -89,9 +89,12 @@ func threshold(svc *corev1.Service, key string) (int, error) {
 
 // healthCheckFrom reads the health check annotations; the probe is an
 // HTTP GET of /healthz on the health check node port for
-// externalTrafficPolicy Local, else a TCP connect to the first TCP
+// externalTrafficPolicy Local, else, with proxyHealthPort set, of
+// kube-proxy's own /healthz on that port (what GCE and KEP-3836 probe for
+// externalTrafficPolicy Cluster: a node whose kube-proxy is down or
+// draining gets no new connections), else a TCP connect to the first TCP
 // listener's node port (the cloud's default).
-func healthCheckFrom(svc *corev1.Service) (api.HealthCheck, error) {
+func healthCheckFrom(svc *corev1.Service, proxyHealthPort int) (api.HealthCheck, error) {
 	var hc api.HealthCheck
 	var err error
 	if hc.IntervalMs, err = durationMs(svc, AnnotationHealthCheckInterval); err != nil {
@@ -122,8 +125,11 @@ func healthCheckFrom(svc *corev1.Service) (api.HealthCheck, error) {
 	// kube-proxy's health check node port accepts every connection and
 	// answers /healthz with 503 on a node without a local endpoint: only
 	// an HTTP probe keeps such nodes out.
-	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0 {
+	switch {
+	case svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0:
 		hc.Port, hc.Path = int(svc.Spec.HealthCheckNodePort), "/healthz"
+	case proxyHealthPort > 0:
+		hc.Port, hc.Path = proxyHealthPort, "/healthz"
 	}
 	return hc, nil
 }

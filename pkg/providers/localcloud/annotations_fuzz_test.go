@@ -34,7 +34,7 @@ func FuzzServiceAnnotations(f *testing.F) {
 				t.Fatalf("error names no annotation: %v", err)
 			}
 		}
-		if hc, err := healthCheckFrom(svc); err != nil {
+		if hc, err := healthCheckFrom(svc, 0); err != nil {
 			named(err)
 		} else {
 			eff := hc.WithDefaults()

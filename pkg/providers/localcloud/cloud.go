@@ -81,7 +81,9 @@ func NewFromConfig(cfg Config) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localcloud: %w", err)
 	}
-	return NewWithClient(c, cfg.ClusterName), nil
+	cl := NewWithClient(c, cfg.ClusterName)
+	cl.lbs.proxyHealthPort = cfg.KubeProxyHealthPort
+	return cl, nil
 }
 
 // NewWithClient builds the provider around an existing client, for tests

@@ -28,6 +28,12 @@ type Config struct {
 	// several requests, so a limit on calls alone still draws 429s.
 	RateLimitQPS   float64
 	RateLimitBurst int
+	// KubeProxyHealthPort, when set (kube-proxy's is 10256), makes load
+	// balancers of Services with externalTrafficPolicy Cluster probe
+	// GET /healthz on that port of each node, kube-proxy's own health,
+	// as GCE's do. 0 keeps a TCP connect to the traffic's node port: the
+	// nodes of a cluster without kube-proxy (kwok's) answer nothing there.
+	KubeProxyHealthPort int
 }
 
 // Bounds on the numeric settings: generous, but finite, so that a typo
@@ -114,8 +120,14 @@ func (c *Config) set(key, val string) error {
 			return fmt.Errorf("rateLimitBurst: %q is not an integer from 1 to %d", val, MaxRateLimitBurst)
 		}
 		c.RateLimitBurst = n
+	case "kubeProxyHealthPort":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 || n > 65535 {
+			return fmt.Errorf("kubeProxyHealthPort: %q is not a port from 0 to 65535", val)
+		}
+		c.KubeProxyHealthPort = n
 	default:
-		return fmt.Errorf("unknown key %q (known: url, token, tokenFile, clusterName, maxRetries, rateLimitQPS, rateLimitBurst)", key)
+		return fmt.Errorf("unknown key %q (known: url, token, tokenFile, clusterName, maxRetries, rateLimitQPS, rateLimitBurst, kubeProxyHealthPort)", key)
 	}
 	return nil
 }

@@ -45,6 +45,8 @@ func retryDelay(lb *api.LoadBalancer, now time.Time) time.Duration {
 type loadBalancers struct {
 	client         *lcclient.Client
 	defaultCluster string
+	// proxyHealthPort is kube-proxy's health port (Config.KubeProxyHealthPort).
+	proxyHealthPort int
 }
 
 // GetLoadBalancerName derives the name from the Service UID, as upstream's
@@ -95,7 +97,7 @@ func status(lb *api.LoadBalancer, mode corev1.LoadBalancerIPMode) *corev1.LoadBa
 
 // desired turns a Service and its nodes into the cloud spec. Every check
 // happens here, before any cloud call, so invalid input changes nothing.
-func desired(svc *corev1.Service, nodes []*corev1.Node) (api.LoadBalancerSpec, corev1.LoadBalancerIPMode, error) {
+func (l *loadBalancers) desired(svc *corev1.Service, nodes []*corev1.Node) (api.LoadBalancerSpec, corev1.LoadBalancerIPMode, error) {
 	var spec api.LoadBalancerSpec
 	if len(svc.Spec.Ports) == 0 {
 		return spec, "", errors.New("service has no ports")
@@ -117,11 +119,16 @@ func desired(svc *corev1.Service, nodes []*corev1.Node) (api.LoadBalancerSpec, c
 		spec.SourceRanges = ranges.StringSlice()
 		sort.Strings(spec.SourceRanges)
 	}
-	if spec.HealthCheck, err = healthCheckFrom(svc); err != nil {
+	if spec.HealthCheck, err = healthCheckFrom(svc, l.proxyHealthPort); err != nil {
 		return spec, "", err
 	}
 	if spec.UDPIdleTimeoutMs, err = durationMs(svc, AnnotationUDPIdleTimeout); err != nil {
 		return spec, "", err
+	}
+	// A Service's ClientIP affinity holds only if the load balancer keeps
+	// a client on one node: each node's kube-proxy keeps its own table.
+	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		spec.SessionAffinity = api.SessionAffinityClientIP
 	}
 	if ip := svc.Spec.LoadBalancerIP; ip != "" {
 		if a, err := netip.ParseAddr(ip); err != nil || !a.Is4() {
@@ -142,7 +149,7 @@ func desired(svc *corev1.Service, nodes []*corev1.Node) (api.LoadBalancerSpec, c
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (_ *corev1.LoadBalancerStatus, err error) {
 	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, l.defaultCluster)
-	spec, mode, err := desired(svc, nodes)
+	spec, mode, err := l.desired(svc, nodes)
 	if err != nil {
 		return nil, svcErr(svc, err)
 	}
@@ -231,14 +238,14 @@ func specEqual(a, b api.LoadBalancerSpec) bool {
 	sort.Strings(ar)
 	sort.Strings(br)
 	return slices.Equal(a.Listeners, b.Listeners) && slices.Equal(as, bs) && slices.Equal(ar, br) &&
-		a.HealthCheck == b.HealthCheck && a.UDPIdleTimeoutMs == b.UDPIdleTimeoutMs
+		a.HealthCheck == b.HealthCheck && a.UDPIdleTimeoutMs == b.UDPIdleTimeoutMs && a.SessionAffinity == b.SessionAffinity
 }
 
 // UpdateLoadBalancer brings the node set (and any other change) up to date.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (err error) {
 	defer markThrottled(&err)
 	cluster := clusterOr(clusterName, l.defaultCluster)
-	spec, _, err := desired(svc, nodes)
+	spec, _, err := l.desired(svc, nodes)
 	if err != nil {
 		return svcErr(svc, err)
 	}

@@ -18,7 +18,7 @@ var _ cloud.LoadBalancerPlanner = (*loadBalancers)(nil)
 // PlanLoadBalancer says what EnsureLoadBalancer would change, with reads
 // only: the same desired spec, compared field by field as specEqual does.
 func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) ([]string, error) {
-	spec, _, err := desired(svc, nodes)
+	spec, _, err := l.desired(svc, nodes)
 	if err != nil {
 		return nil, svcErr(svc, err)
 	}
@@ -59,6 +59,9 @@ func specChanges(have, want api.LoadBalancerSpec) []string {
 	}
 	if have.HealthCheck != want.HealthCheck {
 		out = append(out, fmt.Sprintf("healthCheck: %+v → %+v", have.HealthCheck, want.HealthCheck))
+	}
+	if have.SessionAffinity != want.SessionAffinity {
+		out = append(out, fmt.Sprintf("sessionAffinity: %q → %q", have.SessionAffinity, want.SessionAffinity))
 	}
 	if have.UDPIdleTimeoutMs != want.UDPIdleTimeoutMs {
 		out = append(out, fmt.Sprintf("udpIdleTimeoutMs: %d → %d", have.UDPIdleTimeoutMs, want.UDPIdleTimeoutMs))

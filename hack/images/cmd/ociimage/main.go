@@ -2,6 +2,10 @@
 // writes it as an image tarball (docker-archive, tagged), the format `ctr
 // images import` and `docker load` read. Equal inputs give equal digests: the
 // layer's timestamps and the image's creation time are fixed.
+//
+// -add puts more of the machine's programs beside it, each with the shared
+// libraries ldd names (Kubernetes' e2e specs run sh, curl and nc in the
+// agnhost image), and -link adds symbolic links (/bin/sh -> dash).
 package main
 
 import (
@@ -32,6 +36,8 @@ type options struct {
 	tag    string // the image reference the tarball records
 	out    string // the tarball to write
 	arch   string
+	adds   []string // SRC or SRC=DST: the machine's programs to add, with their libraries
+	links  []string // DST=TARGET: symbolic links to add
 }
 
 func main() {
@@ -41,6 +47,14 @@ func main() {
 	flag.StringVar(&o.tag, "tag", "", "image reference, e.g. stratus.local/pause:1")
 	flag.StringVar(&o.out, "out", "", "tarball to write")
 	flag.StringVar(&o.arch, "arch", runtime.GOARCH, "the image's architecture")
+	flag.Func("add", "SRC[=DST]: a program of this machine to add (with the shared libraries ldd lists); repeatable", func(v string) error {
+		o.adds = append(o.adds, v)
+		return nil
+	})
+	flag.Func("link", "DST=TARGET: a symbolic link to add; repeatable", func(v string) error {
+		o.links = append(o.links, v)
+		return nil
+	})
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "ociimage:", err)
@@ -66,7 +80,12 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("-binary: %w", err)
 	}
-	img, err := build(data, o.target, o.arch)
+	files := []file{{path: o.target[1:], data: data, mode: 0o755}}
+	extra, err := extraFiles(o.adds, o.links)
+	if err != nil {
+		return err
+	}
+	img, err := build(append(files, extra...), o.target, o.arch)
 	if err != nil {
 		return err
 	}
@@ -80,10 +99,10 @@ func run(o options) error {
 	return nil
 }
 
-// build returns an image of one layer holding data at target (0755), run
-// as target with no arguments.
-func build(data []byte, target, arch string) (v1.Image, error) {
-	layerTar, err := singleFileTar(target[1:], data)
+// build returns an image of one layer holding files, run as target with
+// no arguments.
+func build(files []file, target, arch string) (v1.Image, error) {
+	layerTar, err := layer(files)
 	if err != nil {
 		return nil, err
 	}
@@ -112,26 +131,46 @@ func build(data []byte, target, arch string) (v1.Image, error) {
 	return img, nil
 }
 
-// singleFileTar is a layer with the file at path file and its parent
-// directories, all owned by root, every timestamp the epoch.
-func singleFileTar(file string, data []byte) ([]byte, error) {
+// file is one entry of the layer: a regular file, or a symbolic link
+// when link is set. path is relative to the root.
+type file struct {
+	path string
+	data []byte
+	mode int64
+	link string
+}
+
+// layer is a tar of files and their parent directories, all owned by
+// root, every timestamp the epoch; a path given twice keeps the first.
+func layer(files []file) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	var dirs []string
-	for d := path.Dir(file); d != "."; d = path.Dir(d) {
-		dirs = append([]string{d}, dirs...)
-	}
-	for _, d := range dirs {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch()}); err != nil {
+	seen := map[string]bool{}
+	for _, f := range files {
+		if seen[f.path] {
+			continue
+		}
+		var dirs []string
+		for d := path.Dir(f.path); d != "." && !seen[d]; d = path.Dir(d) {
+			dirs = append([]string{d}, dirs...)
+		}
+		for _, d := range dirs {
+			seen[d] = true
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch()}); err != nil {
+				return nil, fmt.Errorf("layer: %w", err)
+			}
+		}
+		seen[f.path] = true
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: f.path, Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch()}
+		if f.link != "" {
+			h = &tar.Header{Typeflag: tar.TypeSymlink, Name: f.path, Linkname: f.link, Mode: 0o777, ModTime: epoch()}
+		}
+		if err := tw.WriteHeader(h); err != nil {
 			return nil, fmt.Errorf("layer: %w", err)
 		}
-	}
-	h := &tar.Header{Typeflag: tar.TypeReg, Name: file, Mode: 0o755, Size: int64(len(data)), ModTime: epoch()}
-	if err := tw.WriteHeader(h); err != nil {
-		return nil, fmt.Errorf("layer: %w", err)
-	}
-	if _, err := tw.Write(data); err != nil {
-		return nil, fmt.Errorf("layer: %w", err)
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, fmt.Errorf("layer: %w", err)
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("layer: %w", err)

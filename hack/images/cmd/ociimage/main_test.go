@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -103,5 +104,62 @@ func TestRunRejectsBadInput(t *testing.T) {
 		if err := run(tc.o); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
+	}
+}
+
+// -add brings a dynamic program with its loader and libraries, -link a
+// symbolic link: what a shell needs to run in the image.
+func TestAddBringsLibrariesAndLinks(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agnhost")
+	if err := os.WriteFile(bin, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "a.tar")
+	o := options{binary: bin, tag: "a.example/agnhost:1", out: out, arch: "amd64",
+		adds: []string{"/bin/dash"}, links: []string{"/bin/sh=dash"}}
+	if err := run(o); err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(o.tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(out, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers = %d, %v; want 1", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rc.Close() }()
+	got := map[string]*tar.Header{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[h.Name] = h
+	}
+	libs, err := sharedLibraries("/bin/dash")
+	if err != nil || len(libs) == 0 {
+		t.Fatalf("ldd /bin/dash: %v %v; want its libc and loader", libs, err)
+	}
+	for _, want := range append([]string{"agnhost", "bin/dash"}, libs...) {
+		if h := got[strings.TrimPrefix(want, "/")]; h == nil || h.Typeflag != tar.TypeReg || h.Size == 0 {
+			t.Errorf("layer lacks the file %s: %+v", want, h)
+		}
+	}
+	if h := got["bin/sh"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "dash" {
+		t.Errorf("bin/sh = %+v, want a link to dash", h)
 	}
 }

@@ -8,16 +8,6 @@ import (
 	"github.com/stratus-ccm/stratus/internal/metricsutil"
 )
 
-// Metric names of the Nodes waiting for initialization.
-const (
-	// MetricUninitializedNodes is the number of Nodes the controller knows
-	// to carry the uninitialized taint.
-	MetricUninitializedNodes = "stratus_node_uninitialized_nodes"
-	// MetricOldestUninitializedAge is how long the oldest of them has
-	// waited since the controller first saw it.
-	MetricOldestUninitializedAge = "stratus_node_oldest_uninitialized_node_age_seconds"
-)
-
 // registerWaiting registers the two waiting gauges. They are computed at
 // scrape time from the first sightings the controller keeps anyway, so a
 // Node's age grows between syncs without anything updating it, and a

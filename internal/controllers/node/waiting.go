@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -45,4 +46,15 @@ func (c *Controller) waitingNodes() (n int, oldestAge float64) {
 		}
 	}
 	return len(c.waiting), oldestAge
+}
+
+// waitingSince returns when the Node was first seen uninitialized, or
+// fallback if it is not waiting.
+func (c *Controller) waitingSince(name string, fallback time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.waiting[name]; ok {
+		return t
+	}
+	return fallback
 }

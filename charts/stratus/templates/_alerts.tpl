@@ -1,9 +1,10 @@
 {{/*
 stratus.alertGroups: the rule groups of the PrometheusRule and of the plain
-rules file, built only from metrics Stratus exports. Failing syncs are
-measured over 10m windows because a failing Node or Service is retried at
-least every 5 minutes (the controllers' maximum backoff): a shorter window
-would see gaps between retries and reset the alert's "for".
+rules file, built only from metrics Stratus exports. Failing Node
+initializations are measured over 10m windows because a failing Node is
+retried at least every 5 minutes (the controller's maximum backoff): a
+shorter window would see gaps between retries and reset the alert's "for".
+Failing Services are counted by a gauge that holds between retries.
 Grafana/Prometheus template braces are escaped as {{`{{ ... }}`}}.
 */}}
 {{- define "stratus.alertGroups" -}}
@@ -21,13 +22,13 @@ groups:
           description: {{`Stratus has failed to initialize Nodes for more than `}}{{ $r.nodeInitFailingFor }}{{` ({{ $value | humanize }} failed attempts per second); they keep the uninitialized taint and get no pods.`}}
           runbook_url: https://github.com/stratus-ccm/stratus/blob/main/docs/operations.md#stratusnodeinitializationfailing
       - alert: StratusServiceSyncFailing
-        expr: sum(rate(stratus_service_syncs_total{result="error"}[10m])) > 0
+        expr: max(stratus_service_load_balancers{state="failing"}) > 0
         for: {{ $r.serviceSyncFailingFor }}
         labels:
           severity: {{ $r.severity }}
         annotations:
           summary: A Service of type LoadBalancer has failed to sync for more than {{ $r.serviceSyncFailingFor }}.
-          description: {{`Service syncs have kept failing for more than `}}{{ $r.serviceSyncFailingFor }}{{` ({{ $value | humanize }} errors per second); its load balancer is pending or out of date.`}}
+          description: {{`For more than `}}{{ $r.serviceSyncFailingFor }}{{` Services of type LoadBalancer have failed their last sync ({{ $value }} now); their load balancers are pending or out of date.`}}
           runbook_url: https://github.com/stratus-ccm/stratus/blob/main/docs/operations.md#stratusservicesyncfailing
       - alert: StratusCloudThrottled
         expr: sum(rate(stratus_cloud_throttled_total[5m])) / sum(rate(stratus_cloud_requests_total[5m])) > {{ $r.throttledRatio }}

@@ -142,6 +142,10 @@ type Controller struct {
 	// list answer is trusted for it only if the list started afterwards.
 	mu   sync.Mutex
 	seen map[string]time.Time
+	// waiting records when each uninitialized Node was first observed and
+	// is never moved by a retry, unlike seen: the waiting gauges
+	// (waiting.go) report the Nodes' ages from it.
+	waiting map[string]time.Time
 	// written holds, per Node just initialized, the resourceVersions it
 	// had before the controller's writes: a cached copy at one of them
 	// predates the writes, and acting on it would repeat them.
@@ -183,10 +187,13 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	clk := kit.Clock(deps.Clock)
 	c := &Controller{
 		client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, recorder: kit.Recorder(deps.Recorder),
-		metrics: m, cfg: cfg, clock: clk, seen: map[string]time.Time{}, written: map[string][]string{},
+		metrics: m, cfg: cfg, clock: clk, seen: map[string]time.Time{}, waiting: map[string]time.Time{}, written: map[string][]string{},
 		ownership: deps.Ownership, foreign: map[string]struct{}{},
 		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.BaseBackoff, cfg.MaxBackoff),
 		explain: deps.Explain,
+	}
+	if err := c.registerWaiting(deps.Registerer); err != nil {
+		return nil, err
 	}
 	if deps.Lister != nil {
 		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk)
@@ -264,6 +271,9 @@ func (c *Controller) firstSeen(name string) time.Time {
 		t = c.clock.Now()
 		c.seen[name] = t
 	}
+	if _, ok := c.waiting[name]; !ok {
+		c.waiting[name] = t
+	}
 	return t
 }
 
@@ -291,6 +301,7 @@ func (c *Controller) forget(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.seen, name)
+	delete(c.waiting, name)
 }
 
 // markWritten records the resourceVersions a Node had before this

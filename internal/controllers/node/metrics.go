@@ -21,6 +21,12 @@ const (
 	// MetricForeignNodes counts the Nodes of another platform that
 	// Stratus leaves alone in a hybrid cluster (--cloud-provider-platforms).
 	MetricForeignNodes = "stratus_node_foreign_nodes"
+	// MetricUninitializedNodes is the number of Nodes the controller knows
+	// to carry the uninitialized taint, and MetricOldestUninitializedAge
+	// how long the oldest of them has waited since the controller first
+	// saw it (waiting.go).
+	MetricUninitializedNodes     = "stratus_node_uninitialized_nodes"
+	MetricOldestUninitializedAge = "stratus_node_oldest_uninitialized_node_age_seconds"
 
 	// MetricTaintRemovalDelay and MetricInitialNodeSyncDelay are upstream
 	// cloud node controller's histograms, under its names, buckets and

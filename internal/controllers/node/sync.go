@@ -66,9 +66,11 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return c.initFailed(ctx, node, err)
 	}
 	c.metrics.taintRemoval.Observe(c.clock.Since(node.CreationTimestamp.Time).Seconds())
+	// From the first sighting: seen moves with every failed attempt.
+	waited := c.clock.Since(c.waitingSince(name, seen)).Seconds()
 	c.forget(name)
 	c.metrics.inits.WithLabelValues(resultSuccess).Inc()
-	c.metrics.initDuration.Observe(c.clock.Since(seen).Seconds())
+	c.metrics.initDuration.Observe(waited)
 	c.event(node, corev1.EventTypeNormal, ReasonSynced, actionInitialize, "Node synced successfully")
 	c.metrics.initialSync.Observe(c.clock.Since(node.CreationTimestamp.Time).Seconds())
 	log.V(2).Info("Initialized node", "providerID", node.Spec.ProviderID)

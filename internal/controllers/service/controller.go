@@ -161,6 +161,8 @@ type Controller struct {
 	// failed holds the Services whose last sync failed, retried at once
 	// when the cloud recovers.
 	failed *failedSet
+	// phases counts the load balancers by phase (health.go).
+	phases *phaseTracker
 	// queue is captured when the controller starts, for the node pass,
 	// drift and recovery.
 	queue kit.Queue[key]
@@ -193,10 +195,12 @@ func New(d Deps, cfg Config) (*Controller, error) {
 		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: kit.Recorder(d.Recorder), metrics: m, now: kit.Clock(d.Clock).Now,
 		nodePacer: newNodePacer(cfg.NodeSyncDelay),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
+		phases:  newPhaseTracker(m.lbs),
 		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[key](cfg.MinRetryDelay, cfg.MaxRetryDelay),
 		explain: d.Explain,
 	}
 	c.nodes.backend = backendPolicy(d.Ownership, d.ForeignBackends)
+	c.nodes.now = c.now
 	kit.OnRecovered(d.Recovery, c.retryFailed)
 	d.Explain.Describe(explain.KindService, ControllerName, c.describeService)
 	d.Explain.Describe(explain.KindNode, ControllerName, c.describeNode)
@@ -308,6 +312,7 @@ func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, er
 	c.metrics.syncDuration.Observe(c.now().Sub(start).Seconds())
 	c.report(ctx, k.Service, err)
 	c.failed.set(k, err != nil && !isRetryAfter(err))
+	c.phases.set(k.Service, c.phaseAfter(k.Service, err))
 	if err == nil {
 		c.metrics.syncs.WithLabelValues(kit.ResultSuccess).Inc()
 		return reconcile.Result{}, nil

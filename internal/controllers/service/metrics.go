@@ -17,6 +17,8 @@ const (
 	MetricOrphanedLoadBalancers  = "stratus_service_orphaned_load_balancers"
 	MetricOrphanedLBDeletesTotal = "stratus_service_orphaned_load_balancer_deletions_total"
 	MetricDriftedLoadBalancers   = "stratus_service_drifted_load_balancers_total"
+	MetricLoadBalancers          = "stratus_service_load_balancers"
+	MetricNodeSyncLatency        = "stratus_service_node_sync_latency_seconds"
 )
 
 type metrics struct {
@@ -27,6 +29,8 @@ type metrics struct {
 	orphans       prometheus.Gauge
 	orphanDeletes *prometheus.CounterVec
 	drifted       prometheus.Counter
+	lbs           *prometheus.GaugeVec
+	nodeLatency   prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -60,6 +64,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricDriftedLoadBalancers,
 			Help: "Load balancers found deleted or with changed backends in the cloud, behind the controller's back, and ensured again.",
 		}),
+		lbs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricLoadBalancers,
+			Help: "Load-balancer Services by the outcome of their last sync: pending (no ingress yet), failing (the last sync failed with an error), serving.",
+		}, []string{"state"}),
+		nodeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: MetricNodeSyncLatency,
+			Help: "Seconds from the first node change that altered the eligible node set to the successful UpdateLoadBalancer carrying that set, " +
+				"one observation per load balancer updated; includes the wait while a burst of node changes settles and the wait in the queue.",
+			Buckets: prometheus.ExponentialBuckets(0.1, 2, 14),
+		}),
 	}
 	if err := metricsutil.Register(reg,
 		m.syncs,
@@ -69,6 +83,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.orphans,
 		m.orphanDeletes,
 		m.drifted,
+		m.lbs,
+		m.nodeLatency,
 	); err != nil {
 		return nil, fmt.Errorf("service controller metrics: %w", err)
 	}

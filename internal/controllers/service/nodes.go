@@ -4,6 +4,7 @@ import (
 	"maps"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -19,13 +20,17 @@ type nodeSet struct {
 	// ids maps node name to providerID: what a load balancer's node set is
 	// compared by (upstream's nodesSufficientlyEqual).
 	ids map[string]string
+	// since is when the first node change that made ids differ from the
+	// previous set happened; zero when undated. The node-sync latency is
+	// measured from it.
+	since time.Time
 }
 
 // identity returns the view without the Node objects: what a load
 // balancer's record keeps. Holding the objects there would pin an old copy
 // of every Node per recorded version for as long as the record lives.
 func (s nodeSet) identity() nodeSet {
-	return nodeSet{version: s.version, ids: s.ids}
+	return nodeSet{version: s.version, ids: s.ids, since: s.since}
 }
 
 // sameNodes compares two views by their identity.
@@ -58,6 +63,11 @@ type nodeTracker struct {
 	// backend excludes the Nodes a hybrid cluster's ownership policy keeps
 	// out of load balancers (backends.go); nil excludes none.
 	backend func(*corev1.Node) bool
+	// now dates node changes; nil leaves node sets undated.
+	now func() time.Time
+	// changedAt is when the first change not yet folded into ids happened;
+	// since is when the change that produced ids happened.
+	changedAt, since time.Time
 }
 
 func newNodeTracker() *nodeTracker {
@@ -90,7 +100,7 @@ func (t *nodeTracker) upsert(n *corev1.Node) {
 	t.all[n.Name] = n
 	if old == nil || t.identityOf(old) != t.identityOf(n) {
 		t.version++
-		t.identityStale = true
+		t.markChanged()
 	}
 	// Gather again even when the identity is unchanged: providers receive
 	// the latest objects (their addresses, for instance).
@@ -113,8 +123,17 @@ func (t *nodeTracker) remove(name string) {
 	}
 	delete(t.all, name)
 	t.version++
-	t.identityStale = true
+	t.markChanged()
 	t.current = nil
+}
+
+// markChanged notes an identity change, dated by the first one since ids
+// were last rebuilt: the later ones in a burst wait on the same update.
+func (t *nodeTracker) markChanged() {
+	t.identityStale = true
+	if t.changedAt.IsZero() && t.now != nil {
+		t.changedAt = t.now()
+	}
 }
 
 // snapshot returns the eligible node set.
@@ -125,6 +144,7 @@ func (t *nodeTracker) snapshot() nodeSet {
 		return *t.current
 	}
 	if t.identityStale {
+		prev := t.ids
 		t.ids, t.names = map[string]string{}, nil
 		for _, n := range t.all {
 			if t.eligible(n) {
@@ -134,6 +154,13 @@ func (t *nodeTracker) snapshot() nodeSet {
 		}
 		sort.Strings(t.names)
 		t.identityStale = false
+		// A change that left the eligible set as it was (a node joining
+		// uninitialized) does not restart the latency of an update still
+		// owed for an earlier one.
+		if !maps.Equal(prev, t.ids) {
+			t.since = t.changedAt
+		}
+		t.changedAt = time.Time{}
 	}
 	// The eligible names are those of the version: a node whose object
 	// changed without changing its identity is still eligible.
@@ -141,7 +168,7 @@ func (t *nodeTracker) snapshot() nodeSet {
 	for i, name := range t.names {
 		nodes[i] = t.all[name]
 	}
-	t.current = &nodeSet{version: t.version, nodes: nodes, ids: t.ids}
+	t.current = &nodeSet{version: t.version, nodes: nodes, ids: t.ids, since: t.since}
 	return *t.current
 }
 

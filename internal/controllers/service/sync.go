@@ -161,6 +161,9 @@ func (c *Controller) updateHosts(ctx context.Context, key types.NamespacedName, 
 	if err == nil || errors.Is(err, cloudprovider.ImplementedElsewhere) {
 		c.metrics.updates.WithLabelValues(kit.ResultSuccess).Inc()
 		c.state.set(key, &lbState{uid: st.uid, applied: st.applied, status: st.status, nodes: nodes})
+		if !nodes.since.IsZero() {
+			c.metrics.nodeLatency.Observe(c.now().Sub(nodes.since).Seconds())
+		}
 		if len(nodes.nodes) == 0 {
 			c.event(svc, corev1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionUpdate, "There are no available nodes for LoadBalancer")
 		} else {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	apiserveroptions "k8s.io/apiserver/pkg/server/options"
@@ -50,6 +51,16 @@ func withoutMissingRequestHeaderCA(ctx context.Context, authn apiserveroptions.D
 	ctx, cancel := context.WithTimeout(ctx, authLookupTimeout)
 	defer cancel()
 	cm, err := cs.CoreV1().ConfigMaps(authConfigMapNamespace).Get(ctx, authConfigMapName, metav1.GetOptions{})
+	if apierrors.IsForbidden(err) {
+		// Some vendors' published RBAC (DigitalOcean's) grants no read of
+		// the ConfigMap; upstream's lookup would then stop the daemon.
+		// Bearer tokens need none of it, so start without the client and
+		// front-proxy CAs, and say what is missing.
+		log.Info("Cannot read the cluster's client and request-header CAs: client-certificate and front-proxy authentication are off, bearer tokens still authenticate; grant the extension-apiserver-authentication-reader Role to turn them on",
+			"configMap", klog.KRef(authConfigMapNamespace, authConfigMapName), "err", err.Error())
+		authn.SkipInClusterLookup = true
+		return authn
+	}
 	if err != nil || cm.Data[requestHeaderCAKey] != "" {
 		return authn
 	}

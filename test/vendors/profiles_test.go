@@ -37,7 +37,7 @@ type outcome struct {
 }
 
 // TestVendorProfilesBesideUpstream runs each vendor manifest's arguments
-// (with the --cloud-provider kube-vip's main defaults), under the vendor's published RBAC, twice against one real API
+// (with the --cloud-provider kube-vip's and DigitalOcean's mains default), under the vendor's published RBAC, twice against one real API
 // server: with upstream's app (bin/upstream-ccm) and with Stratus (a pkg/ccm
 // binary), both linking the same vendor double (test/vendors/profile). The
 // two must start the same controllers and initialize a Node the same way,

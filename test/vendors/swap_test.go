@@ -66,11 +66,11 @@ type swap struct {
 // kube-vip's manifest passes no --cloud-provider (its main sets the
 // default, which a pkg/ccm binary cannot yet): the table adds it, as
 // docs/migration.md tells the operator to; its provider returns no
-// instances, so its Node is left to others. DigitalOcean's is not in the
-// table: its RBAC does not let the daemon read
-// kube-system/extension-apiserver-authentication, which Stratus' delegated
-// authentication (through --kubeconfig when no --authentication-kubeconfig
-// is given) needs at start, and the daemon exits.
+// instances, so its Node is left to others. DigitalOcean's, likewise
+// without --cloud-provider, has RBAC that cannot read
+// kube-system/extension-apiserver-authentication: the daemon starts
+// without the client and front-proxy CAs and says so (bearer tokens still
+// authenticate its secure port).
 func TestVendorManifestsRunStratus(t *testing.T) {
 	bin := buildVendorCCM(t)
 	for _, c := range runnableSwaps() {
@@ -89,6 +89,8 @@ func runnableSwaps() []swap {
 			lease: "cloud-controller-manager", initializes: true, perController: true},
 		{vendor: "kube-vip", file: "kube-vip-cloud-controller", rbac: []string{"kube-vip-cloud-controller"},
 			changed: "command /kube-vip-cloud-provider", added: []string{"--cloud-provider=kube-vip"}, lease: "kube-vip-cloud-controller"},
+		{vendor: "digitalocean", file: "v0.1.68", rbac: []string{"v0.1.68"},
+			changed: "command /bin/digitalocean-cloud-controller-manager", added: []string{"--cloud-provider=digitalocean"}, initializes: true},
 		{vendor: "azure", file: "cloud-controller-manager", rbac: []string{"cloud-controller-manager"}, lease: "cloud-controller-manager"},
 		{vendor: "openstack", file: "openstack-cloud-controller-manager-ds",
 			rbac:    []string{"openstack-cloud-controller-manager-ds", "cloud-controller-manager-roles", "cloud-controller-manager-role-bindings"},

@@ -11,8 +11,6 @@ import (
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 )
 
@@ -43,7 +41,7 @@ func withoutMissingRequestHeaderCA(ctx context.Context, authn apiserveroptions.D
 	if authn.SkipInClusterLookup || authn.RequestHeader.ClientCAFile != "" {
 		return authn
 	}
-	cs, err := authClient(authn.RemoteKubeConfigFile)
+	cs, err := delegatedClient(authn.RemoteKubeConfigFile)
 	if err != nil {
 		log.V(2).Info("Cannot check the cluster's request-header CA; using upstream's lookup", "err", err)
 		return authn
@@ -90,25 +88,4 @@ func clientCAProvider(authn apiserveroptions.DelegatingAuthenticationOptions, cm
 		return nil, fmt.Errorf("client CA from configmap %s/%s: %w", authConfigMapNamespace, authConfigMapName, err)
 	}
 	return p, nil
-}
-
-// authClient is the client upstream's lookup uses: the kubeconfig given,
-// else the in-cluster configuration.
-func authClient(kubeconfig string) (kubernetes.Interface, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("authentication kubeconfig %q: %w", kubeconfig, err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("authentication client: %w", err)
-	}
-	return cs, nil
 }

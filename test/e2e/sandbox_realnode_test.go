@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/internal/sandbox"
@@ -24,10 +25,11 @@ import (
 // TestSandboxRealNodes: `stratus sandbox --real-nodes 2` beside kwok nodes.
 // Stratus initializes the real nodes; hello-real answers from real pods
 // through its load balancer; kube-controller-manager finishes a namespace
-// deletion; a stopped instance's kubelet stops and its node is tainted
-// shutdown; after SIGTERM nothing of the real nodes is left.
+// deletion; a pod finds hello-real by name through the cluster DNS; a
+// stopped instance's kubelet stops and its node is tainted shutdown; after
+// SIGTERM nothing of the real nodes is left.
 func TestSandboxRealNodes(t *testing.T) {
-	testbed.RequireBinaries(t, "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "images/demo.tar")
+	testbed.RequireBinaries(t, "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "images/demo.tar", "images/coredns.tar")
 	r := newSandboxRun(t)
 	p := r.start(t, "sandbox.log", "--nodes=2", "--real-nodes=2")
 	ctx := testbed.Context(t, 8*time.Minute)
@@ -51,6 +53,8 @@ func TestSandboxRealNodes(t *testing.T) {
 	if err != nil || !strings.HasPrefix(line, "hello from pod "+sandbox.DemoRealService) {
 		t.Errorf("%s answered %q, %v; want a real pod's greeting", sandbox.DemoRealService, line, err)
 	}
+
+	checkClusterDNS(ctx, t, cs)
 
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -78,6 +82,34 @@ func TestSandboxRealNodes(t *testing.T) {
 	stopAndCheck(t, p, r)
 	checkNoRealNodes(t, p, "SIGTERM")
 	checkKilledRealNodesCleaned(ctx, t, r)
+}
+
+// checkClusterDNS: a pod on real-01 with the kubelet's DNS settings (the
+// default dnsPolicy, ClusterFirst) reaches hello-real by its short name,
+// which only kube-dns resolves, through the search path the kubelet wrote.
+func checkClusterDNS(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "dns-check", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "real-01", RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "get", Image: "stratus.local/demo:v1", ImagePullPolicy: corev1.PullNever,
+				Args: []string{"-get", "http://" + sandbox.DemoRealService + "/", "-want", "hello from pod " + sandbox.DemoRealService, "-timeout", "60s"}}}},
+	}
+	if _, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var phase corev1.PodPhase
+	waitCond(ctx, t, "the DNS check pod to finish", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil {
+			phase = p.Status.Phase
+		}
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
+	})
+	if phase != corev1.PodSucceeded {
+		logs, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		t.Errorf("a pod could not reach %s by name through kube-dns: %s (log: %s, %v)", sandbox.DemoRealService, phase, logs, err)
+	}
 }
 
 func checkNoRealNodes(t *testing.T, p *testbed.Process, after string) {

@@ -63,11 +63,12 @@ func corefile() string {
 }
 
 // startClusterDNS deploys CoreDNS as kube-system's kube-dns (RBAC,
-// credentials, Corefile, Deployment, Service) and waits for it to be
-// available. Its pod uses its node's network namespace: the API server is
-// on the machine's loopback, which a node's namespace relays to and a
-// pod's own namespace cannot reach; kube-proxy sends the Service's
-// ClusterIP to the node's address, port 53.
+// credentials, Corefile, Deployment, Service) and, unless the controller
+// manager is the user's (--no-ccm), waits for it to be available. Its pod
+// uses its node's network namespace: the API server is on the machine's
+// loopback, which a node's namespace relays to and a pod's own namespace
+// cannot reach; kube-proxy sends the Service's ClusterIP to the node's
+// address, port 53.
 func (s *sandbox) startClusterDNS(ctx context.Context) error {
 	if err := s.applyDNSRBAC(ctx); err != nil {
 		return err
@@ -81,6 +82,11 @@ func (s *sandbox) startClusterDNS(ctx context.Context) error {
 	}
 	if err := createOrKeep(ctx, s.kube.CoreV1().Services(metav1.NamespaceSystem).Create, dnsServiceObject(), "Service"); err != nil {
 		return err
+	}
+	if s.o.NoCCM {
+		// The nodes keep their uninitialized taint until the user's
+		// controller manager runs; the pod is scheduled then.
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.o.ReadyTimeout)
 	defer cancel()

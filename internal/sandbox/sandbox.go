@@ -139,9 +139,9 @@ func (s *sandbox) plan() []stage {
 			{"starting stratus controller-manager", s.startCCM},
 			{"waiting for the nodes to be initialized", s.waitNodes},
 		}...)
-		if o.RealNodes > 0 {
-			steps = append(steps, stage{"starting the cluster DNS (CoreDNS as kube-system/kube-dns) on a real node", s.startClusterDNS})
-		}
+	}
+	if o.RealNodes > 0 {
+		steps = append(steps, stage{"starting the cluster DNS (CoreDNS as kube-system/kube-dns) on a real node", s.startClusterDNS})
 	}
 	if !o.NoDemo {
 		steps = append(steps, stage{"creating the demo Services hello and hello-local (externalTrafficPolicy Local) and waiting for their load balancers", s.demo})

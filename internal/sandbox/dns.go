@@ -80,7 +80,7 @@ func (s *sandbox) startClusterDNS(ctx context.Context) error {
 	if err := upsert(ctx, s.kube.AppsV1().Deployments(metav1.NamespaceSystem), dnsDeployment(digest), "Deployment"); err != nil {
 		return err
 	}
-	if err := createOrKeep(ctx, s.kube.CoreV1().Services(metav1.NamespaceSystem).Create, dnsServiceObject(), "Service"); err != nil {
+	if err := s.ensureDNSService(ctx); err != nil {
 		return err
 	}
 	if s.o.NoCCM {
@@ -166,6 +166,21 @@ func (s *sandbox) applyDNSConfig(ctx context.Context) (string, error) {
 func createOrKeep[T any](ctx context.Context, create func(context.Context, T, metav1.CreateOptions) (T, error), obj T, kind string) error {
 	if _, err := create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("sandbox: cluster DNS: create %s %s: %w", kind, DNSService, err)
+	}
+	return nil
+}
+
+// ensureDNSService creates kube-dns unless an earlier run of the same
+// state directory did. It looks first: creating a Service whose ClusterIP
+// is taken fails on the address, not with AlreadyExists.
+func (s *sandbox) ensureDNSService(ctx context.Context) error {
+	services := s.kube.CoreV1().Services(metav1.NamespaceSystem)
+	_, err := services.Get(ctx, DNSService, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = services.Create(ctx, dnsServiceObject(), metav1.CreateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox: cluster DNS: Service %s: %w", DNSService, err)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -97,9 +98,7 @@ func (s *sandbox) startClusterDNS(ctx context.Context) error {
 			last = err.Error()
 			return false, nil
 		}
-		last = fmt.Sprintf("%d of %d replicas available", d.Status.AvailableReplicas, *d.Spec.Replicas)
-		return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas >= *d.Spec.Replicas &&
-			d.Status.AvailableReplicas >= *d.Spec.Replicas, nil
+		return dnsRolledOut(d, &last), nil
 	})
 	if err != nil {
 		return fmt.Errorf("sandbox: cluster DNS (Deployment kube-system/%s) not available: %s: %w", DNSService, last, err)
@@ -168,6 +167,16 @@ func createOrKeep[T any](ctx context.Context, create func(context.Context, T, me
 		return fmt.Errorf("sandbox: cluster DNS: create %s %s: %w", kind, DNSService, err)
 	}
 	return nil
+}
+
+// dnsRolledOut says whether d's current template runs everywhere and
+// nothing older does (kubectl rollout status' test): a pod of an earlier
+// run, bound to a node of the same name, must not pass for the new one.
+func dnsRolledOut(d *appsv1.Deployment, last *string) bool {
+	st, want := d.Status, *d.Spec.Replicas
+	*last = fmt.Sprintf("%d of %d replicas updated, %d available, %d in all", st.UpdatedReplicas, want, st.AvailableReplicas, st.Replicas)
+	return st.ObservedGeneration >= d.Generation && st.UpdatedReplicas == want &&
+		st.Replicas == st.UpdatedReplicas && st.AvailableReplicas == st.UpdatedReplicas
 }
 
 // ensureDNSService creates kube-dns unless an earlier run of the same

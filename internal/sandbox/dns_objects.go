@@ -13,6 +13,8 @@ func dnsLabels() map[string]string { return map[string]string{"k8s-app": DNSServ
 // network namespace (see startClusterDNS), with the probes kubeadm's
 // CoreDNS has. One replica: the sandbox and the e2e specs stop no node
 // that the DNS pod would have to outlive, and each pod costs startup.
+// Recreate, since a new pod cannot start beside the old one: both would
+// hold port 53 of a node, and a one-node sandbox has no other.
 func dnsDeployment(digest string) *appsv1.Deployment {
 	replicas := int32(1)
 	probe := func(path string, port int) *corev1.Probe {
@@ -26,6 +28,7 @@ func dnsDeployment(digest string) *appsv1.Deployment {
 		ObjectMeta: metav1.ObjectMeta{Name: DNSService, Namespace: metav1.NamespaceSystem, Labels: dnsLabels()},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			Selector: &metav1.LabelSelector{MatchLabels: dnsLabels()},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: dnsLabels(),

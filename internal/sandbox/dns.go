@@ -95,7 +95,9 @@ func (s *sandbox) startClusterDNS(ctx context.Context) error {
 	err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		d, err := s.kube.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, DNSService, metav1.GetOptions{})
 		if err != nil {
-			last = err.Error()
+			if ctx.Err() == nil { // keep the last progress line over the deadline's error
+				last = err.Error()
+			}
 			return false, nil
 		}
 		return dnsRolledOut(d, &last), nil

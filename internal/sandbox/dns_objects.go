@@ -13,10 +13,13 @@ func dnsLabels() map[string]string { return map[string]string{"k8s-app": DNSServ
 // network namespace (see startClusterDNS), with the probes kubeadm's
 // CoreDNS has. One replica: the sandbox and the e2e specs stop no node
 // that the DNS pod would have to outlive, and each pod costs startup.
-// Recreate, since a new pod cannot start beside the old one: both would
-// hold port 53 of a node, and a one-node sandbox has no other.
+// The old pod goes before the new one is made (maxSurge 0), since both
+// would want port 53 of a node and a one-node sandbox has no other; but
+// unlike Recreate the rollout does not wait for the old pod to be gone,
+// which on a node whose kubelet is stopped is never.
 func dnsDeployment(digest string) *appsv1.Deployment {
 	replicas := int32(1)
+	noSurge, oneDown := intstr.FromInt32(0), intstr.FromInt32(1)
 	probe := func(path string, port int) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Path: path, Port: intstr.FromInt(port)}}, PeriodSeconds: 2, FailureThreshold: 5}
@@ -28,7 +31,8 @@ func dnsDeployment(digest string) *appsv1.Deployment {
 		ObjectMeta: metav1.ObjectMeta{Name: DNSService, Namespace: metav1.NamespaceSystem, Labels: dnsLabels()},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &noSurge, MaxUnavailable: &oneDown}},
 			Selector: &metav1.LabelSelector{MatchLabels: dnsLabels()},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: dnsLabels(),

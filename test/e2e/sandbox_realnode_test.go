@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -112,18 +113,32 @@ func checkClusterDNS(ctx context.Context, t *testing.T, cs kubernetes.Interface)
 	}
 }
 
+// checkNoRealNodes looks at the slot the sandbox took, which its log
+// names: other clusters on the machine may hold other slots meanwhile.
 func checkNoRealNodes(t *testing.T, p *testbed.Process, after string) {
 	t.Helper()
-	if m, _ := filepath.Glob("/run/netns/stratus-rn*-real-0*"); len(m) > 0 {
-		t.Errorf("real nodes' namespaces left after %s: %v", after, m)
+	b, err := os.ReadFile(p.LogFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if left := leftovers(realnode.DefaultRoot + "/"); len(left) > 0 {
+	m := slotTaken.FindAllStringSubmatch(string(b), -1)
+	if len(m) == 0 {
+		t.Fatalf("the sandbox's log names no real-node slot:\n%s", b)
+	}
+	slot, index := m[len(m)-1][1], m[len(m)-1][2]
+	if ns, _ := filepath.Glob("/run/netns/" + slot + "-*"); len(ns) > 0 {
+		t.Errorf("real nodes' namespaces left after %s: %v", after, ns)
+	}
+	if left := leftovers(realnode.DefaultRoot + "/slot-" + index + "/"); len(left) > 0 {
 		t.Errorf("real nodes' processes left after %s: %v", after, left)
 	}
-	if b, err := os.ReadFile(p.LogFile); err == nil && strings.Contains(string(b), "stopping the real nodes:") {
+	if strings.Contains(string(b), "stopping the real nodes:") {
 		t.Errorf("stopping the real nodes reported an error:\n%s", b)
 	}
 }
+
+// slotTaken is the log line of realnode.Start naming the slot taken.
+var slotTaken = regexp.MustCompile(`"Real-node slot taken" slot="(stratus-rn([0-9]+))"`)
 
 // checkKilledRealNodesCleaned: a sandbox killed with SIGKILL leaves its
 // real node's shim, container and namespace; its next start removes them

@@ -24,6 +24,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/node"
 	"github.com/stratus-ccm/stratus/internal/controllers/service/servicetest"
 	"github.com/stratus-ccm/stratus/internal/explain"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
@@ -66,10 +67,10 @@ func TestChartOnRealNodes(t *testing.T) {
 	}
 	// Registered, and nothing initializes them yet.
 	for name := range nodes {
-		node := c.waitNode(name, "registered", func(*corev1.Node) bool { return true })
-		if node.Spec.ProviderID != "" || !hasTaintKey(node, cloudproviderapi.TaintExternalCloudProvider) {
+		reg := c.waitNode(name, "registered", func(*corev1.Node) bool { return true })
+		if reg.Spec.ProviderID != "" || !hasTaintKey(reg, cloudproviderapi.TaintExternalCloudProvider) {
 			t.Fatalf("node %s before the install: providerID %q, taints %v; want no CCM at work yet",
-				name, node.Spec.ProviderID, node.Spec.Taints)
+				name, reg.Spec.ProviderID, reg.Spec.Taints)
 		}
 	}
 
@@ -190,15 +191,16 @@ func (c *realCluster) waitChartPods(nodes map[string]*realnode.Node) []corev1.Po
 
 // leadership asks each replica, on its node's secure port, who it is and
 // whether it leads: exactly one does, it is the Lease's holder, and its
-// controllers are the ones that synced node (the standby's did nothing).
+// node controller is the one that initialized the Node name (the
+// standby's did nothing).
 // It returns the leading pod and the other.
-func (c *realCluster) leadership(pods []corev1.Pod, node string) (leader, standby *corev1.Pod) {
+func (c *realCluster) leadership(pods []corev1.Pod, name string) (leader, standby *corev1.Pod) {
 	c.t.Helper()
 	var answers [2]explain.Explanation
 	last := ""
 	c.poll("one replica leading", func(ctx context.Context) (bool, error) {
 		for i := range pods {
-			e, err := c.explainNode(ctx, &pods[i], node)
+			e, err := c.explainNode(ctx, &pods[i], name)
 			if err != nil {
 				last = err.Error()
 				return false, nil
@@ -215,8 +217,16 @@ func (c *realCluster) leadership(pods []corev1.Pod, node string) (leader, standb
 	if holder := c.leaseHolder(); holder != answers[l].Replica || answers[s].Leader != holder {
 		c.t.Errorf("the Lease is held by %q; the leading replica is %q, the standby sees %q", holder, answers[l].Replica, answers[s].Leader)
 	}
-	if !answers[l].Known || len(answers[l].Syncs) == 0 {
-		c.t.Errorf("the leading replica has no record of syncing node %s: %+v", node, answers[l])
+	// The leader's node controller synced the Node, calling the cloud; the
+	// standby's controllers never ran, so it knows nothing of it.
+	synced := slices.ContainsFunc(answers[l].Syncs, func(s explain.Sync) bool {
+		return s.Controller == node.ControllerName && s.Result == explain.ResultSuccess
+	})
+	if !answers[l].Known || !synced || answers[l].CloudOpsTotal == 0 {
+		c.t.Errorf("the leading replica has no record of initializing node %s: %+v", name, answers[l])
+	}
+	if answers[s].Known {
+		c.t.Errorf("the standby has a record of node %s: %+v", name, answers[s])
 	}
 	return &pods[l], &pods[s]
 }
@@ -264,8 +274,8 @@ func (c *realCluster) failOver(leader *corev1.Pod) {
 }
 
 // explainNode asks the replica in pod, at its node's address and the
-// chart's secure port, to explain node, as explainReader.
-func (c *realCluster) explainNode(ctx context.Context, pod *corev1.Pod, node string) (explain.Explanation, error) {
+// chart's secure port, to explain the Node nodeName, as explainReader.
+func (c *realCluster) explainNode(ctx context.Context, pod *corev1.Pod, nodeName string) (explain.Explanation, error) {
 	var e explain.Explanation
 	cfg, err := c.cp.UserConfig(explainReader)
 	if err != nil {
@@ -280,7 +290,7 @@ func (c *realCluster) explainNode(ctx context.Context, pod *corev1.Pod, node str
 	tlsCfg.RootCAs, tlsCfg.InsecureSkipVerify = nil, true
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: true}}
 	u := url.URL{Scheme: "https", Host: net.JoinHostPort(pod.Status.PodIP, "10258"), Path: explain.Path,
-		RawQuery: url.Values{"kind": {explain.KindNode}, "name": {node}}.Encode()}
+		RawQuery: url.Values{"kind": {explain.KindNode}, "name": {nodeName}}.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return e, err

@@ -35,7 +35,7 @@ type realCluster struct {
 	cp    *localcluster.ControlPlane
 	nodes *realnode.Cluster
 	dir   string
-	// cloudConfig is the localcloud provider's configuration file.
+	// cloudConfig is what the localcloud provider's configuration file holds.
 	cloudConfig string
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // wantCondition fails unless svc carries condition t with status and reason,
@@ -50,7 +51,7 @@ func TestConditionsFailedThenServing(t *testing.T) {
 	k := key{Service: nn("ns/web")}
 
 	quota := fmt.Errorf("%w: quota loadBalancers exceeded (limit 0)", cloud.ErrQuotaExceeded)
-	h.lb.failNext("EnsureLoadBalancer", quota, quota)
+	h.lb.FailNext("EnsureLoadBalancer", quota, quota)
 	if _, err := h.c.Reconcile(ctx, k); err == nil {
 		t.Fatal("the refused ensure reported no error")
 	}
@@ -73,7 +74,7 @@ func TestConditionsFailedThenServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc = h.service("ns", "web")
-	wantCondition(t, svc, ConditionServing, metav1.ConditionTrue, ReasonEnsuredLoadBalancer, h.lb.vip)
+	wantCondition(t, svc, ConditionServing, metav1.ConditionTrue, ReasonEnsuredLoadBalancer, h.vip("ns/web"))
 	wantCondition(t, svc, ConditionProvisioning, metav1.ConditionFalse, ReasonProvisioned)
 	got := meta.FindStatusCondition(svc.Status.Conditions, other.Type)
 	if got == nil || got.Message != other.Message || !got.LastTransitionTime.Equal(&other.LastTransitionTime) {
@@ -96,7 +97,7 @@ func TestConditionsWaitingForCloudAndThrottled(t *testing.T) {
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("load balancer lb-1 is provisioning", time.Second))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("load balancer lb-1 is provisioning", time.Second))
 	if _, err := h.c.Reconcile(ctx, k); err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +108,7 @@ func TestConditionsWaitingForCloudAndThrottled(t *testing.T) {
 		t.Errorf("a RetryError's condition names a retry time: %q", c.Message)
 	}
 
-	throttled := fmt.Errorf("%w: %w", cloud.ErrThrottled, cloudproviderapi.NewRetryError("429 Too Many Requests", time.Second))
-	h.lb.failNext("EnsureLoadBalancer", throttled)
+	h.lb.FailNext("EnsureLoadBalancer", cloudfake.Throttled(time.Second))
 	if _, err := h.c.Reconcile(ctx, k); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestConditionsPortsError(t *testing.T) {
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}
-	h.lb.failNext("EnsureLoadBalancer", fmt.Errorf("port \"sctp\" (80/SCTP): %w", cloud.ErrPortNotSupported))
+	h.lb.FailNext("EnsureLoadBalancer", fmt.Errorf("port \"sctp\" (80/SCTP): %w", cloud.ErrPortNotSupported))
 	if _, err := h.c.Reconcile(ctx, k); err == nil {
 		t.Fatal("no error")
 	}
@@ -144,7 +144,7 @@ func TestConditionsFailedNodeUpdateKeepsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.c.nodes.upsert(node("n2"))
-	h.lb.failNext("UpdateLoadBalancer", errors.New("backend pool busy"))
+	h.lb.FailNext("UpdateLoadBalancer", errors.New("backend pool busy"))
 	if _, err := h.c.Reconcile(ctx, k); err == nil {
 		t.Fatal("no error")
 	}
@@ -198,7 +198,7 @@ func TestConditionsNotWritten(t *testing.T) {
 func TestConditionsBoundLongErrors(t *testing.T) {
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	long := fmt.Errorf("annotation example.com/interval: invalid value %q: want a duration", strings.Repeat("9", 10240))
-	h.lb.failNext("EnsureLoadBalancer", long)
+	h.lb.FailNext("EnsureLoadBalancer", long)
 	if _, err := h.c.Reconcile(context.Background(), key{Service: nn("ns/web")}); err == nil {
 		t.Fatal("no error")
 	}

@@ -3,8 +3,6 @@ package service
 import (
 	"context"
 	"testing"
-
-	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // The orphan pass's list also finds load balancers deleted or changed in
@@ -16,10 +14,16 @@ func TestOrphanPassRepairsDrift(t *testing.T) {
 	for _, k := range []string{"ns/kept", "ns/deleted", "ns/changed"} {
 		h.mustSync(k)
 	}
-	h.lister.lbs = []cloud.LoadBalancer{
-		{Name: "lb-kept", ServiceNamespace: "ns", ServiceName: "kept", ServiceUID: "uid-kept", Backends: []string{"fake://n2", "fake://n1"}},
-		{Name: "lb-changed", ServiceNamespace: "ns", ServiceName: "changed", ServiceUID: "uid-changed", Backends: []string{"fake://n1"}},
-	}
+	// Behind the controller's back: kept is listed with its backends in
+	// another order, deleted is gone, changed lost n2.
+	kept, _ := h.balancer("ns/kept")
+	kept.Backends = []string{"fake://n2", "fake://n1"}
+	h.lb.PutBalancer(kept)
+	deleted, _ := h.balancer("ns/deleted")
+	h.lb.DeleteBalancer(h.cluster, deleted.Name)
+	changed, _ := h.balancer("ns/changed")
+	changed.Backends = []string{"fake://n1"}
+	h.lb.PutBalancer(changed)
 	if err := h.c.collectOrphans(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -32,12 +36,12 @@ func TestOrphanPassRepairsDrift(t *testing.T) {
 	if len(queued) != 2 || !queued["ns/deleted"] || !queued["ns/changed"] {
 		t.Fatalf("queued %v, want ns/deleted and ns/changed", queued)
 	}
-	before := h.lb.count("EnsureLoadBalancer")
+	before := h.count("EnsureLoadBalancer")
 	for k := range queued {
 		h.mustSync(k)
 	}
 	h.mustSync("ns/kept")
-	if got := h.lb.count("EnsureLoadBalancer") - before; got != 2 {
+	if got := h.count("EnsureLoadBalancer") - before; got != 2 {
 		t.Errorf("EnsureLoadBalancer calls after the pass = %d, want 2 (the drifted ones only)", got)
 	}
 }

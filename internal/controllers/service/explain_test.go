@@ -35,12 +35,12 @@ func TestExplainRecord(t *testing.T) {
 	k := key{Service: nn("ns/web")}
 	ref := serviceRef(k.Service)
 
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
 	_, _ = h.c.Reconcile(ctx, k)
 	if s := store.Explain(ctx, ref).Syncs[0]; s.Result != explain.ResultRetry || s.Attempts != 0 || !strings.Contains(s.RetryWhy, "RetryError") {
 		t.Errorf("after a RetryError: %+v", s)
 	}
-	h.lb.failNext("EnsureLoadBalancer", errors.New("boom"))
+	h.lb.FailNext("EnsureLoadBalancer", errors.New("boom"))
 	_, _ = h.c.Reconcile(ctx, k)
 	if s := store.Explain(ctx, ref).Syncs[0]; s.Result != explain.ResultError || s.Attempts != 1 || s.LastError == "" || !strings.Contains(s.RetryWhy, "backoff") {
 		t.Errorf("after an error: %+v", s)

@@ -25,11 +25,11 @@ func TestLoadBalancerPhaseGauge(t *testing.T) {
 	}
 	wantPhases(t, h.reg, 0, 0, 0)
 
-	h.lb.failNext("EnsureLoadBalancer", errors.New("quota exceeded"))
+	h.lb.FailNext("EnsureLoadBalancer", errors.New("quota exceeded"))
 	reconcile(a)
 	wantPhases(t, h.reg, 0, 1, 0)
 
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", time.Second))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", time.Second))
 	reconcile(b)
 	wantPhases(t, h.reg, 1, 1, 0)
 
@@ -109,7 +109,7 @@ func TestNodeSyncLatency(t *testing.T) {
 	clk.Step(time.Second)
 	h.mustSync("ns/a")
 	wantLatency(t, h.reg, 2, 6)
-	if got := h.lb.nodesOf("uid-a"); len(got) != 1 || got[0] != "n1" {
+	if got := h.nodesOf("ns/a"); len(got) != 1 || got[0] != "n1" {
 		t.Errorf("load balancer nodes %v, want [n1]", got)
 	}
 }

@@ -107,16 +107,16 @@ func TestReconcileRetryErrorAndBackoff(t *testing.T) {
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}
 
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
 	res, err := h.c.Reconcile(ctx, k)
 	if err != nil || res.RequeueAfter != 2*time.Second {
 		t.Errorf("after a RetryError of 2s: %+v, %v; want RequeueAfter 2s and no error", res, err)
 	}
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 0))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 0))
 	if res, _ := h.c.Reconcile(ctx, k); res.RequeueAfter != kit.MinRetryAfter {
 		t.Errorf("after a RetryError without delay: RequeueAfter %v, want %v", res.RequeueAfter, kit.MinRetryAfter)
 	}
-	h.lb.failNext("EnsureLoadBalancer", errors.New("boom"))
+	h.lb.FailNext("EnsureLoadBalancer", errors.New("boom"))
 	if res, err := h.c.Reconcile(ctx, k); err == nil || res != (reconcile.Result{}) {
 		t.Errorf("after an error: %+v, %v; want the error, for the backoff", res, err)
 	}

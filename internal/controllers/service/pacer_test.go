@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -135,11 +134,9 @@ func (r *pacerRig) initialize(name string) {
 // updates returns the UpdateLoadBalancer calls per Service.
 func (r *pacerRig) updates() map[string]int {
 	out := map[string]int{}
-	r.h.lb.mu.Lock()
-	defer r.h.lb.mu.Unlock()
-	for _, c := range r.h.lb.calls {
-		if name, ok := strings.CutPrefix(c, "UpdateLoadBalancer "); ok {
-			out[name]++
+	for _, c := range r.h.lb.CallLog() {
+		if c.Op == "UpdateLoadBalancer" {
+			out[c.Object]++
 		}
 	}
 	return out
@@ -179,7 +176,7 @@ func TestBurstOfJoinsCostsOneUpdatePerLoadBalancer(t *testing.T) {
 		if got := r.updates()[name]; got != 1 {
 			t.Errorf("%s: %d UpdateLoadBalancer calls for a burst of %d joins, want 1", name, got, joins)
 		}
-		if got := len(r.h.lb.nodesOf(r.h.service("ns", fmt.Sprintf("s%02d", i)).UID)); got != 2+joins {
+		if got := len(r.h.nodesOf(fmt.Sprintf("ns/s%02d", i))); got != 2+joins {
 			t.Errorf("%s: load balancer has %d nodes, want %d", name, got, 2+joins)
 		}
 	}
@@ -264,7 +261,7 @@ func TestBurstDefersUpdatesQueuedBeforeIt(t *testing.T) {
 		if got := r.updates()[name]; got != want {
 			t.Errorf("%s: %d updates, want %d", name, got, want)
 		}
-		if got := r.h.lb.nodesOf(r.h.service("ns", fmt.Sprintf("s%02d", i)).UID); !slices.Contains(got, "c") {
+		if got := r.h.nodesOf(fmt.Sprintf("ns/s%02d", i)); !slices.Contains(got, "c") {
 			t.Errorf("%s: nodes %v lack the burst's last node", name, got)
 		}
 	}

@@ -28,7 +28,7 @@ func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
 	web, ok := serviceKey(h.service("ns", "web")), serviceKey(h.service("ns", "ok"))
 
 	outage := errors.New("HTTP 503")
-	h.lb.failNext("EnsureLoadBalancer", outage)
+	h.lb.FailNext("EnsureLoadBalancer", outage)
 	if _, err := c.Reconcile(ctx, web); !errors.Is(err, outage) {
 		t.Fatalf("sync during the outage: %v", err)
 	}

@@ -41,6 +41,7 @@ func wantCondition(t *testing.T, svc *corev1.Service, typ string, status metav1.
 // retry time; success turns it True, keeps another writer's condition, and a
 // sync that changes nothing writes nothing.
 func TestConditionsFailedThenServing(t *testing.T) {
+	t.Parallel()
 	other := metav1.Condition{Type: "example.com/Audited", Status: metav1.ConditionTrue, Reason: "Audited", Message: "by someone else",
 		LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))}
 	h := newHarness(t, Config{MinRetryDelay: 5 * time.Second, MaxRetryDelay: time.Minute},
@@ -94,6 +95,7 @@ func TestConditionsFailedThenServing(t *testing.T) {
 // the provider's message and no retry time (which would rewrite the
 // condition at every poll); a throttled call says so.
 func TestConditionsWaitingForCloudAndThrottled(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}
@@ -118,6 +120,7 @@ func TestConditionsWaitingForCloudAndThrottled(t *testing.T) {
 // A refused port sets LoadBalancerPortsError=True; once the Service is
 // served, it turns False.
 func TestConditionsPortsError(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}
@@ -137,6 +140,7 @@ func TestConditionsPortsError(t *testing.T) {
 // A failed node update leaves the load balancer serving the previous nodes:
 // Serving stays True, Provisioning says why the update is retried.
 func TestConditionsFailedNodeUpdateKeepsServing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}
@@ -156,6 +160,7 @@ func TestConditionsFailedNodeUpdateKeepsServing(t *testing.T) {
 // Observe mode and Services of another class get no conditions; a Service
 // that stops being a LoadBalancer loses the controller's own.
 func TestConditionsNotWritten(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("observe", func(t *testing.T) {
 		h := newHarness(t, Config{NoConditions: true}, lbService("ns", "web"), node("n1"))
@@ -196,6 +201,7 @@ func TestConditionsNotWritten(t *testing.T) {
 // A provider error longer than a message may be keeps the retry time and
 // the start of the error; the 10 KB value is quoted by its start and length.
 func TestConditionsBoundLongErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	long := fmt.Errorf("annotation example.com/interval: invalid value %q: want a duration", strings.Repeat("9", 10240))
 	h.lb.FailNext("EnsureLoadBalancer", long)

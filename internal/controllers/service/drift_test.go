@@ -9,6 +9,7 @@ import (
 // the cloud behind the controller's back: those Services are queued and
 // ensured again; an unchanged one costs nothing.
 func TestOrphanPassRepairsDrift(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "kept"), lbService("ns", "deleted"), lbService("ns", "changed"),
 		node("n1"), node("n2"))
 	for _, k := range []string{"ns/kept", "ns/deleted", "ns/changed"} {
@@ -51,6 +52,7 @@ func TestOrphanPassRepairsDrift(t *testing.T) {
 // a missing, extra or empty ID is a difference. One set serves every
 // comparison of a pass, so each starts afresh.
 func TestAppliedSetComparesAsSets(t *testing.T) {
+	t.Parallel()
 	applied := nodeSet{version: 7, ids: map[string]string{"n1": "fake://n1", "n2": "fake://n2", "n3": ""}}
 	sets := appliedSets{}
 	for _, tc := range []struct {

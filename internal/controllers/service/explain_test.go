@@ -18,6 +18,7 @@ import (
 // balancer targets; of a Node: the load balancers that include it and the
 // predicate that excludes it. A deleted Service's entry is dropped.
 func TestExplainRecord(t *testing.T) {
+	t.Parallel()
 	excluded := node("n2", func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "true" })
 	tainted := node("n3", func(n *corev1.Node) {
 		n.Spec.Taints = []corev1.Taint{{Key: ToBeDeletedTaint, Effect: corev1.TaintEffectNoSchedule}}

@@ -16,6 +16,7 @@ import (
 // last sync left it (a RetryError before the first ingress is pending, an
 // error failing, success serving), and leaves the gauge when it is gone.
 func TestLoadBalancerPhaseGauge(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "a"), lbService("ns", "b"), node("n1"))
 	ctx := context.Background()
 	a, b := key{Service: nn("ns/a")}, key{Service: nn("ns/b")}
@@ -85,6 +86,7 @@ func wantPhases(t *testing.T, g prometheus.Gatherer, pending, failing, serving f
 // since the first node change that altered the eligible set, not since a
 // later change that left the set as it was.
 func TestNodeSyncLatency(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "a"), node("n1"))
 	h.mustSync("ns/a")
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 26, 19, 0, 0, 0, time.UTC))

@@ -17,6 +17,7 @@ import (
 )
 
 func TestNodeTrackerVersion(t *testing.T) {
+	t.Parallel()
 	tr := newNodeTracker()
 	tr.upsert(node("a"))
 	s1 := tr.snapshot()
@@ -50,6 +51,7 @@ func TestNodeTrackerVersion(t *testing.T) {
 // many load balancers applied at that version hold one map between them;
 // a heartbeat between two snapshots must not give the second its own.
 func TestNodeTrackerSharesIdentityAcrossHeartbeats(t *testing.T) {
+	t.Parallel()
 	tr := newNodeTracker()
 	for _, n := range []string{"c", "a", "b"} {
 		tr.upsert(node(n))
@@ -77,6 +79,7 @@ func TestNodeTrackerSharesIdentityAcrossHeartbeats(t *testing.T) {
 
 // A node pass queues only the Services whose applied node set differs.
 func TestNodePassQueuesOnlyOutdated(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "a"), lbService("ns", "b"), node("n1"))
 	h.mustSync("ns/a")
 	h.mustSync("ns/b")
@@ -103,6 +106,7 @@ func TestNodePassQueuesOnlyOutdated(t *testing.T) {
 // the cloud asked for (at least kit.MinRetryAfter). Any other error is
 // returned, for the queue's per-Service backoff.
 func TestReconcileRetryErrorAndBackoff(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}

@@ -25,6 +25,7 @@ func orphanHarness(t *testing.T, deleteOrphans bool, objs ...*corev1.Service) (*
 }
 
 func TestOrphansDeletedAfterGrace(t *testing.T) {
+	t.Parallel()
 	live := lbService("ns", "live")
 	recreated := lbService("ns", "recreated") // UID uid-recreated
 	notLB := lbService("ns", "plain", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP })
@@ -81,6 +82,7 @@ func (h *harness) putBalancers(bs ...cloudfake.Balancer) {
 }
 
 func TestOrphansOnlyReportedWithoutDeleteFlag(t *testing.T) {
+	t.Parallel()
 	h, now := orphanHarness(t, false)
 	h.putBalancers(cloudfake.Balancer{Service: nn("ns/gone"), UID: "uid-gone"})
 	*now = now.Add(time.Hour)
@@ -99,6 +101,7 @@ func TestOrphansOnlyReportedWithoutDeleteFlag(t *testing.T) {
 }
 
 func TestOrphansFailedListChangesNothing(t *testing.T) {
+	t.Parallel()
 	h, now := orphanHarness(t, true)
 	h.putBalancers(cloudfake.Balancer{Service: nn("ns/gone"), UID: "uid-gone"})
 	if err := h.c.collectOrphans(context.Background()); err != nil {
@@ -119,6 +122,7 @@ func TestOrphansFailedListChangesNothing(t *testing.T) {
 
 // An orphan whose Service comes back before the grace ends is kept.
 func TestOrphanRevivedIsKept(t *testing.T) {
+	t.Parallel()
 	h, now := orphanHarness(t, true)
 	h.putBalancers(cloudfake.Balancer{Service: nn("ns/web"), UID: "uid-web"})
 	if err := h.c.collectOrphans(context.Background()); err != nil {

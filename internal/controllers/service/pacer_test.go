@@ -157,6 +157,7 @@ func joiningNode(name string) *corev1.Node {
 // waits for the last initialization, and every load balancer gets the
 // whole burst at once.
 func TestBurstOfJoinsCostsOneUpdatePerLoadBalancer(t *testing.T) {
+	t.Parallel()
 	const services, joins = 5, 20
 	r := newPacerRig(t, services, time.Second)
 	for i := range joins {
@@ -193,6 +194,7 @@ func TestBurstOfJoinsCostsOneUpdatePerLoadBalancer(t *testing.T) {
 // change nearby) is sent to every load balancer at once: the pass and the
 // updates run without the clock moving.
 func TestLoneJoinGoesOutAtOnce(t *testing.T) {
+	t.Parallel()
 	const services = 3
 	r := newPacerRig(t, services, time.Second)
 	r.register("lone")
@@ -226,6 +228,7 @@ func TestLoneJoinGoesOutAtOnce(t *testing.T) {
 // reached when a burst begins are left to the burst's pass: they are
 // updated once, with the whole burst.
 func TestBurstDefersUpdatesQueuedBeforeIt(t *testing.T) {
+	t.Parallel()
 	const services = 6
 	r := newPacerRig(t, services, time.Second)
 	r.h.c.nodeHandler().Create(context.Background(), event.TypedCreateEvent[*corev1.Node]{Object: node("a")}, r.q)
@@ -270,6 +273,7 @@ func TestBurstDefersUpdatesQueuedBeforeIt(t *testing.T) {
 // A node that registers and is never initialized holds a pass back for
 // at most maxHold; then the load balancers get the other changes.
 func TestStuckJoiningNodeHoldsAtMostMaxHold(t *testing.T) {
+	t.Parallel()
 	r := newPacerRig(t, 2, time.Second)
 	r.register("stuck")
 	r.at(t, time.Second)
@@ -290,6 +294,7 @@ func TestStuckJoiningNodeHoldsAtMostMaxHold(t *testing.T) {
 // load balancers at once for the first, then no change waits longer than
 // maxHold, and passes are no more frequent than that.
 func TestNodeChangeStreamPassesEveryMaxHold(t *testing.T) {
+	t.Parallel()
 	r := newPacerRig(t, 1, time.Second)
 	maxHold := r.h.c.nodePacer.maxHold
 	for i := range 200 {

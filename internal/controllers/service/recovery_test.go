@@ -13,6 +13,7 @@ import (
 // as the cloud answers, not after the backoff it accumulated; one that
 // synced since, or never failed, is not.
 func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), lbService("ns", "ok"), node("n1"))
 	rec := &kittest.Recovery{}
 	c, err := New(Deps{Client: h.cl, APIReader: h.cl, LoadBalancer: h.lb, Recorder: h.recorder, Recovery: rec}, Config{ClusterName: "test"})

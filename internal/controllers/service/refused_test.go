@@ -16,6 +16,7 @@ import (
 // UpdateLoadBalancer with the spec last applied, and the Service says its
 // spec is not applied.
 func TestRefusedSpecKeepsNodesCurrent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"), node("n2"))
 	h.mustSync("ns/web")
 	h.events()
@@ -67,6 +68,7 @@ func TestRefusedSpecKeepsNodesCurrent(t *testing.T) {
 // TestRetryAfterIsNoRefusal: an ensure told to come back later is not a
 // refused spec: no event, no host update.
 func TestRetryAfterIsNoRefusal(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	h.events()

@@ -20,6 +20,7 @@ import (
 )
 
 func TestSyncCreate(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"), node("n2"))
 	h.mustSync("ns/web")
 
@@ -44,6 +45,7 @@ func TestSyncCreate(t *testing.T) {
 }
 
 func TestSyncUnchangedMakesNoCloudCall(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	h.events()
@@ -61,6 +63,7 @@ func TestSyncUnchangedMakesNoCloudCall(t *testing.T) {
 }
 
 func TestSyncStatusRestoredWithoutCloudCall(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	svc := h.service("ns", "web")
@@ -76,6 +79,7 @@ func TestSyncStatusRestoredWithoutCloudCall(t *testing.T) {
 }
 
 func TestSyncRetryErrorIsQuiet(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
 	err := h.sync("ns/web")
@@ -100,6 +104,7 @@ func TestSyncRetryErrorIsQuiet(t *testing.T) {
 }
 
 func TestSyncBadInputWarns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.lb.FailNext("EnsureLoadBalancer", errors.New(`port "sctp" (5000/SCTP): protocol SCTP is not supported`))
 	err := h.sync("ns/web")
@@ -121,6 +126,7 @@ func TestSyncBadInputWarns(t *testing.T) {
 // A provider that does not honour spec.loadBalancerIP must not ignore it
 // in silence; one that does raises no warning.
 func TestSyncLoadBalancerIPNotHonouredWarns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "10.9.9.9" }),
 		lbService("ns", "ok", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "10.0.0.1" }), node("n1"))
 	// The cloud gives ns/ok the address it asks for, ns/web one of its own.
@@ -145,6 +151,7 @@ func TestSyncLoadBalancerIPNotHonouredWarns(t *testing.T) {
 }
 
 func TestSyncNoNodesWarns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"))
 	h.mustSync("ns/web")
 	if evs := h.events(); !hasEvent(evs, "Warning UnAvailableLoadBalancer") {
@@ -153,6 +160,7 @@ func TestSyncNoNodesWarns(t *testing.T) {
 }
 
 func TestSyncImplementedElsewhere(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.lb.FailNext("EnsureLoadBalancer", cloudprovider.ImplementedElsewhere)
 	h.mustSync("ns/web")
@@ -162,6 +170,7 @@ func TestSyncImplementedElsewhere(t *testing.T) {
 }
 
 func TestSyncNodeChangeUpdatesHostsOnly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	h.c.nodes.upsert(node("n2"))
@@ -186,6 +195,7 @@ func TestSyncNodeChangeUpdatesHostsOnly(t *testing.T) {
 }
 
 func TestSyncUpdateFailureWarns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	h.events()
@@ -205,6 +215,7 @@ func TestSyncUpdateFailureWarns(t *testing.T) {
 }
 
 func TestSyncUpdateOfVanishedLoadBalancerEnsures(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	// Deleted in the cloud: the update fails, as the cloud has no such load
@@ -220,6 +231,7 @@ func TestSyncUpdateOfVanishedLoadBalancerEnsures(t *testing.T) {
 }
 
 func TestSyncServiceChangeEnsures(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	svc := h.service("ns", "web")
@@ -232,6 +244,7 @@ func TestSyncServiceChangeEnsures(t *testing.T) {
 }
 
 func TestSyncDeletion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web", withFinalizer, deleting(time.Now())), node("n1"))
 	h.lb.PutBalancer(cloudfake.Balancer{Cluster: h.cluster, Service: nn("ns/web"), UID: "uid-web"})
 	h.mustSync("ns/web")
@@ -253,6 +266,7 @@ func TestSyncDeletion(t *testing.T) {
 }
 
 func TestSyncDeletionFailureKeepsFinalizer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web", withFinalizer, deleting(time.Now())), node("n1"))
 	h.lb.FailNext("EnsureLoadBalancerDeleted", errors.New("cloud down"))
 	if err := h.sync("ns/web"); err == nil {
@@ -267,6 +281,7 @@ func TestSyncDeletionFailureKeepsFinalizer(t *testing.T) {
 }
 
 func TestSyncTypeChangeDeletes(t *testing.T) {
+	t.Parallel()
 	svc := lbService("ns", "web", withFinalizer, func(s *corev1.Service) {
 		s.Spec.Type = corev1.ServiceTypeClusterIP
 		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}
@@ -283,6 +298,7 @@ func TestSyncTypeChangeDeletes(t *testing.T) {
 }
 
 func TestSyncLoadBalancerClass(t *testing.T) {
+	t.Parallel()
 	other := lbService("ns", "other", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") })
 	mine := lbService("ns", "mine", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("stratus.io/lb") })
 	plain := lbService("ns", "plain")
@@ -321,6 +337,7 @@ func TestSyncLoadBalancerClass(t *testing.T) {
 }
 
 func TestSyncMissingServiceForgetsState(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	// Gone without the controller seeing its deletion (say, a finalizer
@@ -341,6 +358,7 @@ func TestSyncMissingServiceForgetsState(t *testing.T) {
 }
 
 func TestSyncNonLoadBalancerIgnored(t *testing.T) {
+	t.Parallel()
 	svc := lbService("ns", "web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
 	h := newHarness(t, Config{}, svc, node("n1"))
 	h.mustSync("ns/web")
@@ -364,6 +382,7 @@ func (fakeAnnotations) UnknownAnnotations(svc *corev1.Service) (unknown, known [
 // A misspelt provider annotation must not be ignored in silence: the sync
 // warns naming it and what the provider reads, and still ensures.
 func TestSyncUnknownProviderAnnotationWarns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{},
 		lbService("ns", "typo", func(s *corev1.Service) { s.Annotations = map[string]string{"fake.example/knwon": "1"} }),
 		lbService("ns", "ok", func(s *corev1.Service) {

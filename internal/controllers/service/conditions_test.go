@@ -137,6 +137,41 @@ func TestConditionsPortsError(t *testing.T) {
 	wantCondition(t, h.service("ns", "web"), ConditionPortsError, metav1.ConditionFalse, ReasonPortsAccepted)
 }
 
+// A cloud without SCTP refuses a Service's SCTP port: the condition and the
+// warning name the port and nothing is made; once the port is changed to
+// TCP, the Service is served and the condition clears.
+func TestConditionsPortRefusedByTheCloud(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{}, lbService("ns", "web", func(s *corev1.Service) {
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "sig", Protocol: corev1.ProtocolSCTP, Port: 3868, NodePort: 30868})
+	}), node("n1"))
+	h.lb.Protocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP}
+	ctx := context.Background()
+	k := key{Service: nn("ns/web")}
+	if _, err := h.c.Reconcile(ctx, k); !errors.Is(err, cloud.ErrPortNotSupported) {
+		t.Fatalf("reconcile = %v, want the cloud's refusal", err)
+	}
+	svc := h.service("ns", "web")
+	wantCondition(t, svc, ConditionPortsError, metav1.ConditionTrue, ReasonPortNotSupported, "3868/SCTP")
+	if evs := h.events(); !hasEvent(evs, "Warning SyncLoadBalancerFailed") {
+		t.Errorf("events = %v, want a warning", evs)
+	}
+	if b, ok := h.balancer("ns/web"); ok || len(svc.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("a refused Service got load balancer %+v, ingress %+v", b, svc.Status.LoadBalancer.Ingress)
+	}
+
+	svc.Spec.Ports[1].Protocol = corev1.ProtocolTCP
+	h.update(svc)
+	if _, err := h.c.Reconcile(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	svc = h.service("ns", "web")
+	wantCondition(t, svc, ConditionPortsError, metav1.ConditionFalse, ReasonPortsAccepted)
+	if got := svc.Status.LoadBalancer.Ingress; len(got) != 1 || got[0].IP != h.vip("ns/web") {
+		t.Errorf("ingress = %+v, want the cloud's address", got)
+	}
+}
+
 // A failed node update leaves the load balancer serving the previous nodes:
 // Serving stays True, Provisioning says why the update is retried.
 func TestConditionsFailedNodeUpdateKeepsServing(t *testing.T) {

@@ -41,6 +41,11 @@ type Cloud struct {
 	// CreateRoute beyond it fails with cloud.ErrQuotaExceeded, as a full
 	// route table does.
 	RouteQuota int
+	// Protocols, when set, are the protocols its load balancers accept:
+	// EnsureLoadBalancer refuses a Service with a port of another one
+	// with an error wrapping cloud.ErrPortNotSupported, as a cloud
+	// without SCTP does.
+	Protocols []corev1.Protocol
 
 	mu        sync.Mutex
 	instances map[string]cloud.Instance // by ProviderID

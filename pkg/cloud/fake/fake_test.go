@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -249,5 +250,27 @@ func TestPutAndDeleteBalancerBehindTheCallersBack(t *testing.T) {
 	c.DeleteBalancer("k", "lb-untagged")
 	if list, _ := c.ListLoadBalancers(ctx, "k"); len(list) != 1 || list[0].ServiceUID != "u-1" {
 		t.Errorf("after DeleteBalancer: %+v", list)
+	}
+}
+
+func TestProtocolsRefusesOtherPortsBeforeAnyChange(t *testing.T) {
+	t.Parallel()
+	c := &fake.Cloud{Protocols: []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP}}
+	ctx := t.Context()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "u-1"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+			{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53},
+			{Name: "sig", Protocol: corev1.ProtocolSCTP, Port: 3868},
+		}}}
+	_, err := c.EnsureLoadBalancer(ctx, "k", svc, nil)
+	if !errors.Is(err, cloud.ErrPortNotSupported) || !strings.Contains(err.Error(), `"sig" (3868/SCTP)`) {
+		t.Errorf("ensure with an SCTP port = %v, want cloud.ErrPortNotSupported naming the port", err)
+	}
+	if len(c.Balancers()) != 0 {
+		t.Errorf("a refused ensure left %+v", c.Balancers())
+	}
+	svc.Spec.Ports = svc.Spec.Ports[:1]
+	if _, err := c.EnsureLoadBalancer(ctx, "k", svc, nil); err != nil || len(c.Balancers()) != 1 {
+		t.Errorf("ensure with UDP only = %v, balancers %+v", err, c.Balancers())
 	}
 }

@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,9 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *cor
 	if err := c.enter(ctx, Call{Op: "EnsureLoadBalancer", Object: serviceOf(svc), Nodes: nodeNames(nodes, false)}); err != nil {
 		return nil, err
 	}
+	if err := c.refusedPort(svc); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.balancers == nil {
@@ -88,6 +92,21 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *cor
 	b.Hosts, b.Backends = nodeNames(nodes, true), providerIDs(nodes)
 	st := *b.Status.DeepCopy()
 	return &st, nil
+}
+
+// refusedPort names the Service's first port of a protocol outside
+// Protocols, before anything changes.
+func (c *Cloud) refusedPort(svc *corev1.Service) error {
+	if len(c.Protocols) == 0 {
+		return nil
+	}
+	for _, p := range svc.Spec.Ports {
+		if !slices.Contains(c.Protocols, p.Protocol) {
+			return fmt.Errorf("fake EnsureLoadBalancer %s: port %q (%d/%s): %w",
+				serviceOf(svc), p.Name, p.Port, p.Protocol, cloud.ErrPortNotSupported)
+		}
+	}
+	return nil
 }
 
 // UpdateLoadBalancer sets the load balancer's hosts; it fails when the

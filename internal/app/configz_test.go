@@ -11,6 +11,8 @@ import (
 	ccmconfig "k8s.io/cloud-provider/config"
 	ccmconfigv1alpha1 "k8s.io/cloud-provider/config/v1alpha1"
 	ccmoptions "k8s.io/cloud-provider/options"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
 // upstreamConfig is what upstream's cloud-controller-manager serves on
@@ -23,9 +25,9 @@ func upstreamConfig(t *testing.T, args ...string) *ccmconfigv1alpha1.CloudContro
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := builtinControllers()
+	table := vocabulary(builtinControllers())
 	fs := pflag.NewFlagSet("upstream", pflag.ContinueOnError)
-	for _, f := range s.Flags(names(table), nil, aliases(table), nil, nil).FlagSets {
+	for _, f := range s.Flags(options.Names(table), nil, options.Aliases(table), nil, nil).FlagSets {
 		fs.AddFlagSet(f)
 	}
 	if err := fs.Parse(args); err != nil {
@@ -35,7 +37,7 @@ func upstreamConfig(t *testing.T, args ...string) *ccmconfigv1alpha1.CloudContro
 		NodeController:            *s.NodeController.NodeControllerConfiguration,
 		NodeStatusUpdateFrequency: s.NodeStatusUpdateFrequency,
 	}
-	if err := s.Generic.ApplyTo(&internal.Generic, names(table), nil, aliases(table)); err != nil {
+	if err := s.Generic.ApplyTo(&internal.Generic, options.Names(table), nil, options.Aliases(table)); err != nil {
 		t.Fatal(err)
 	}
 	for _, apply := range []func() error{
@@ -85,10 +87,10 @@ func TestConfigzMatchesUpstream(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got, want := stratusConfig(t, args...), upstreamConfig(t, args...)
 			if want.NodeController.ConcurrentNodeSyncs == 1 {
-				want.NodeController.ConcurrentNodeSyncs = DefaultConcurrentNodeSyncs
+				want.NodeController.ConcurrentNodeSyncs = options.DefaultConcurrentNodeSyncs
 			}
 			if want.ServiceController.ConcurrentServiceSyncs == 1 {
-				want.ServiceController.ConcurrentServiceSyncs = DefaultConcurrentServiceSyncs
+				want.ServiceController.ConcurrentServiceSyncs = options.DefaultConcurrentServiceSyncs
 			}
 			if !reflect.DeepEqual(got, want) {
 				g, _ := json.MarshalIndent(got, "", " ")

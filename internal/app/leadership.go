@@ -47,7 +47,7 @@ func kindsFor(enabled []string, table []controllerEntry) []client.Object {
 	seen := map[string]bool{}
 	var out []client.Object
 	for _, e := range table {
-		if !on[e.name] || e.watches == nil {
+		if !on[e.Name] || e.watches == nil {
 			continue
 		}
 		for _, obj := range e.watches() {

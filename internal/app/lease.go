@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
 // leaderElectionTolerance is how long past its lease a leader may go
@@ -243,7 +245,7 @@ func (l *observedLock) liveCheck(leaseDuration time.Duration) healthz.HealthChec
 // identity scheme, client timeout, and leader-election events through the
 // core API, as upstream records them) and wraps it to observe it. stop
 // shuts the event broadcaster down.
-func newLeaseLock(o *Options, restCfg *rest.Config) (lock *observedLock, stop func(), err error) {
+func newLeaseLock(o *options.Options, restCfg *rest.Config) (lock *observedLock, stop func(), err error) {
 	host, err := os.Hostname()
 	if err != nil {
 		return nil, nil, fmt.Errorf("leader election identity: %w", err)

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
 // errMigrationLeaseLost ends the process, as upstream's
@@ -24,7 +26,7 @@ var errMigrationLeaseLost = errors.New("leader migration: lost the migration lea
 // only once the main lease is held, and calls start when it wins. It
 // blocks until ctx ends (nil) or the lease is lost (an error). The lease is
 // released on a clean shutdown so the other component takes over at once.
-func runMigrationLease(ctx context.Context, restCfg *rest.Config, o *Options, plan *migrationPlan, start func(context.Context) error) error {
+func runMigrationLease(ctx context.Context, restCfg *rest.Config, o *options.Options, plan *options.MigrationPlan, start func(context.Context) error) error {
 	log := klog.FromContext(ctx).WithValues("lease", o.LeaderElectNamespace+"/"+plan.LeaseName)
 	id, err := os.Hostname()
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
@@ -64,7 +65,7 @@ type Deps struct {
 // Run starts the controller manager and blocks until ctx ends (nil error
 // after a graceful shutdown) or something fails, including losing the
 // leader lease, which returns an error so the process exits non-zero.
-func Run(ctx context.Context, o *Options, deps Deps) error {
+func Run(ctx context.Context, o *options.Options, deps Deps) error {
 	log := klog.FromContext(ctx)
 	p, err := plan(ctx, o, deps)
 	if err != nil {
@@ -123,7 +124,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		c = observe.NewCloud(wrapped, rec, wrapped.CountRefused)
 	}
 	synced := &atomic.Bool{}
-	if o.servingEnabled() {
+	if o.ServingEnabled() {
 		if err := addServer(ctx, mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), p, rec, explainHandler(explained, lock)); err != nil {
 			return err
 		}
@@ -156,13 +157,13 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 type runPlan struct {
 	table       []controllerEntry
 	enabled     []string
-	migration   *migrationPlan
+	migration   *options.MigrationPlan
 	cloudConfig []byte
 }
 
 // plan checks the flags and the provider's cloud config, all errors at
 // once and before anything seeks the lease, and settles what runs.
-func plan(ctx context.Context, o *Options, deps Deps) (*runPlan, error) {
+func plan(ctx context.Context, o *options.Options, deps Deps) (*runPlan, error) {
 	table, err := controllerTable(deps)
 	if err != nil {
 		return nil, err
@@ -171,17 +172,17 @@ func plan(ctx context.Context, o *Options, deps Deps) (*runPlan, error) {
 	if configErr == nil {
 		configErr = checkCloudConfig(o, deps.Providers, cloudConfig)
 	}
-	if err := errors.Join(o.validate(table), configErr); err != nil {
+	if err := errors.Join(o.ValidateFor(vocabulary(table)), configErr); err != nil {
 		return nil, err
 	}
 	for _, w := range o.Warnings() {
 		klog.FromContext(ctx).Info("Warning: flag has no effect", "reason", w)
 	}
-	enabled, err := resolveControllers(o.Controllers, table)
+	enabled, err := options.ResolveControllers(o.Controllers, vocabulary(table))
 	if err != nil {
 		return nil, err
 	}
-	migration, err := loadMigration(o, table)
+	migration, err := options.LoadMigration(o, vocabulary(table))
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +192,7 @@ func plan(ctx context.Context, o *Options, deps Deps) (*runPlan, error) {
 // startLeaseLock builds the observed Lease lock and starts its watch, when
 // this replica campaigns (leader election on, not observe mode); stop ends
 // the watch and the lock's event broadcaster. Without one, lock is nil.
-func startLeaseLock(ctx context.Context, o *Options, restCfg *rest.Config) (*observedLock, func(), error) {
+func startLeaseLock(ctx context.Context, o *options.Options, restCfg *rest.Config) (*observedLock, func(), error) {
 	if !o.LeaderElect || o.Observe {
 		return nil, func() {}, nil
 	}
@@ -205,8 +206,8 @@ func startLeaseLock(ctx context.Context, o *Options, restCfg *rest.Config) (*obs
 	return l, func() { stopWatch(); <-watched; stopEvents() }, nil
 }
 
-func kubeConfig(o *Options) (*rest.Config, error) {
-	path := o.kubeconfigPath()
+func kubeConfig(o *options.Options) (*rest.Config, error) {
+	path := o.KubeconfigPath()
 	if path == "" && o.Master == "" {
 		if cfg, err := rest.InClusterConfig(); err == nil {
 			return tuneKubeConfig(o, cfg), nil
@@ -221,7 +222,7 @@ func kubeConfig(o *Options) (*rest.Config, error) {
 	return tuneKubeConfig(o, cfg), nil
 }
 
-func tuneKubeConfig(o *Options, cfg *rest.Config) *rest.Config {
+func tuneKubeConfig(o *options.Options, cfg *rest.Config) *rest.Config {
 	cfg.QPS = o.KubeAPIQPS
 	cfg.Burst = int(o.KubeAPIBurst)
 	cfg.ContentType = o.KubeAPIContentType
@@ -232,7 +233,7 @@ func tuneKubeConfig(o *Options, cfg *rest.Config) *rest.Config {
 // readCloudConfig reads the --cloud-config file once, for the provider's
 // config check before anything starts and for its construction after; nil
 // without the flag.
-func readCloudConfig(o *Options) ([]byte, error) {
+func readCloudConfig(o *options.Options) ([]byte, error) {
 	if o.CloudConfig == "" {
 		return nil, nil
 	}
@@ -254,7 +255,7 @@ func configReader(data []byte) io.Reader {
 
 // checkCloudConfig runs the provider's config check, when it has one, on
 // the --cloud-config contents.
-func checkCloudConfig(o *Options, reg *cloud.Registry, data []byte) error {
+func checkCloudConfig(o *options.Options, reg *cloud.Registry, data []byte) error {
 	if reg == nil || o.CloudProvider == "" {
 		return nil
 	}
@@ -269,7 +270,7 @@ func checkCloudConfig(o *Options, reg *cloud.Registry, data []byte) error {
 // app, which never checks (only its sample main refuses one): DigitalOcean's
 // always reports none, and its published arguments have no
 // --allow-untagged-cloud. Without that flag a warning says so.
-func newProvider(ctx context.Context, o *Options, reg *cloud.Registry, data []byte, in cloud.Inputs) (cloudprovider.Interface, error) {
+func newProvider(ctx context.Context, o *options.Options, reg *cloud.Registry, data []byte, in cloud.Inputs) (cloudprovider.Interface, error) {
 	if reg == nil {
 		reg = cloud.NewRegistry()
 	}
@@ -296,7 +297,7 @@ func newScheme() (*runtime.Scheme, error) {
 // newManager builds the controller manager; with lead set, its cache
 // reports every informer start to it and the manager uses its scheme.
 // skipNames is Deps.SkipControllerNameValidation.
-func newManager(o *Options, restCfg *rest.Config, lock *observedLock, lead *leadership, skipNames bool) (manager.Manager, error) {
+func newManager(o *options.Options, restCfg *rest.Config, lock *observedLock, lead *leadership, skipNames bool) (manager.Manager, error) {
 	var newCache cache.NewCacheFunc
 	var scheme *runtime.Scheme
 	if lead != nil {
@@ -347,7 +348,7 @@ func resourceLockOrNil(l *observedLock) resourcelock.Interface {
 // /configz and observe mode's pages behind the same authorization. The
 // check beside it says which permission the delegated authentication or
 // authorization lacks, if any.
-func addServer(ctx context.Context, mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, p *runPlan, rec *observe.Recorder, explainH http.Handler) error {
+func addServer(ctx context.Context, mgr manager.Manager, o *options.Options, gatherer prometheus.Gatherer, checks healthChecks, p *runPlan, rec *observe.Recorder, explainH http.Handler) error {
 	debug := map[string]http.Handler{}
 	maps.Copy(debug, debugHandlers(rec, explainH))
 	configz, err := configzHandler(componentConfig(o, p.table, p.migration))
@@ -355,7 +356,7 @@ func addServer(ctx context.Context, mgr manager.Manager, o *Options, gatherer pr
 		return err
 	}
 	debug[configzPath] = configz
-	cfg, err := o.newServingConfig(ctx)
+	cfg, err := newServingConfig(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -402,7 +403,7 @@ type controllersRunnable struct {
 	ids *identities
 	// migration, when set, moves some controllers under the migration
 	// lease (upstream's leader migration); nil runs all under the main one.
-	migration *migrationPlan
+	migration *options.MigrationPlan
 	// startInterval is --controller-start-interval: after each controller
 	// starts, wait a jittered [d, 2d) through wait, as upstream does.
 	startInterval time.Duration
@@ -434,7 +435,7 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 	if u, ok := r.cc.Cloud.Unwrap().(cloudprovider.InformerUser); ok {
 		u.SetInformers(r.informers)
 	}
-	mainSet, migrated, unowned := r.migration.split(r.enabled)
+	mainSet, migrated, unowned := r.migration.Split(r.enabled)
 	if len(unowned) > 0 {
 		log.Info("Leader migration: controllers left to the other component", "controllers", unowned)
 	}
@@ -492,3 +493,6 @@ func (r *controllersRunnable) start(ctx context.Context, names []string) error {
 	r.informers.Start(ctx.Done())
 	return nil
 }
+
+// errNoKubeconfig explains what to give when no API server can be found.
+var errNoKubeconfig = errors.New("no API server configuration: not in a cluster, and neither --kubeconfig, --master nor $KUBECONFIG is set")

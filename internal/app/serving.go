@@ -18,6 +18,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/component-base/logs"
 	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
 // shutdownTimeout bounds how long in-flight requests may finish on exit.
@@ -32,7 +34,7 @@ type healthChecks struct {
 	ready []healthz.HealthChecker
 }
 
-func newHealthChecks(synced *atomic.Bool, lock *observedLock, o *Options) healthChecks {
+func newHealthChecks(synced *atomic.Bool, lock *observedLock, o *options.Options) healthChecks {
 	informers := healthz.NamedCheck("informer-sync", func(*http.Request) error {
 		if !synced.Load() {
 			return fmt.Errorf("informer caches not synced yet")
@@ -60,7 +62,7 @@ type server struct {
 	handler http.Handler
 }
 
-func newServer(o *Options, cfg *servingConfig, gatherer prometheus.Gatherer, checks healthChecks, debug map[string]http.Handler) *server {
+func newServer(o *options.Options, cfg *servingConfig, gatherer prometheus.Gatherer, checks healthChecks, debug map[string]http.Handler) *server {
 	m := mux.NewPathRecorderMux(UserAgent)
 	healthz.InstallHandler(m, checks.live...)
 	healthz.InstallLivezHandler(m, checks.live...)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/internal/controllers/service/servicetest"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -42,7 +43,7 @@ func TestStandbyTakesOverWithWarmCaches(t *testing.T) {
 	if err := reg.Register(lcprovider.ProviderName, lcprovider.New); err != nil {
 		t.Fatal(err)
 	}
-	options := func() *app.Options {
+	replicaOptions := func() *options.Options {
 		o := app.NewOptions()
 		o.CloudProvider, o.CloudConfig, o.ClusterName = lcprovider.ProviderName, cfgFile, servicetest.ClusterName
 		o.Kubeconfig = env.Kubeconfig
@@ -56,9 +57,9 @@ func TestStandbyTakesOverWithWarmCaches(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	leader := startReplica(ctx, t, options(), reg)
+	leader := startReplica(ctx, t, replicaOptions(), reg)
 	waitMetric(ctx, t, "the first replica to lead", leader.metrics, app.MetricLeading, "", 1)
-	standby := startReplica(ctx, t, options(), reg)
+	standby := startReplica(ctx, t, replicaOptions(), reg)
 	waitMetric(ctx, t, "the standby's caches to sync", standby.metrics, app.MetricCacheSynced, "", 1)
 	if v := metricValue(t, standby.metrics, app.MetricLeading, ""); v != 0 {
 		t.Fatalf("both replicas lead (%s=%v on the second)", app.MetricLeading, v)
@@ -92,7 +93,7 @@ type replica struct {
 	done    chan error
 }
 
-func startReplica(ctx context.Context, t *testing.T, o *app.Options, reg *cloud.Registry) *replica {
+func startReplica(ctx context.Context, t *testing.T, o *options.Options, reg *cloud.Registry) *replica {
 	t.Helper()
 	runCtx, cancel := context.WithCancel(ctx)
 	r := &replica{metrics: prometheus.NewRegistry(), cancel: cancel, done: make(chan error, 1)}

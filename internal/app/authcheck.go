@@ -86,7 +86,7 @@ func delegatedClient(kubeconfig string) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
 	}
-	cfg.UserAgent = UserAgent
+	cfg.UserAgent = options.UserAgent
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)

@@ -64,7 +64,7 @@ func controllerTable(deps Deps) ([]controllerEntry, error) {
 // provider asks it for an informer.
 func newInformerFactory(restCfg *rest.Config, resync time.Duration) (informers.SharedInformerFactory, error) {
 	cfg := rest.CopyConfig(restCfg)
-	cfg.UserAgent = UserAgent + "/shared-informers"
+	cfg.UserAgent = options.UserAgent + "/shared-informers"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("shared informers client: %w", err)

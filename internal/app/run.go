@@ -27,6 +27,7 @@ import (
 
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/stratus-ccm/stratus/internal/app/leader"
 	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
@@ -34,9 +35,6 @@ import (
 	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
-
-// UserAgent identifies Stratus in API server audit logs and metrics.
-const UserAgent = "stratus-cloud-controller-manager"
 
 // Deps are what main provides: the provider registry and the metrics
 // registry served on /metrics.
@@ -95,7 +93,7 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	lead, err := newLeadership(lock != nil, scheme, deps.Metrics, log)
+	lead, err := leader.NewTracker(lock != nil, scheme, deps.Metrics, log)
 	if err != nil {
 		return err
 	}
@@ -129,7 +127,7 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 			return err
 		}
 	}
-	if err := mgr.Add(&cacheWarmer{cache: mgr.GetCache(), kinds: kindsFor(enabled, table), synced: synced, l: lead}); err != nil {
+	if err := mgr.Add(&leader.CacheWarmer{Cache: mgr.GetCache(), Kinds: kindsFor(enabled, table), Synced: synced, Tracker: lead}); err != nil {
 		return fmt.Errorf("add cache warmer: %w", err)
 	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics, Explain: explained}
@@ -139,7 +137,7 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 	}
 	if err := mgr.Add(&controllersRunnable{cc: cc, wrapped: wrapped, enabled: enabled, starters: starters(table), restCfg: restCfg,
 		informers: informerFactory, ids: ids, migration: migration, lead: lead, synced: synced,
-		startInterval: o.ControllerStartInterval, wait: waitContext}); err != nil {
+		startInterval: o.ControllerStartInterval, wait: leader.WaitContext}); err != nil {
 		return fmt.Errorf("add controllers: %w", err)
 	}
 	log.Info("Starting cloud controller manager", "provider", c.ProviderName(), "controllers", enabled,
@@ -192,17 +190,17 @@ func plan(ctx context.Context, o *options.Options, deps Deps) (*runPlan, error) 
 // startLeaseLock builds the observed Lease lock and starts its watch, when
 // this replica campaigns (leader election on, not observe mode); stop ends
 // the watch and the lock's event broadcaster. Without one, lock is nil.
-func startLeaseLock(ctx context.Context, o *options.Options, restCfg *rest.Config) (*observedLock, func(), error) {
+func startLeaseLock(ctx context.Context, o *options.Options, restCfg *rest.Config) (*leader.Lock, func(), error) {
 	if !o.LeaderElect || o.Observe {
 		return nil, func() {}, nil
 	}
-	l, stopEvents, err := newLeaseLock(o, restCfg)
+	l, stopEvents, err := leader.NewLeaseLock(o, restCfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
-	go func() { defer close(watched); l.watch(watchCtx) }()
+	go func() { defer close(watched); l.Watch(watchCtx) }()
 	return l, func() { stopWatch(); <-watched; stopEvents() }, nil
 }
 
@@ -226,7 +224,7 @@ func tuneKubeConfig(o *options.Options, cfg *rest.Config) *rest.Config {
 	cfg.QPS = o.KubeAPIQPS
 	cfg.Burst = int(o.KubeAPIBurst)
 	cfg.ContentType = o.KubeAPIContentType
-	cfg.UserAgent = UserAgent
+	cfg.UserAgent = options.UserAgent
 	return cfg
 }
 
@@ -297,11 +295,11 @@ func newScheme() (*runtime.Scheme, error) {
 // newManager builds the controller manager; with lead set, its cache
 // reports every informer start to it and the manager uses its scheme.
 // skipNames is Deps.SkipControllerNameValidation.
-func newManager(o *options.Options, restCfg *rest.Config, lock *observedLock, lead *leadership, skipNames bool) (manager.Manager, error) {
+func newManager(o *options.Options, restCfg *rest.Config, lock *leader.Lock, lead *leader.Tracker, skipNames bool) (manager.Manager, error) {
 	var newCache cache.NewCacheFunc
 	var scheme *runtime.Scheme
 	if lead != nil {
-		newCache, scheme = lead.newCache, lead.scheme
+		newCache, scheme = lead.NewCache, lead.Scheme()
 	} else {
 		var err error
 		if scheme, err = newScheme(); err != nil {
@@ -335,9 +333,9 @@ func newManager(o *options.Options, restCfg *rest.Config, lock *observedLock, le
 	return mgr, nil
 }
 
-// resourceLockOrNil keeps a nil *observedLock from becoming a non-nil
+// resourceLockOrNil keeps a nil *leader.Lock from becoming a non-nil
 // interface that the manager would try to use.
-func resourceLockOrNil(l *observedLock) resourcelock.Interface {
+func resourceLockOrNil(l *leader.Lock) resourcelock.Interface {
 	if l == nil {
 		return nil
 	}
@@ -373,18 +371,6 @@ func addServer(ctx context.Context, mgr manager.Manager, o *options.Options, gat
 // controllerStartJitter is upstream's ControllerStartJitter.
 const controllerStartJitter = 1.0
 
-// waitContext waits d or until ctx ends, whichever is first.
-func waitContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // controllersRunnable runs on the leader only: it initializes the provider
 // and then starts the enabled controllers, in upstream's order, so that a
 // provider's Initialize (which may start housekeeping of its own) never runs
@@ -410,7 +396,7 @@ type controllersRunnable struct {
 	wait          func(ctx context.Context, d time.Duration) error
 	// lead, when set, is told when the lease is won, when the controllers
 	// have started and when the first cloud call goes out.
-	lead   *leadership
+	lead   *leader.Tracker
 	synced *atomic.Bool
 }
 
@@ -420,8 +406,8 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 	log := klog.FromContext(ctx)
 	var since time.Time
 	if r.lead != nil {
-		since = r.lead.becameLeader(ctx, r.synced != nil && r.synced.Load())
-		r.wrapped.NotifyNextCall(func(ctx context.Context, op string) { r.lead.firstCloudCall(ctx, op) })
+		since = r.lead.BecameLeader(ctx, r.synced != nil && r.synced.Load())
+		r.wrapped.NotifyNextCall(func(ctx context.Context, op string) { r.lead.FirstCloudCall(ctx, op) })
 	}
 	if r.ids != nil {
 		defer r.ids.shutdown()
@@ -444,12 +430,12 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 		return err
 	}
 	if r.lead != nil {
-		r.lead.controllersStarted(ctx, since)
+		r.lead.ControllersStarted(ctx, since)
 	}
 	if r.migration != nil {
 		// As upstream: the migration lease is tried only once the main one
 		// is held, and its controllers start only under it.
-		return runMigrationLease(ctx, r.restCfg, r.cc.Options, r.migration, func(ctx context.Context) error {
+		return leader.RunMigrationLease(ctx, r.restCfg, r.cc.Options, r.migration, func(ctx context.Context) error {
 			return r.start(ctx, migrated)
 		})
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/component-base/logs"
 	"k8s.io/klog/v2"
 
+	"github.com/stratus-ccm/stratus/internal/app/leader"
 	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
@@ -34,7 +35,7 @@ type healthChecks struct {
 	ready []healthz.HealthChecker
 }
 
-func newHealthChecks(synced *atomic.Bool, lock *observedLock, o *options.Options) healthChecks {
+func newHealthChecks(synced *atomic.Bool, lock *leader.Lock, o *options.Options) healthChecks {
 	informers := healthz.NamedCheck("informer-sync", func(*http.Request) error {
 		if !synced.Load() {
 			return fmt.Errorf("informer caches not synced yet")
@@ -46,8 +47,8 @@ func newHealthChecks(synced *atomic.Bool, lock *observedLock, o *options.Options
 		ready: []healthz.HealthChecker{healthz.PingHealthz, informers},
 	}
 	if lock != nil {
-		h.live = append(h.live, lock.liveCheck(o.LeaseDuration))
-		h.ready = append(h.ready, lock.readyCheck(o.LeaseDuration))
+		h.live = append(h.live, lock.LiveCheck(o.LeaseDuration))
+		h.ready = append(h.ready, lock.ReadyCheck(o.LeaseDuration))
 	}
 	return h
 }
@@ -63,7 +64,7 @@ type server struct {
 }
 
 func newServer(o *options.Options, cfg *servingConfig, gatherer prometheus.Gatherer, checks healthChecks, debug map[string]http.Handler) *server {
-	m := mux.NewPathRecorderMux(UserAgent)
+	m := mux.NewPathRecorderMux(options.UserAgent)
 	healthz.InstallHandler(m, checks.live...)
 	healthz.InstallLivezHandler(m, checks.live...)
 	healthz.InstallReadyzHandler(m, checks.ready...)

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"fmt"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/internal/app/options"
@@ -73,6 +75,35 @@ func starters(table []controllerEntry) map[string]StartFunc {
 	out := make(map[string]StartFunc, len(table))
 	for _, e := range table {
 		out[e.Name] = e.start
+	}
+	return out
+}
+
+// kindsFor returns the kinds the enabled controllers of table watch, each
+// once. Every replica starts and syncs these informers at once, leader or
+// not, so that a standby that wins the lease hands its controllers caches
+// that are already complete: their first reconcile acts without waiting
+// for a list of every Node and Service. A kind missing from a controller's
+// watches still works; its informer is then started after the lease is
+// won, which the leadership tracker counts and logs as a cold start.
+func kindsFor(enabled []string, table []controllerEntry) []client.Object {
+	on := map[string]bool{}
+	for _, name := range enabled {
+		on[name] = true
+	}
+	seen := map[string]bool{}
+	var out []client.Object
+	for _, e := range table {
+		if !on[e.Name] || e.watches == nil {
+			continue
+		}
+		for _, obj := range e.watches() {
+			k := fmt.Sprintf("%T", obj)
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, obj)
+			}
+		}
 	}
 	return out
 }

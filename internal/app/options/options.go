@@ -11,6 +11,10 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 )
 
+// UserAgent identifies Stratus in API server audit logs and metrics; every
+// client the daemon builds sends it, with a suffix naming the client's use.
+const UserAgent = "stratus-cloud-controller-manager"
+
 // Defaults that differ from upstream's cloud-controller-manager, with why.
 const (
 	// DefaultConcurrentNodeSyncs: upstream uses 1, which serialises every

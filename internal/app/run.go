@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"net/http"
 	"os"
 	"sync/atomic"
 	"time"
@@ -29,6 +27,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/internal/app/leader"
 	"github.com/stratus-ccm/stratus/internal/app/options"
+	"github.com/stratus-ccm/stratus/internal/app/serving"
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
@@ -123,7 +122,8 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 	}
 	synced := &atomic.Bool{}
 	if o.ServingEnabled() {
-		if err := addServer(ctx, mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), p, rec, explainHandler(explained, lock)); err != nil {
+		if err := serving.Add(ctx, mgr, o, serving.Inputs{Gatherer: deps.Metrics, Synced: synced, Lock: lock,
+			Controllers: vocabulary(table), Migration: migration, Observe: rec, Explain: explained}); err != nil {
 			return err
 		}
 	}
@@ -340,32 +340,6 @@ func resourceLockOrNil(l *leader.Lock) resourcelock.Interface {
 		return nil
 	}
 	return l
-}
-
-// addServer adds the secure port's server. Besides /metrics, it serves
-// /configz and observe mode's pages behind the same authorization. The
-// check beside it says which permission the delegated authentication or
-// authorization lacks, if any.
-func addServer(ctx context.Context, mgr manager.Manager, o *options.Options, gatherer prometheus.Gatherer, checks healthChecks, p *runPlan, rec *observe.Recorder, explainH http.Handler) error {
-	debug := map[string]http.Handler{}
-	maps.Copy(debug, debugHandlers(rec, explainH))
-	configz, err := configzHandler(componentConfig(o, p.table, p.migration))
-	if err != nil {
-		return err
-	}
-	debug[configzPath] = configz
-	cfg, err := newServingConfig(ctx, o)
-	if err != nil {
-		return err
-	}
-	if err := mgr.Add(newServer(o, cfg, gatherer, checks, debug)); err != nil {
-		cfg.close()
-		return fmt.Errorf("add server: %w", err)
-	}
-	if err := mgr.Add(newAuthCheck(o)); err != nil {
-		return fmt.Errorf("add delegated authentication check: %w", err)
-	}
-	return nil
 }
 
 // controllerStartJitter is upstream's ControllerStartJitter.

@@ -1,4 +1,4 @@
-package app
+package serving
 
 import (
 	"encoding/json"
@@ -28,9 +28,9 @@ const configzPath = "/configz"
 // CloudControllerManagerConfiguration, filled as upstream's options fill
 // it from the same flags. Settings of Stratus' own have no field there and
 // are left out, as upstream's type cannot carry them.
-func componentConfig(o *options.Options, table []controllerEntry, migration *options.MigrationPlan) *ccmconfigv1alpha1.CloudControllerManagerConfiguration {
+func componentConfig(o *options.Options, known []options.Controller, migration *options.MigrationPlan) *ccmconfigv1alpha1.CloudControllerManagerConfiguration {
 	cfg := &ccmconfigv1alpha1.CloudControllerManagerConfiguration{
-		Generic: genericConfig(o, table, migration),
+		Generic: genericConfig(o, known, migration),
 		KubeCloudShared: ccmconfigv1alpha1.KubeCloudSharedConfiguration{
 			CloudProvider:                ccmconfigv1alpha1.CloudProviderConfiguration{Name: o.CloudProvider, CloudConfigFile: o.CloudConfig},
 			ExternalCloudVolumePlugin:    o.ExternalCloudVolumePlugin,
@@ -57,7 +57,7 @@ func componentConfig(o *options.Options, table []controllerEntry, migration *opt
 	return cfg
 }
 
-func genericConfig(o *options.Options, table []controllerEntry, migration *options.MigrationPlan) cmconfigv1alpha1.GenericControllerManagerConfiguration {
+func genericConfig(o *options.Options, known []options.Controller, migration *options.MigrationPlan) cmconfigv1alpha1.GenericControllerManagerConfiguration {
 	g := cmconfigv1alpha1.GenericControllerManagerConfiguration{
 		// Port and Address describe the insecure port upstream removed; no
 		// flag sets them there, so they keep the component config's
@@ -77,7 +77,7 @@ func genericConfig(o *options.Options, table []controllerEntry, migration *optio
 			ResourceName:      o.LeaderElectName,
 			ResourceNamespace: o.LeaderElectNamespace,
 		},
-		Controllers: canonicalControllers(o.Controllers, options.Aliases(vocabulary(table))),
+		Controllers: canonicalControllers(o.Controllers, options.Aliases(known)),
 		Debugging: componentbaseconfigv1alpha1.DebuggingConfiguration{
 			EnableProfiling: ptr.To(o.Profiling), EnableContentionProfiling: ptr.To(o.ContentionProfiling),
 		},

@@ -322,7 +322,7 @@ func newManager(o *options.Options, restCfg *rest.Config, lock *leader.Lock, lea
 	opts.RenewDeadline = ptr.To(o.RenewDeadline)
 	opts.RetryPeriod = ptr.To(o.RetryPeriod)
 	opts.LeaderElectionReleaseOnCancel = true
-	// Lease requests are observed for /readyz (lease.go).
+	// Lease requests are observed for /readyz (internal/app/leader).
 	opts.LeaderElectionResourceLockInterface = resourceLockOrNil(lock)
 	opts.GracefulShutdownTimeout = ptr.To(30 * time.Second)
 	opts.Cache.SyncPeriod = ptr.To(o.MinResyncPeriod)

@@ -128,7 +128,7 @@ type Options struct {
 	Safety SafetyOptions
 
 	// UseServiceAccountCredentials runs each controller as its own
-	// ServiceAccount (identity.go).
+	// ServiceAccount (internal/app/identity.go).
 	UseServiceAccountCredentials bool
 
 	// setupErr is a failure to build the feature gate, reported by Validate.

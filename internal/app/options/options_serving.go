@@ -43,7 +43,7 @@ func (o *Options) addServingFlags(fs *pflag.FlagSet) {
 	o.Webhook.AddFlags(fs, nil, nil)
 	o.WebhookServing.AddFlags(fs)
 	// Upstream's help says an empty kubeconfig makes every request
-	// anonymous (or forbidden); newServingConfig falls back to the
+	// anonymous (or forbidden); serving (internal/app/serving) falls back to the
 	// daemon's own kubeconfig instead, and the help says so.
 	fs.Lookup("authentication-kubeconfig").Usage = "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io. " + kubeconfigFallback
 	fs.Lookup("authorization-kubeconfig").Usage = "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. " + kubeconfigFallback

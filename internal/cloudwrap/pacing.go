@@ -158,6 +158,8 @@ func (p *pacer) limitWhyLocked() string {
 		return fmt.Sprintf("the --cloud-api-qps ceiling of %.3g calls/s", p.ceiling)
 	case p.slowStart:
 		return fmt.Sprintf("slow start: the pacer climbs back at %.3g calls/s after the cloud throttled a burst", p.rate)
+	case p.rate > p.throttledAt:
+		return fmt.Sprintf("adaptive pacing at %.3g calls/s, probing up from the %.3g calls/s the cloud accepted when it last throttled", p.rate, p.throttledAt)
 	default:
 		return fmt.Sprintf("adaptive pacing at %.3g calls/s, just under the %.3g calls/s the cloud accepted when it last throttled", p.rate, p.throttledAt)
 	}

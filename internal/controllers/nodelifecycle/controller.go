@@ -315,7 +315,7 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 	case shutdown:
 		return verdict{line: "NotReady; its instance is shut down: it carries " + ShutdownTaint.ToString()}, nil
 	}
-	return verdict{line: "NotReady, but its instance exists and runs: nothing for this controller to do (the kubelet or its machine's network is the cause)"}, nil
+	return verdict{line: "NotReady, but its instance exists and runs: nothing for this controller to do (the kubelet does not report Ready)"}, nil
 }
 
 // gone deletes a Node whose instance the cloud confirmed gone, unless the

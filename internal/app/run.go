@@ -110,7 +110,7 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 	}
 	explained := explain.NewStore()
 	wrapped, err := cloudwrap.Instrument(provider, cloudwrap.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics,
-		OnCall: explained.CloudCall})
+		OnCall: explained.CloudCall, OnPaced: explained.Paced})
 	if err != nil {
 		return err
 	}

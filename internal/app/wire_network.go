@@ -50,6 +50,7 @@ func startNodeRouteController(_ context.Context, cc ControllerContext) (bool, st
 
 		// Hybrid clusters: which Nodes are the provider's.
 		Ownership: pol,
+		Explain:   cc.Explain,
 	}, route.Config{
 		ClusterName:     cc.ClusterName,
 		ClusterCIDRs:    clusterCIDRs,

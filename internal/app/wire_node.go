@@ -99,6 +99,7 @@ func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext
 
 		// Hybrid clusters: which Nodes are the provider's.
 		Ownership: pol,
+		Explain:   cc.Explain,
 	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod, Cap: deletionCap(cc.Options)})
 	if err != nil {
 		return false, "", err

@@ -76,6 +76,9 @@ func TestConditionsFailedThenServing(t *testing.T) {
 	}
 	svc = h.service("ns", "web")
 	wantCondition(t, svc, ConditionServing, metav1.ConditionTrue, ReasonEnsuredLoadBalancer, h.vip("ns/web"))
+	if msg := meta.FindStatusCondition(svc.Status.Conditions, ConditionServing).Message; strings.Contains(msg, "no nodes") {
+		t.Errorf("a load balancer with node n1 says %q", msg)
+	}
 	wantCondition(t, svc, ConditionProvisioning, metav1.ConditionFalse, ReasonProvisioned)
 	got := meta.FindStatusCondition(svc.Status.Conditions, other.Type)
 	if got == nil || got.Message != other.Message || !got.LastTransitionTime.Equal(&other.LastTransitionTime) {

@@ -3,6 +3,7 @@ package standby
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -49,9 +50,12 @@ type Warmer struct {
 	// holder that renews late now and then does not make the standby list
 	// everything each time.
 	Cool time.Duration
-	// Poll is how often the view is looked at.
-	Poll  time.Duration
-	Clock clock.WithTicker
+	// Poll is how often the view is looked at; Changed, when set, wakes
+	// the Warmer at once when the view changes, so that a released Lease
+	// starts the lists before the elector's next attempt takes it.
+	Poll    time.Duration
+	Changed <-chan struct{}
+	Clock   clock.WithTicker
 	// Synced is told whether the caches are synced: true once filled,
 	// false once emptied (for /readyz and the synced metric).
 	Synced func(bool)
@@ -74,6 +78,7 @@ func (w *Warmer) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
+		case <-w.Changed:
 		}
 	}
 }
@@ -156,6 +161,10 @@ func (w *Warmer) empty(ctx context.Context) {
 			log.Error(err, "Could not stop an informer on the standby; its cache stays", "kind", kindName(obj))
 		}
 	}
+	// Hand the caches' memory back now rather than as the scavenger gets
+	// to it: releasing it is the point of emptying them, and this happens
+	// once per episode of late renewals.
+	debug.FreeOSMemory()
 	log.Info("The leader renews again: informer caches released until the next sign it is gone", "kinds", w.kindNames())
 }
 

@@ -6,6 +6,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
 // clientBuilder hands providers clients built from the manager's config,
@@ -18,7 +20,7 @@ func newClientBuilder(cfg *rest.Config) clientBuilder { return clientBuilder{cfg
 
 func (b clientBuilder) Config(name string) (*rest.Config, error) {
 	c := rest.CopyConfig(b.cfg)
-	c.UserAgent = rest.DefaultKubernetesUserAgent() + "/" + UserAgent + "/" + name
+	c.UserAgent = rest.DefaultKubernetesUserAgent() + "/" + options.UserAgent + "/" + name
 	return c, nil
 }
 

@@ -127,7 +127,7 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 			return err
 		}
 	}
-	if err := mgr.Add(&leader.CacheWarmer{Cache: mgr.GetCache(), Kinds: kindsFor(enabled, table), Synced: synced, Tracker: lead}); err != nil {
+	if err := mgr.Add(leader.NewWarmer(mgr.GetCache(), kindsFor(enabled, table), lock, lead, synced)); err != nil {
 		return fmt.Errorf("add cache warmer: %w", err)
 	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics, Explain: explained}

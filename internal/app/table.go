@@ -15,8 +15,8 @@ import (
 
 // controllerEntry is one controller as the daemon knows it. Everything
 // that depends on the set of controllers (the --controllers vocabulary,
-// leader migration's names, the informers every replica warms before it
-// leads, the start order) reads the table of these entries, so adding a
+// leader migration's names, the informers a standby fills before it can
+// take the lease, the start order) reads the table of these entries, so adding a
 // controller is one entry here and its own package.
 type controllerEntry struct {
 	// Controller is what the flags know of it: its name, the aliases
@@ -24,8 +24,9 @@ type controllerEntry struct {
 	// '*' enables it.
 	options.Controller
 	// watches returns the kinds the controller reads through the shared
-	// cache: every replica starts and syncs those informers before it
-	// campaigns. Nil for a controller that reads none.
+	// cache: the leader runs those informers, and a standby starts and
+	// syncs them once the holder stops renewing the Lease. Nil for a
+	// controller that reads none.
 	watches func() []client.Object
 	// start adds the controller to the manager.
 	start StartFunc
@@ -80,10 +81,11 @@ func starters(table []controllerEntry) map[string]StartFunc {
 }
 
 // kindsFor returns the kinds the enabled controllers of table watch, each
-// once. Every replica starts and syncs these informers at once, leader or
-// not, so that a standby that wins the lease hands its controllers caches
-// that are already complete: their first reconcile acts without waiting
-// for a list of every Node and Service. A kind missing from a controller's
+// once. A standby starts and syncs these informers once the holder of the
+// lease stops renewing it (leader.NewWarmer), so that when it wins the
+// lease it hands its controllers caches that are already complete: their
+// first reconcile acts without waiting for a list of every Node and
+// Service. A kind missing from a controller's
 // watches still works; its informer is then started after the lease is
 // won, which the leadership tracker counts and logs as a cold start.
 func kindsFor(enabled []string, table []controllerEntry) []client.Object {

@@ -16,9 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/stratus-ccm/stratus/internal/standby"
 )
 
 // Metric names of the leadership tracker.
@@ -76,7 +79,7 @@ func NewTracker(election bool, scheme *runtime.Scheme, reg prometheus.Registerer
 		since:     g(MetricLeaderSince, "Unix time at which this replica last became leader."),
 		start:     g(MetricLeaderStart, "Seconds from becoming leader until every controller was started."),
 		firstCall: g(MetricLeaderFirstCall, "Seconds from becoming leader until the first cloud provider call."),
-		synced:    g(MetricCacheSynced, "1 once the informers of the enabled controllers have synced, on every replica."),
+		synced:    g(MetricCacheSynced, "1 while the informers of the enabled controllers are synced: on the leader, and on a standby once the holder stopped renewing."),
 		informers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricInformersStarted,
 			Help: "Informers started, by whether this replica was a standby or leading (a start while leading is a cold list that delays the first action)."},
 			[]string{"phase"}),
@@ -135,6 +138,19 @@ func (l *Tracker) saw(obj runtime.Object) {
 			"kind", k.gvk.String(), "metadataOnly", k.metadata)
 	}
 	l.m.informers.WithLabelValues(phase).Inc()
+}
+
+// forget undoes saw: a standby that released its caches starts them again
+// later, and that start is counted and, while leading, logged.
+func (l *Tracker) forget(obj runtime.Object) {
+	k, ok := l.keyOf(obj)
+	if !ok {
+		return
+	}
+	l.types.Delete(reflect.TypeOf(obj))
+	l.mu.Lock()
+	delete(l.started, k)
+	l.mu.Unlock()
 }
 
 func (l *Tracker) keyOf(obj runtime.Object) (informerKey, bool) {
@@ -204,6 +220,12 @@ func (c *trackedCache) GetInformerForKind(ctx context.Context, gvk schema.GroupV
 	return c.Cache.GetInformerForKind(ctx, gvk, opts...)
 }
 
+// RemoveInformer forgets the kind, so that its next start is seen again.
+func (c *trackedCache) RemoveInformer(ctx context.Context, obj client.Object) error {
+	c.l.forget(obj)
+	return c.Cache.RemoveInformer(ctx, obj)
+}
+
 func (c *trackedCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	c.l.saw(obj)
 	return c.Cache.Get(ctx, key, obj, opts...)
@@ -214,43 +236,30 @@ func (c *trackedCache) List(ctx context.Context, list client.ObjectList, opts ..
 	return c.Cache.List(ctx, list, opts...)
 }
 
-// CacheWarmer starts the informers of the enabled controllers on every
-// replica and marks the caches synced for /readyz once they are: a standby
-// is ready when it could take over at once.
-type CacheWarmer struct {
-	// Cache is the manager's cache.
-	Cache cache.Cache
-	// Kinds are the kinds the enabled controllers watch.
-	Kinds []client.Object
-	// Synced is set once every informer has synced; /readyz reads it.
-	Synced *atomic.Bool
-	// Tracker records the sync in its metrics.
-	Tracker *Tracker
-}
+// warmPoll is how often a standby looks at the Lease it watches to decide
+// whether to fill its caches; a change of the Lease wakes it sooner.
+const warmPoll = 250 * time.Millisecond
 
-// Start starts the informers and waits for them to sync.
-func (w *CacheWarmer) Start(ctx context.Context) error {
-	log := klog.FromContext(ctx)
-	start := time.Now()
-	for _, obj := range w.Kinds {
-		// Not blocking: the informers list in parallel, and
-		// WaitForCacheSync below waits for all of them.
-		if _, err := w.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
-			return fmt.Errorf("start the %T informer: %w", obj, err)
+// NewWarmer fills the caches of kinds (the enabled controllers' watches)
+// when this replica may soon need them, and marks them synced for /readyz
+// (synced) and the synced metric. Without leader election (lock nil) that
+// is at once. A standby fills them only once the holder has gone a retry
+// cycle without renewing (the longest gap between two reads of the
+// elector, lock.maxGap), or the Lease is free, which leaves the rest of
+// the lease duration for the lists before it can take the Lease; it
+// releases them once the holder has renewed again for a lease duration.
+func NewWarmer(c cache.Cache, kinds []client.Object, lock *Lock, t *Tracker, synced *atomic.Bool) *standby.Warmer {
+	w := &standby.Warmer{Cache: c, Kinds: kinds, Poll: warmPoll, Clock: clock.RealClock{}, Synced: func(ok bool) {
+		synced.Store(ok)
+		if ok {
+			t.m.synced.Set(1)
+		} else {
+			t.m.synced.Set(0)
 		}
+	}}
+	if lock != nil {
+		w.View, w.Changed = lock.view, lock.changes
+		w.Suspect, w.Cool = lock.maxGap, lock.leaseDuration
 	}
-	if !w.Cache.WaitForCacheSync(ctx) {
-		return nil
-	}
-	w.Synced.Store(true)
-	w.Tracker.m.synced.Set(1)
-	names := make([]string, 0, len(w.Kinds))
-	for _, obj := range w.Kinds {
-		names = append(names, strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1."))
-	}
-	log.Info("Informer caches synced", "kinds", names, "elapsed", time.Since(start))
-	return nil
+	return w
 }
-
-// NeedLeaderElection is false: every replica warms its caches.
-func (w *CacheWarmer) NeedLeaderElection() bool { return false }

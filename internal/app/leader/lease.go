@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/stratus-ccm/stratus/internal/app/options"
+	"github.com/stratus-ccm/stratus/internal/standby"
 )
 
 // leaderElectionTolerance is how long past its lease a leader may go
@@ -62,13 +63,16 @@ type Lock struct {
 	// watch, when set, keeps the view current between reads until ctx
 	// ends (lease_watch.go).
 	watch func(ctx context.Context)
+	// changes is signalled (without blocking) when the view or this
+	// replica's holding changes: the standby's cache warmer wakes on it.
+	changes chan struct{}
 }
 
 // expiryMargin puts the attempt just past the expiry.
 const expiryMargin = 25 * time.Millisecond
 
 func newObservedLock(inner resourcelock.Interface, c clock.PassiveClock) *Lock {
-	return &Lock{Interface: inner, clock: c}
+	return &Lock{Interface: inner, clock: c, changes: make(chan struct{}, 1)}
 }
 
 // Get counts a missing Lease as a working client: the elector creates it
@@ -161,6 +165,29 @@ func (l *Lock) see(rec *resourcelock.LeaderElectionRecord, raw []byte) {
 	}
 	l.seenRaw, l.seenAt = raw, l.clock.Now()
 	l.seenHolder, l.seenDuration = rec.HolderIdentity, time.Duration(rec.LeaseDurationSeconds)*time.Second
+	l.changed()
+}
+
+// changed wakes whoever waits on changes; one pending wake-up is enough.
+func (l *Lock) changed() {
+	select {
+	case l.changes <- struct{}{}:
+	default:
+	}
+}
+
+// view is the Lease as last seen, for the standby's cache warmer.
+func (l *Lock) view() standby.LeaseView {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return standby.LeaseView{Holder: l.seenHolder, Seen: l.seenAt, Leading: l.holding}
+}
+
+// Holding tells whether this replica holds the Lease.
+func (l *Lock) Holding() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holding
 }
 
 // untilExpiry is how long to wait before reading the Lease: until just
@@ -205,6 +232,9 @@ func (l *Lock) observe(write, holding bool) {
 	l.lastOK = now
 	if write {
 		l.lastWrite = now
+		if l.holding != holding {
+			defer l.changed()
+		}
 		l.holding = holding
 	}
 }

@@ -41,7 +41,9 @@ type healthChecks struct {
 
 func newHealthChecks(synced *atomic.Bool, lock *leader.Lock, o *options.Options) healthChecks {
 	informers := healthz.NamedCheck("informer-sync", func(*http.Request) error {
-		if !synced.Load() {
+		// A standby lists only once the holder stops renewing
+		// (standby.Warmer): it is ready without caches.
+		if !synced.Load() && (lock == nil || lock.Holding()) {
 			return fmt.Errorf("informer caches not synced yet")
 		}
 		return nil

@@ -1,10 +1,15 @@
 // Command vendor-ccm is a cloud-controller-manager built through pkg/ccm,
 // as a vendor builds theirs, with the vendor doubles of package profile
 // under each vendor's --cloud-provider name. The vendor tests use it to run
-// the vendors' published arguments and RBAC.
+// the vendors' published arguments and RBAC. Run under the name of a
+// vendor's own binary (profile.Vendor.Command: DigitalOcean's, kube-vip's),
+// it is that vendor's main: it sets the flag defaults that main sets, so
+// the vendor's arguments run untouched.
 package main
 
 import (
+	"os"
+
 	"github.com/stratus-ccm/stratus/pkg/ccm"
 	"github.com/stratus-ccm/stratus/test/vendors/profile"
 )
@@ -12,7 +17,10 @@ import (
 func main() {
 	cfg := ccm.Config{}
 	for _, v := range profile.Vendors() {
-		cfg.Providers = append(cfg.Providers, ccm.Provider{Name: v.Name, Factory: profile.Factory(v)})
+		cfg.Providers = append(cfg.Providers, ccm.Provider{Name: v.Provider, Factory: profile.Factory(v)})
+	}
+	if v, ok := profile.ByCommand(os.Args[0]); ok {
+		cfg.FlagDefaults = v.FlagDefaults
 	}
 	ccm.Main(cfg)
 }

@@ -50,6 +50,9 @@ type outcome struct {
 	// initialized is what the provider's Initialize got from the client
 	// builder.
 	initialized profile.Initialized
+	// events are the node controller's events on the Node it initialized,
+	// as the API server stored them (core v1, under the vendor's RBAC).
+	events string
 }
 
 // TestVendorProfilesBesideUpstream runs each vendor manifest's arguments
@@ -63,7 +66,8 @@ type outcome struct {
 // process as a kubelet gives them to the container.
 //
 // The two must start the same controllers, initialize a Node the same way
-// with no pod CIDR of their own (kube-controller-manager allocates: the
+// (and record the node controller's Synced event on it) with no pod CIDR
+// of their own (kube-controller-manager allocates: the
 // test sets one as it would), create the same routes for it where the args
 // configure cloud routes and the provider has them, and give the
 // provider's Initialize a client of the same identity. With the vendor's
@@ -91,7 +95,7 @@ func TestVendorProfilesBesideUpstream(t *testing.T) {
 			upstream := c.outcome(ctx, t, env, "upstream", bins["upstream"], pd)
 			ours := c.outcome(ctx, t, env, "stratus", bins["stratus"], pd)
 			compareOutcomes(t, ours, upstream)
-			t.Logf("both started %v; Node %q; routes %q; Initialize %+v", ours.started, ours.node, ours.routes, ours.initialized)
+			t.Logf("both started %v; Node %q, event %q; routes %q; Initialize %+v", ours.started, ours.node, ours.events, ours.routes, ours.initialized)
 		})
 	}
 }
@@ -109,6 +113,9 @@ func compareOutcomes(t *testing.T, ours, upstream outcome) {
 	}
 	if ours.routes != upstream.routes {
 		t.Errorf("routes: Stratus %q, upstream %q", ours.routes, upstream.routes)
+	}
+	if ours.events != upstream.events {
+		t.Errorf("events on the Node: Stratus %q, upstream %q", ours.events, upstream.events)
 	}
 	if ours.initialized != upstream.initialized {
 		t.Errorf("the provider's Initialize: Stratus %+v, upstream %+v", ours.initialized, upstream.initialized)
@@ -228,6 +235,9 @@ func (c swap) outcome(ctx context.Context, t *testing.T, env *testbed.Env, impl,
 	if c.initializes || c.nodeManager {
 		out.node = nodeInitialized(env, poll, name)
 	}
+	if c.initializes {
+		out.events = syncedEvent(env, poll, name)
+	}
 	out.ccmPodCIDRs = allocatePodCIDR(ctx, t, env, name)
 	c.routed(poll, state, name, &out)
 	out.started = startedControllers(p.LogFile)
@@ -297,6 +307,24 @@ func manageNode(ctx context.Context, t *testing.T, env *testbed.Env, name, provi
 	if err != nil {
 		t.Fatalf("initialize node %s as the vendor's node manager: %v", name, err)
 	}
+}
+
+// syncedEvent waits for the node controller's Synced event on the Node,
+// which upstream's records once it has initialized it, and returns its
+// source and type.
+func syncedEvent(env *testbed.Env, poll func(string, func(context.Context) (bool, error)), name string) string {
+	var out string
+	poll("the node controller's Synced event on node "+name, func(ctx context.Context) (bool, error) {
+		evs, err := env.Clientset.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + name + ",reason=Synced"})
+		if err != nil || len(evs.Items) == 0 {
+			return false, err
+		}
+		e := evs.Items[0]
+		out = e.Source.Component + " " + e.Type + " " + e.Reason
+		return true, nil
+	})
+	return out
 }
 
 // allocatePodCIDR sets the Node's pod CIDR as kube-controller-manager's

@@ -70,6 +70,15 @@ func main() {
 // failure ends the process the way upstream's does.
 func cloudInitializer(cfg *config.CompletedConfig) cloudprovider.Interface {
 	cc := cfg.ComponentConfig.KubeCloudShared.CloudProvider
+	// A vendor main that hands its constructor --cluster-cidr (hcloud's
+	// calls NewCloud with it) builds its provider directly.
+	if v, ok := profile.ByProvider(cc.Name); ok && v.TakesClusterCIDR {
+		cloud, err := profile.New(v)(nil, cfg.ComponentConfig.KubeCloudShared.ClusterCIDR)
+		if err != nil {
+			klog.Fatalf("Cloud provider could not be initialized: %v", err)
+		}
+		return cloud
+	}
 	cloud, err := cloudprovider.InitCloudProvider(cc.Name, cc.CloudConfigFile)
 	if err != nil {
 		klog.Fatalf("Cloud provider could not be initialized: %v", err)

@@ -79,3 +79,25 @@ func TestByCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestHcloudRoutesNeedClusterCIDR: hcloud's newRoutes parses the cluster
+// CIDR its main passes as one CIDR; without one (or with a dual-stack
+// pair) its Routes() is false though a network is configured.
+func TestHcloudRoutesNeedClusterCIDR(t *testing.T) {
+	t.Setenv("HCLOUD_TOKEN", strings.Repeat("x", 64))
+	t.Setenv("HCLOUD_NETWORK", "k8s")
+	t.Setenv(StateDirEnv, "")
+	v, ok := ByProvider("hcloud")
+	if !ok {
+		t.Fatal("no hcloud profile")
+	}
+	for cidr, want := range map[string]bool{"": false, "10.244.0.0/16": true, "10.244.0.0/16,fd00::/48": false} {
+		p, err := New(v)(nil, cidr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, got := p.Routes(); got != want {
+			t.Errorf("--cluster-cidr=%q: Routes() %v, want %v", cidr, got, want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -46,6 +47,10 @@ type Vendor struct {
 	// InitClient is the client name the provider's Initialize asks the
 	// client builder for.
 	InitClient string
+	// TakesClusterCIDR: the vendor's main hands --cluster-cidr to the
+	// provider's constructor (hcloud's NewCloud), whose routes need it to
+	// parse as one CIDR (newRoutes; Routes() is false otherwise).
+	TakesClusterCIDR bool
 	// setup reads the provider's inputs (environment, --cloud-config) as
 	// the vendor's constructor does, refusing with its message what it
 	// refuses.
@@ -65,7 +70,7 @@ type settings struct {
 // Vendors lists the six profiles.
 func Vendors() []Vendor {
 	return []Vendor{
-		{Name: "hcloud", Provider: "hcloud", Instances: true, InitClient: "hccm-event-broadcaster", setup: hcloudSetup},
+		{Name: "hcloud", Provider: "hcloud", Instances: true, InitClient: "hccm-event-broadcaster", TakesClusterCIDR: true, setup: hcloudSetup},
 		{Name: "digitalocean", Provider: "digitalocean", Command: "digitalocean-cloud-controller-manager",
 			FlagDefaults: map[string]string{"cloud-provider": "digitalocean", "authentication-skip-lookup": "true"},
 			Instances:    true, InitClient: "do-shared-informers", setup: digitaloceanSetup},
@@ -90,6 +95,16 @@ func ByCommand(argv0 string) (Vendor, bool) {
 	return Vendor{}, false
 }
 
+// ByProvider returns the vendor whose provider is named name.
+func ByProvider(name string) (Vendor, bool) {
+	for _, v := range Vendors() {
+		if v.Provider == name {
+			return v, true
+		}
+	}
+	return Vendor{}, false
+}
+
 // LoadBalancerIP is every double's load balancer address (the
 // documentation range).
 const LoadBalancerIP = "192.0.2.100"
@@ -98,11 +113,18 @@ const LoadBalancerIP = "192.0.2.100"
 const NodeInternalIP = "192.0.2.10"
 
 // Factory builds the double of v, for a registry taking an io.Reader
-// config (pkg/ccm's Factory, upstream's RegisterCloudProvider). It reads
-// the process environment and the config as the vendor's constructor does
-// and fails as it fails.
+// config (pkg/ccm's Factory, upstream's RegisterCloudProvider): New
+// without a cluster CIDR.
 func Factory(v Vendor) func(io.Reader) (cloudprovider.Interface, error) {
-	return func(config io.Reader) (cloudprovider.Interface, error) {
+	return func(config io.Reader) (cloudprovider.Interface, error) { return New(v)(config, "") }
+}
+
+// New builds the double of v from the cloud config and, where the vendor's
+// main passes it (TakesClusterCIDR), --cluster-cidr. It reads the process
+// environment and the config as the vendor's constructor does and fails
+// as it fails.
+func New(v Vendor) func(config io.Reader, clusterCIDR string) (cloudprovider.Interface, error) {
+	return func(config io.Reader, clusterCIDR string) (cloudprovider.Interface, error) {
 		var data []byte
 		if config != nil {
 			var err error
@@ -113,6 +135,10 @@ func Factory(v Vendor) func(io.Reader) (cloudprovider.Interface, error) {
 		s, err := v.setup(os.Getenv, data)
 		if err != nil {
 			return nil, err
+		}
+		if v.TakesClusterCIDR {
+			_, _, err := net.ParseCIDR(clusterCIDR)
+			s.routes = s.routes && err == nil
 		}
 		st := openState()
 		return &provider{v: v, s: s, state: st, lbs: map[string]bool{}, routes: newRoutes(st, s.checkGateway)}, nil

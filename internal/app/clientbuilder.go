@@ -7,6 +7,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
 // clientBuilder hands providers clients built from the manager's config,
@@ -48,7 +50,7 @@ func (b clientBuilder) Config(name string) (*rest.Config, error) {
 		return c, nil
 	}
 	c := rest.CopyConfig(b.cfg)
-	c.UserAgent = rest.DefaultKubernetesUserAgent() + "/" + UserAgent + "/" + name
+	c.UserAgent = rest.DefaultKubernetesUserAgent() + "/" + options.UserAgent + "/" + name
 	return c, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/app/leader"
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/internal/controllers/service/servicetest"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -42,7 +44,7 @@ func TestStandbyTakesOverWithWarmCaches(t *testing.T) {
 	if err := reg.Register(lcprovider.ProviderName, lcprovider.New); err != nil {
 		t.Fatal(err)
 	}
-	options := func() *app.Options {
+	replicaOptions := func() *options.Options {
 		o := app.NewOptions()
 		o.CloudProvider, o.CloudConfig, o.ClusterName = lcprovider.ProviderName, cfgFile, servicetest.ClusterName
 		o.Kubeconfig = env.Kubeconfig
@@ -56,30 +58,30 @@ func TestStandbyTakesOverWithWarmCaches(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	leader := startReplica(ctx, t, options(), reg)
-	waitMetric(ctx, t, "the first replica to lead", leader.metrics, app.MetricLeading, "", 1)
-	standby := startReplica(ctx, t, options(), reg)
-	waitMetric(ctx, t, "the standby's caches to sync", standby.metrics, app.MetricCacheSynced, "", 1)
-	if v := metricValue(t, standby.metrics, app.MetricLeading, ""); v != 0 {
-		t.Fatalf("both replicas lead (%s=%v on the second)", app.MetricLeading, v)
+	first := startReplica(ctx, t, replicaOptions(), reg)
+	waitMetric(ctx, t, "the first replica to lead", first.metrics, leader.MetricLeading, "", 1)
+	standby := startReplica(ctx, t, replicaOptions(), reg)
+	waitMetric(ctx, t, "the standby's caches to sync", standby.metrics, leader.MetricCacheSynced, "", 1)
+	if v := metricValue(t, standby.metrics, leader.MetricLeading, ""); v != 0 {
+		t.Fatalf("both replicas lead (%s=%v on the second)", leader.MetricLeading, v)
 	}
-	if v := metricValue(t, standby.metrics, app.MetricInformersStarted, "standby"); v < 2 {
+	if v := metricValue(t, standby.metrics, leader.MetricInformersStarted, "standby"); v < 2 {
 		t.Errorf("standby started %v informers before leading; want Nodes and Services", v)
 	}
 	createLBService(ctx, t, env, "before")
 	waitIngress(ctx, t, env, "before")
 
-	leader.stop(t)
+	first.stop(t)
 	// Created while nobody leads: the standby must act on it as it wins.
 	createLBService(ctx, t, env, "pending")
 	waitIngress(ctx, t, env, "pending")
-	if v := metricValue(t, standby.metrics, app.MetricLeading, ""); v != 1 {
-		t.Fatalf("the Service got its ingress but the standby does not lead (%s=%v)", app.MetricLeading, v)
+	if v := metricValue(t, standby.metrics, leader.MetricLeading, ""); v != 1 {
+		t.Fatalf("the Service got its ingress but the standby does not lead (%s=%v)", leader.MetricLeading, v)
 	}
-	if v := metricValue(t, standby.metrics, app.MetricInformersStarted, "leading"); v != 0 {
+	if v := metricValue(t, standby.metrics, leader.MetricInformersStarted, "leading"); v != 0 {
 		t.Errorf("%v informers were started after the standby won the lease: their lists delayed its controllers", v)
 	}
-	for _, m := range []string{app.MetricLeaderFirstCall, app.MetricLeaderStart, app.MetricLeaderSince} {
+	for _, m := range []string{leader.MetricLeaderFirstCall, leader.MetricLeaderStart, leader.MetricLeaderSince} {
 		if v := metricValue(t, standby.metrics, m, ""); v <= 0 {
 			t.Errorf("%s = %v after the takeover, want it set", m, v)
 		}
@@ -92,7 +94,7 @@ type replica struct {
 	done    chan error
 }
 
-func startReplica(ctx context.Context, t *testing.T, o *app.Options, reg *cloud.Registry) *replica {
+func startReplica(ctx context.Context, t *testing.T, o *options.Options, reg *cloud.Registry) *replica {
 	t.Helper()
 	runCtx, cancel := context.WithCancel(ctx)
 	r := &replica{metrics: prometheus.NewRegistry(), cancel: cancel, done: make(chan error, 1)}

@@ -1,19 +1,14 @@
-package app
+package options
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
-	genericserver "k8s.io/apiserver/pkg/server"
 	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	cloudprovider "k8s.io/cloud-provider"
 	cliflag "k8s.io/component-base/cli/flag"
-	netutils "k8s.io/utils/net"
 )
 
 // servingPairName names the self-signed pair in --cert-dir, as upstream's.
@@ -48,14 +43,14 @@ func (o *Options) addServingFlags(fs *pflag.FlagSet) {
 	o.Webhook.AddFlags(fs, nil, nil)
 	o.WebhookServing.AddFlags(fs)
 	// Upstream's help says an empty kubeconfig makes every request
-	// anonymous (or forbidden); newServingConfig falls back to the
+	// anonymous (or forbidden); serving (internal/app/serving) falls back to the
 	// daemon's own kubeconfig instead, and the help says so.
 	fs.Lookup("authentication-kubeconfig").Usage = "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io. " + kubeconfigFallback
 	fs.Lookup("authorization-kubeconfig").Usage = "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. " + kubeconfigFallback
 }
 
 // kubeconfigFallback is what an empty --authentication-kubeconfig or
-// --authorization-kubeconfig means (see kubeconfigPath).
+// --authorization-kubeconfig means (see KubeconfigPath).
 const kubeconfigFallback = "If empty, the daemon's own --kubeconfig is used ($KUBECONFIG outside a cluster without --kubeconfig or --master), else the in-cluster configuration."
 
 // validateServing runs upstream's validation of each serving group and
@@ -119,70 +114,14 @@ func (o *Options) validateWebhooks() []error {
 	return errs
 }
 
-// servingEnabled reports whether the secure port is served at all.
-func (o *Options) servingEnabled() bool { return o.SecureServing.BindPort != 0 }
+// ServingEnabled reports whether the secure port is served at all.
+func (o *Options) ServingEnabled() bool { return o.SecureServing.BindPort != 0 }
 
-// servingConfig is what the secure port needs: the listener with its TLS
-// settings, and the delegated authenticator and authorizer.
-type servingConfig struct {
-	serving *genericserver.SecureServingInfo
-	authn   genericserver.AuthenticationInfo
-	authz   genericserver.AuthorizationInfo
-}
-
-// newServingConfig binds the secure port and builds upstream's delegated
-// authentication and authorization from the options. A self-signed
-// certificate is made first when none is given (kept in --cert-dir when
-// set). Without --authentication-kubeconfig or --authorization-kubeconfig,
-// the daemon's own --kubeconfig is used, so one kubeconfig is enough outside
-// a cluster; in a cluster upstream's in-cluster lookup applies.
-func (o *Options) newServingConfig(ctx context.Context) (*servingConfig, error) {
-	ss := *o.SecureServing
-	var alternateIPs []net.IP
-	if !ss.BindAddress.IsUnspecified() {
-		alternateIPs = append(alternateIPs, ss.BindAddress)
-	}
-	alternateIPs = append(alternateIPs, netutils.ParseIPSloppy("127.0.0.1"))
-	if err := ss.MaybeDefaultWithSelfSignedCerts("localhost", nil, alternateIPs); err != nil {
-		return nil, fmt.Errorf("--cert-dir=%s: self-signed serving certificate: %w", ss.ServerCert.CertDirectory, err)
-	}
-	cfg := &servingConfig{}
-	if err := ss.ApplyTo(&cfg.serving); err != nil {
-		return nil, fmt.Errorf("--secure-port=%d --bind-address=%s: %w", o.SecureServing.BindPort, o.SecureServing.BindAddress, err)
-	}
-	kubeconfig := o.kubeconfigPath()
-	authn := *o.Authentication
-	if authn.RemoteKubeConfigFile == "" {
-		authn.RemoteKubeConfigFile = kubeconfig
-	}
-	authn = withoutMissingRequestHeaderCA(ctx, authn)
-	if err := authn.ApplyTo(&cfg.authn, cfg.serving, nil); err != nil {
-		cfg.close()
-		return nil, fmt.Errorf("delegated authentication (--authentication-kubeconfig=%s): %w", authn.RemoteKubeConfigFile, err)
-	}
-	authz := *o.Authorization
-	if authz.RemoteKubeConfigFile == "" {
-		authz.RemoteKubeConfigFile = kubeconfig
-	}
-	if err := authz.ApplyTo(&cfg.authz); err != nil {
-		cfg.close()
-		return nil, fmt.Errorf("delegated authorization (--authorization-kubeconfig=%s): %w", authz.RemoteKubeConfigFile, err)
-	}
-	return cfg, nil
-}
-
-// close releases the listener of a config that will not be served.
-func (c *servingConfig) close() {
-	if c.serving != nil && c.serving.Listener != nil {
-		_ = c.serving.Listener.Close()
-	}
-}
-
-// kubeconfigPath is the kubeconfig file the daemon uses: --kubeconfig, or,
+// KubeconfigPath is the kubeconfig file the daemon uses: --kubeconfig, or,
 // outside a cluster and without --master, $KUBECONFIG. Upstream stops at
 // in-cluster configuration; falling back to $KUBECONFIG only where that
 // cannot work lets a manifest's arguments run unchanged on a workstation.
-func (o *Options) kubeconfigPath() string {
+func (o *Options) KubeconfigPath() string {
 	if o.Kubeconfig != "" || o.Master != "" {
 		return o.Kubeconfig
 	}
@@ -194,6 +133,3 @@ func (o *Options) kubeconfigPath() string {
 	}
 	return ""
 }
-
-// errNoKubeconfig explains what to give when no API server can be found.
-var errNoKubeconfig = errors.New("no API server configuration: not in a cluster, and neither --kubeconfig, --master nor $KUBECONFIG is set")

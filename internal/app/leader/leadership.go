@@ -1,4 +1,4 @@
-package app
+package leader
 
 import (
 	"context"
@@ -32,39 +32,10 @@ const (
 	phaseStandby, phaseLeader = "standby", "leading"
 )
 
-// kindsFor returns the kinds the enabled controllers of table watch, each
-// once. Every replica starts and syncs these informers at once, leader or
-// not, so that a standby that wins the lease hands its controllers caches
-// that are already complete: their first reconcile acts without waiting
-// for a list of every Node and Service. A kind missing from a controller's
-// watches still works; its informer is then started after the lease is
-// won, which the leadership tracker counts and logs as a cold start.
-func kindsFor(enabled []string, table []controllerEntry) []client.Object {
-	on := map[string]bool{}
-	for _, name := range enabled {
-		on[name] = true
-	}
-	seen := map[string]bool{}
-	var out []client.Object
-	for _, e := range table {
-		if !on[e.name] || e.watches == nil {
-			continue
-		}
-		for _, obj := range e.watches() {
-			k := fmt.Sprintf("%T", obj)
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, obj)
-			}
-		}
-	}
-	return out
-}
-
-// leadership follows this replica from standby to leader: which informers
+// Tracker follows this replica from standby to leader: which informers
 // it started before and after winning the lease, when it won, how long its
 // controllers took to start and when the first cloud call went out.
-type leadership struct {
+type Tracker struct {
 	// election is false without leader election: the replica leads from
 	// the start, and no informer start counts as cold.
 	election bool
@@ -94,11 +65,13 @@ type informerKey struct {
 	metadata bool
 }
 
-func newLeadership(election bool, scheme *runtime.Scheme, reg prometheus.Registerer, log logr.Logger) (*leadership, error) {
+// NewTracker returns a tracker whose metrics are registered on reg (none
+// when nil); election is whether this replica campaigns at all.
+func NewTracker(election bool, scheme *runtime.Scheme, reg prometheus.Registerer, log logr.Logger) (*Tracker, error) {
 	g := func(name, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	}
-	l := &leadership{election: election, scheme: scheme, log: log, started: map[informerKey]bool{}, m: leadershipMetrics{
+	l := &Tracker{election: election, scheme: scheme, log: log, started: map[informerKey]bool{}, m: leadershipMetrics{
 		leading:   g(MetricLeading, "1 while this replica holds the leader lease and runs the controllers."),
 		since:     g(MetricLeaderSince, "Unix time at which this replica last became leader."),
 		start:     g(MetricLeaderStart, "Seconds from becoming leader until every controller was started."),
@@ -120,8 +93,12 @@ func newLeadership(election bool, scheme *runtime.Scheme, reg prometheus.Registe
 	return l, nil
 }
 
-// newCache wraps the manager's cache so that every informer start is seen.
-func (l *leadership) newCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+// Scheme is the scheme the tracker resolves kinds with; the manager uses
+// the same.
+func (l *Tracker) Scheme() *runtime.Scheme { return l.scheme }
+
+// NewCache wraps the manager's cache so that every informer start is seen.
+func (l *Tracker) NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 	c, err := cache.New(cfg, opts)
 	if err != nil {
 		return nil, err
@@ -131,7 +108,7 @@ func (l *leadership) newCache(cfg *rest.Config, opts cache.Options) (cache.Cache
 
 // saw records that obj's informer is in use. The first use of a kind while
 // leading means its informer starts only now: logged and counted.
-func (l *leadership) saw(obj runtime.Object) {
+func (l *Tracker) saw(obj runtime.Object) {
 	t := reflect.TypeOf(obj)
 	if _, ok := l.types.Load(t); ok {
 		return
@@ -160,7 +137,7 @@ func (l *leadership) saw(obj runtime.Object) {
 	l.m.informers.WithLabelValues(phase).Inc()
 }
 
-func (l *leadership) keyOf(obj runtime.Object) (informerKey, bool) {
+func (l *Tracker) keyOf(obj runtime.Object) (informerKey, bool) {
 	gvk, err := apiutil.GVKForObject(obj, l.scheme)
 	if err != nil {
 		return informerKey{}, false
@@ -173,9 +150,9 @@ func (l *leadership) keyOf(obj runtime.Object) (informerKey, bool) {
 	return informerKey{gvk: gvk}, true
 }
 
-// becameLeader is called the moment the lease is won, before any
+// BecameLeader is called the moment the lease is won, before any
 // controller starts.
-func (l *leadership) becameLeader(ctx context.Context, warm bool) time.Time {
+func (l *Tracker) BecameLeader(ctx context.Context, warm bool) time.Time {
 	now := time.Now()
 	l.mu.Lock()
 	l.since = now
@@ -189,15 +166,15 @@ func (l *leadership) becameLeader(ctx context.Context, warm bool) time.Time {
 	return now
 }
 
-// controllersStarted records how long starting the controllers took.
-func (l *leadership) controllersStarted(ctx context.Context, since time.Time) {
+// ControllersStarted records how long starting the controllers took.
+func (l *Tracker) ControllersStarted(ctx context.Context, since time.Time) {
 	d := time.Since(since)
 	l.m.start.Set(d.Seconds())
 	klog.FromContext(ctx).Info("Controllers started after becoming leader", "elapsed", d)
 }
 
-// firstCloudCall records the first provider call since becoming leader.
-func (l *leadership) firstCloudCall(ctx context.Context, op string) {
+// FirstCloudCall records the first provider call since becoming leader.
+func (l *Tracker) FirstCloudCall(ctx context.Context, op string) {
 	l.mu.Lock()
 	since := l.since
 	l.mu.Unlock()
@@ -211,7 +188,7 @@ func (l *leadership) firstCloudCall(ctx context.Context, op string) {
 // so they are reported too.
 type trackedCache struct {
 	cache.Cache
-	l *leadership
+	l *Tracker
 }
 
 func (c *trackedCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
@@ -237,37 +214,43 @@ func (c *trackedCache) List(ctx context.Context, list client.ObjectList, opts ..
 	return c.Cache.List(ctx, list, opts...)
 }
 
-// cacheWarmer starts the informers of the enabled controllers on every
+// CacheWarmer starts the informers of the enabled controllers on every
 // replica and marks the caches synced for /readyz once they are: a standby
 // is ready when it could take over at once.
-type cacheWarmer struct {
-	cache  cache.Cache
-	kinds  []client.Object
-	synced *atomic.Bool
-	l      *leadership
+type CacheWarmer struct {
+	// Cache is the manager's cache.
+	Cache cache.Cache
+	// Kinds are the kinds the enabled controllers watch.
+	Kinds []client.Object
+	// Synced is set once every informer has synced; /readyz reads it.
+	Synced *atomic.Bool
+	// Tracker records the sync in its metrics.
+	Tracker *Tracker
 }
 
-func (w *cacheWarmer) Start(ctx context.Context) error {
+// Start starts the informers and waits for them to sync.
+func (w *CacheWarmer) Start(ctx context.Context) error {
 	log := klog.FromContext(ctx)
 	start := time.Now()
-	for _, obj := range w.kinds {
+	for _, obj := range w.Kinds {
 		// Not blocking: the informers list in parallel, and
 		// WaitForCacheSync below waits for all of them.
-		if _, err := w.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+		if _, err := w.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
 			return fmt.Errorf("start the %T informer: %w", obj, err)
 		}
 	}
-	if !w.cache.WaitForCacheSync(ctx) {
+	if !w.Cache.WaitForCacheSync(ctx) {
 		return nil
 	}
-	w.synced.Store(true)
-	w.l.m.synced.Set(1)
-	names := make([]string, 0, len(w.kinds))
-	for _, obj := range w.kinds {
+	w.Synced.Store(true)
+	w.Tracker.m.synced.Set(1)
+	names := make([]string, 0, len(w.Kinds))
+	for _, obj := range w.Kinds {
 		names = append(names, strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1."))
 	}
 	log.Info("Informer caches synced", "kinds", names, "elapsed", time.Since(start))
 	return nil
 }
 
-func (w *cacheWarmer) NeedLeaderElection() bool { return false }
+// NeedLeaderElection is false: every replica warms its caches.
+func (w *CacheWarmer) NeedLeaderElection() bool { return false }

@@ -1,4 +1,4 @@
-package app
+package serving_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,10 @@ import (
 	ccmconfig "k8s.io/cloud-provider/config"
 	ccmconfigv1alpha1 "k8s.io/cloud-provider/config/v1alpha1"
 	ccmoptions "k8s.io/cloud-provider/options"
+
+	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/app/options"
+	"github.com/stratus-ccm/stratus/internal/app/serving"
 )
 
 // upstreamConfig is what upstream's cloud-controller-manager serves on
@@ -23,9 +27,9 @@ func upstreamConfig(t *testing.T, args ...string) *ccmconfigv1alpha1.CloudContro
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := builtinControllers()
+	table := app.NewOptions().Known()
 	fs := pflag.NewFlagSet("upstream", pflag.ContinueOnError)
-	for _, f := range s.Flags(names(table), nil, aliases(table), nil, nil).FlagSets {
+	for _, f := range s.Flags(options.Names(table), nil, options.Aliases(table), nil, nil).FlagSets {
 		fs.AddFlagSet(f)
 	}
 	if err := fs.Parse(args); err != nil {
@@ -35,7 +39,7 @@ func upstreamConfig(t *testing.T, args ...string) *ccmconfigv1alpha1.CloudContro
 		NodeController:            *s.NodeController.NodeControllerConfiguration,
 		NodeStatusUpdateFrequency: s.NodeStatusUpdateFrequency,
 	}
-	if err := s.Generic.ApplyTo(&internal.Generic, names(table), nil, aliases(table)); err != nil {
+	if err := s.Generic.ApplyTo(&internal.Generic, options.Names(table), nil, options.Aliases(table)); err != nil {
 		t.Fatal(err)
 	}
 	for _, apply := range []func() error{
@@ -58,13 +62,13 @@ func upstreamConfig(t *testing.T, args ...string) *ccmconfigv1alpha1.CloudContro
 // stratusConfig is what Stratus serves on /configz for args.
 func stratusConfig(t *testing.T, args ...string) *ccmconfigv1alpha1.CloudControllerManagerConfiguration {
 	t.Helper()
-	o := NewOptions()
+	o := app.NewOptions()
 	fs := pflag.NewFlagSet("stratus", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	return componentConfig(o, builtinControllers(), nil)
+	return serving.ComponentConfig(o, o.Known(), nil)
 }
 
 // TestConfigzMatchesUpstream: for the same flags, /configz says what
@@ -85,10 +89,10 @@ func TestConfigzMatchesUpstream(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got, want := stratusConfig(t, args...), upstreamConfig(t, args...)
 			if want.NodeController.ConcurrentNodeSyncs == 1 {
-				want.NodeController.ConcurrentNodeSyncs = DefaultConcurrentNodeSyncs
+				want.NodeController.ConcurrentNodeSyncs = options.DefaultConcurrentNodeSyncs
 			}
 			if want.ServiceController.ConcurrentServiceSyncs == 1 {
-				want.ServiceController.ConcurrentServiceSyncs = DefaultConcurrentServiceSyncs
+				want.ServiceController.ConcurrentServiceSyncs = options.DefaultConcurrentServiceSyncs
 			}
 			if !reflect.DeepEqual(got, want) {
 				g, _ := json.MarshalIndent(got, "", " ")
@@ -102,12 +106,13 @@ func TestConfigzMatchesUpstream(t *testing.T) {
 // TestConfigzHandlerShape: the body is component-base's configz shape, one
 // object keyed by upstream's ConfigzName, with apiVersion and kind.
 func TestConfigzHandlerShape(t *testing.T) {
-	h, err := configzHandler(componentConfig(NewOptions(), builtinControllers(), nil))
+	o := app.NewOptions()
+	h, err := serving.ConfigzHandler(serving.ComponentConfig(o, o.Known(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, configzPath, nil))
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, serving.ConfigzPath, nil))
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q", ct)
 	}

@@ -1,4 +1,4 @@
-package app
+package serving
 
 import (
 	"encoding/json"
@@ -13,6 +13,8 @@ import (
 	componentbaseconfigv1alpha1 "k8s.io/component-base/config/v1alpha1"
 	cmconfigv1alpha1 "k8s.io/controller-manager/config/v1alpha1"
 	"k8s.io/utils/ptr"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
 // configzName is upstream's app.ConfigzName: the key of the one entry
@@ -26,9 +28,9 @@ const configzPath = "/configz"
 // CloudControllerManagerConfiguration, filled as upstream's options fill
 // it from the same flags. Settings of Stratus' own have no field there and
 // are left out, as upstream's type cannot carry them.
-func componentConfig(o *Options, table []controllerEntry, migration *migrationPlan) *ccmconfigv1alpha1.CloudControllerManagerConfiguration {
+func componentConfig(o *options.Options, known []options.Controller, migration *options.MigrationPlan) *ccmconfigv1alpha1.CloudControllerManagerConfiguration {
 	cfg := &ccmconfigv1alpha1.CloudControllerManagerConfiguration{
-		Generic: genericConfig(o, table, migration),
+		Generic: genericConfig(o, known, migration),
 		KubeCloudShared: ccmconfigv1alpha1.KubeCloudSharedConfiguration{
 			CloudProvider:                ccmconfigv1alpha1.CloudProviderConfiguration{Name: o.CloudProvider, CloudConfigFile: o.CloudConfig},
 			ExternalCloudVolumePlugin:    o.ExternalCloudVolumePlugin,
@@ -55,7 +57,7 @@ func componentConfig(o *Options, table []controllerEntry, migration *migrationPl
 	return cfg
 }
 
-func genericConfig(o *Options, table []controllerEntry, migration *migrationPlan) cmconfigv1alpha1.GenericControllerManagerConfiguration {
+func genericConfig(o *options.Options, known []options.Controller, migration *options.MigrationPlan) cmconfigv1alpha1.GenericControllerManagerConfiguration {
 	g := cmconfigv1alpha1.GenericControllerManagerConfiguration{
 		// Port and Address describe the insecure port upstream removed; no
 		// flag sets them there, so they keep the component config's
@@ -75,14 +77,13 @@ func genericConfig(o *Options, table []controllerEntry, migration *migrationPlan
 			ResourceName:      o.LeaderElectName,
 			ResourceNamespace: o.LeaderElectNamespace,
 		},
-		Controllers: canonicalControllers(o.Controllers, aliases(table)),
+		Controllers: canonicalControllers(o.Controllers, options.Aliases(known)),
 		Debugging: componentbaseconfigv1alpha1.DebuggingConfiguration{
 			EnableProfiling: ptr.To(o.Profiling), EnableContentionProfiling: ptr.To(o.ContentionProfiling),
 		},
 		LeaderMigrationEnabled: o.Migration.Enabled,
 	}
-	if migration != nil && migration.config != nil {
-		c := migration.config
+	if c := migration.Config(); c != nil {
 		g.LeaderMigration = cmconfigv1alpha1.LeaderMigrationConfiguration{LeaderName: c.LeaderName, ResourceLock: c.ResourceLock}
 		for _, l := range c.ControllerLeaders {
 			g.LeaderMigration.ControllerLeaders = append(g.LeaderMigration.ControllerLeaders,

@@ -1,4 +1,4 @@
-package app
+package options_test
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
 func migrationFile(t *testing.T, body string) string {
@@ -34,14 +36,14 @@ func TestLeaderMigrationConfigLoaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := loadMigration(o, builtinControllers())
+	plan, err := options.LoadMigration(o, o.Known())
 	if err != nil || plan == nil {
 		t.Fatalf("plan %v, err %v", plan, err)
 	}
 	if plan.LeaseName != "ccm-migration" {
 		t.Errorf("lease %q", plan.LeaseName)
 	}
-	mainSet, migrated, unowned := plan.split(names(builtinControllers()))
+	mainSet, migrated, unowned := plan.Split(options.Names(known()))
 	if want := []string{"cloud-node-controller", "node-ipam-controller"}; !slices.Equal(mainSet, want) {
 		t.Errorf("main lease runs %v, want %v", mainSet, want)
 	}
@@ -61,14 +63,14 @@ func TestLeaderMigrationDefaultIsUpstreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := loadMigration(o, builtinControllers())
+	plan, err := options.LoadMigration(o, o.Known())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plan.LeaseName != "cloud-provider-extraction-migration" {
 		t.Errorf("default lease %q", plan.LeaseName)
 	}
-	_, migrated, unowned := plan.split(names(builtinControllers()))
+	_, migrated, unowned := plan.Split(options.Names(known()))
 	if !slices.Equal(migrated, []string{"cloud-node-lifecycle-controller"}) || len(unowned) != 0 {
 		t.Errorf("migrated %v, unowned %v", migrated, unowned)
 	}
@@ -79,12 +81,12 @@ func TestLeaderMigrationOffRunsAllUnderMain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := loadMigration(o, builtinControllers())
+	plan, err := options.LoadMigration(o, o.Known())
 	if err != nil || plan != nil {
 		t.Fatalf("plan %v, err %v", plan, err)
 	}
-	mainSet, migrated, unowned := plan.split(names(builtinControllers()))
-	if !slices.Equal(mainSet, names(builtinControllers())) || len(migrated)+len(unowned) != 0 {
+	mainSet, migrated, unowned := plan.Split(options.Names(known()))
+	if !slices.Equal(mainSet, options.Names(known())) || len(migrated)+len(unowned) != 0 {
 		t.Errorf("split without migration: %v %v %v", mainSet, migrated, unowned)
 	}
 }

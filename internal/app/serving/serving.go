@@ -1,8 +1,9 @@
-package app
+package serving
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/component-base/logs"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/stratus-ccm/stratus/internal/app/leader"
+	"github.com/stratus-ccm/stratus/internal/app/options"
+	"github.com/stratus-ccm/stratus/internal/explain"
+	"github.com/stratus-ccm/stratus/internal/observe"
 )
 
 // shutdownTimeout bounds how long in-flight requests may finish on exit.
@@ -32,7 +39,7 @@ type healthChecks struct {
 	ready []healthz.HealthChecker
 }
 
-func newHealthChecks(synced *atomic.Bool, lock *observedLock, o *Options) healthChecks {
+func newHealthChecks(synced *atomic.Bool, lock *leader.Lock, o *options.Options) healthChecks {
 	informers := healthz.NamedCheck("informer-sync", func(*http.Request) error {
 		if !synced.Load() {
 			return fmt.Errorf("informer caches not synced yet")
@@ -44,8 +51,8 @@ func newHealthChecks(synced *atomic.Bool, lock *observedLock, o *Options) health
 		ready: []healthz.HealthChecker{healthz.PingHealthz, informers},
 	}
 	if lock != nil {
-		h.live = append(h.live, lock.liveCheck(o.LeaseDuration))
-		h.ready = append(h.ready, lock.readyCheck(o.LeaseDuration))
+		h.live = append(h.live, lock.LiveCheck(o.LeaseDuration))
+		h.ready = append(h.ready, lock.ReadyCheck(o.LeaseDuration))
 	}
 	return h
 }
@@ -60,8 +67,8 @@ type server struct {
 	handler http.Handler
 }
 
-func newServer(o *Options, cfg *servingConfig, gatherer prometheus.Gatherer, checks healthChecks, debug map[string]http.Handler) *server {
-	m := mux.NewPathRecorderMux(UserAgent)
+func newServer(o *options.Options, cfg *servingConfig, gatherer prometheus.Gatherer, checks healthChecks, debug map[string]http.Handler) *server {
+	m := mux.NewPathRecorderMux(options.UserAgent)
 	healthz.InstallHandler(m, checks.live...)
 	healthz.InstallLivezHandler(m, checks.live...)
 	healthz.InstallReadyzHandler(m, checks.ready...)
@@ -105,3 +112,52 @@ func (s *server) Start(ctx context.Context) error {
 
 // NeedLeaderElection is false: every replica serves probes and metrics.
 func (s *server) NeedLeaderElection() bool { return false }
+
+// Inputs are what the secure port serves from: the metrics, the readiness
+// and leadership of this replica, and the record behind the debug pages.
+type Inputs struct {
+	// Gatherer is served on /metrics.
+	Gatherer prometheus.Gatherer
+	// Synced is set once the enabled controllers' informers have synced.
+	Synced *atomic.Bool
+	// Lock is the observed Lease lock; nil when this replica does not
+	// campaign.
+	Lock *leader.Lock
+	// Controllers and Migration fill /configz's controller list and
+	// leader migration.
+	Controllers []options.Controller
+	Migration   *options.MigrationPlan
+	// Observe is observe mode's recorder, nil when off.
+	Observe *observe.Recorder
+	// Explain is the controllers' per-object record.
+	Explain *explain.Store
+}
+
+// Add adds the secure port's server to mgr. Besides /metrics, it serves
+// /configz and observe mode's pages behind the same authorization. The
+// check beside it says which permission the delegated authentication or
+// authorization lacks, if any.
+func Add(ctx context.Context, mgr manager.Manager, o *options.Options, in Inputs) error {
+	checks := newHealthChecks(in.Synced, in.Lock, o)
+	explainH := explainHandler(in.Explain, in.Lock)
+	gatherer, rec := in.Gatherer, in.Observe
+	debug := map[string]http.Handler{}
+	maps.Copy(debug, debugHandlers(rec, explainH))
+	configz, err := configzHandler(componentConfig(o, in.Controllers, in.Migration))
+	if err != nil {
+		return err
+	}
+	debug[configzPath] = configz
+	cfg, err := newServingConfig(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(newServer(o, cfg, gatherer, checks, debug)); err != nil {
+		cfg.close()
+		return fmt.Errorf("add server: %w", err)
+	}
+	if err := mgr.Add(newAuthCheck(o)); err != nil {
+		return fmt.Errorf("add delegated authentication check: %w", err)
+	}
+	return nil
+}

@@ -1,4 +1,4 @@
-package app
+package leader
 
 import (
 	"context"
@@ -13,18 +13,20 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
-// errMigrationLeaseLost ends the process, as upstream's
+// ErrMigrationLeaseLost ends the process, as upstream's
 // "migration leaderelection lost" does: the controllers it guarded may
 // already run elsewhere.
-var errMigrationLeaseLost = errors.New("leader migration: lost the migration lease")
+var ErrMigrationLeaseLost = errors.New("leader migration: lost the migration lease")
 
-// runMigrationLease campaigns for the migration lease, as upstream does
+// RunMigrationLease campaigns for the migration lease, as upstream does
 // only once the main lease is held, and calls start when it wins. It
 // blocks until ctx ends (nil) or the lease is lost (an error). The lease is
 // released on a clean shutdown so the other component takes over at once.
-func runMigrationLease(ctx context.Context, restCfg *rest.Config, o *Options, plan *migrationPlan, start func(context.Context) error) error {
+func RunMigrationLease(ctx context.Context, restCfg *rest.Config, o *options.Options, plan *options.MigrationPlan, start func(context.Context) error) error {
 	log := klog.FromContext(ctx).WithValues("lease", o.LeaderElectNamespace+"/"+plan.LeaseName)
 	id, err := os.Hostname()
 	if err != nil {
@@ -32,7 +34,7 @@ func runMigrationLease(ctx context.Context, restCfg *rest.Config, o *Options, pl
 	}
 	id += "_" + string(uuid.NewUUID())
 	cfg := rest.CopyConfig(restCfg)
-	cfg.UserAgent = UserAgent + "/leader-migration"
+	cfg.UserAgent = options.UserAgent + "/leader-migration"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("leader migration: client: %w", err)
@@ -81,7 +83,7 @@ func runMigrationLease(ctx context.Context, restCfg *rest.Config, o *Options, pl
 	default:
 	}
 	if lost {
-		return errMigrationLeaseLost
+		return ErrMigrationLeaseLost
 	}
 	return nil
 }

@@ -1,11 +1,10 @@
-package app
+package options
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
-	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/internal/ownership"
@@ -79,28 +78,4 @@ func (o *Options) validateSafety() []error {
 		errs = append(errs, err) // it names the flag and the value
 	}
 	return errs
-}
-
-// ownership is the hybrid-cluster policy the node controllers and the
-// service controller share: the flag's platforms, else the provider's.
-func (cc ControllerContext) ownership() (ownership.Policy, error) {
-	var p cloudprovider.Interface
-	if cc.Cloud != nil {
-		p = cc.Cloud.Unwrap()
-	}
-	pol, err := ownership.New(cc.Options.Safety.CloudProviderPlatforms, p)
-	if err != nil {
-		return ownership.Policy{}, fmt.Errorf("node ownership: %w", err)
-	}
-	return pol, nil
-}
-
-// deletionCap is the lifecycle controller's cap from the options.
-func (o *Options) deletionCap() nodelifecycle.DeletionCap {
-	return nodelifecycle.DeletionCap{
-		Window:       o.Safety.NodeDeletionWindow,
-		MaxShare:     o.Safety.NodeDeletionMaxShare,
-		MaxZoneShare: o.Safety.NodeDeletionMaxZoneShare,
-		Min:          o.Safety.NodeDeletionMin,
-	}
 }

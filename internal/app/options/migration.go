@@ -1,4 +1,4 @@
-package app
+package options
 
 import (
 	"errors"
@@ -41,9 +41,9 @@ func (m *MigrationOptions) addFlags(fs *pflag.FlagSet) {
 		"Path to the LeaderMigrationConfiguration file (controllermanager.config.k8s.io/v1, v1beta1 or v1alpha1), or empty for upstream's default configuration.")
 }
 
-// migrationPlan is a loaded leader migration configuration, reduced to what
+// MigrationPlan is a loaded leader migration configuration, reduced to what
 // the controller manager needs: the lease and which controllers it guards.
-type migrationPlan struct {
+type MigrationPlan struct {
 	LeaseName string
 	// config is the loaded configuration, for /configz.
 	config *cmconfig.LeaderMigrationConfiguration
@@ -63,7 +63,7 @@ const (
 	placeNowhere
 )
 
-func (p *migrationPlan) place(controller string) place {
+func (p *MigrationPlan) place(controller string) place {
 	switch {
 	case p == nil:
 		return placeMain
@@ -76,10 +76,10 @@ func (p *migrationPlan) place(controller string) place {
 	}
 }
 
-// loadMigration reads, decodes (with upstream's scheme, strictly) and
+// LoadMigration reads, decodes (with upstream's scheme, strictly) and
 // validates the leader migration configuration, and checks it against the
 // rest of the flags. It returns nil when migration is off.
-func loadMigration(o *Options, table []controllerEntry) (*migrationPlan, error) {
+func LoadMigration(o *Options, table []Controller) (*MigrationPlan, error) {
 	m := o.Migration
 	if o.Observe && m.Enabled {
 		return nil, errors.New("--observe with --enable-leader-migration: observe mode takes no lease and runs no controller for real; choose one")
@@ -108,7 +108,7 @@ func loadMigration(o *Options, table []controllerEntry) (*migrationPlan, error) 
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
 	}
-	plan := &migrationPlan{LeaseName: cfg.LeaderName, config: cfg, migrated: map[string]bool{}, unowned: map[string]bool{}}
+	plan := &MigrationPlan{LeaseName: cfg.LeaderName, config: cfg, migrated: map[string]bool{}, unowned: map[string]bool{}}
 	for _, l := range cfg.ControllerLeaders {
 		if l.Component == ComponentName || l.Component == "*" {
 			plan.migrated[l.Name] = true
@@ -123,7 +123,7 @@ func loadMigration(o *Options, table []controllerEntry) (*migrationPlan, error) 
 // validation: only Lease locks, a lease distinct from the main one, and
 // controller names that exist (a typo would otherwise silently leave the
 // controller under the main lock, in two processes at once).
-func validateMigrationForStratus(cfg *cmconfig.LeaderMigrationConfiguration, o *Options, table []controllerEntry) field.ErrorList {
+func validateMigrationForStratus(cfg *cmconfig.LeaderMigrationConfiguration, o *Options, table []Controller) field.ErrorList {
 	var errs field.ErrorList
 	if cfg.ResourceLock != migrationconfig.ResourceLockLeases {
 		errs = append(errs, field.NotSupported(field.NewPath("resourceLock"), cfg.ResourceLock, []string{migrationconfig.ResourceLockLeases}))
@@ -132,10 +132,10 @@ func validateMigrationForStratus(cfg *cmconfig.LeaderMigrationConfiguration, o *
 		errs = append(errs, field.Invalid(field.NewPath("leaderName"), cfg.LeaderName,
 			"must differ from --leader-elect-resource-name: the migration lease sits next to the main one"))
 	}
-	known, legacy, alias := map[string]bool{}, map[string]bool{}, aliases(table)
+	known, legacy, alias := map[string]bool{}, map[string]bool{}, Aliases(table)
 	for _, e := range table {
-		known[e.name] = true
-		for _, n := range e.legacyMigrationNames {
+		known[e.Name] = true
+		for _, n := range e.LegacyMigrationNames {
 			legacy[n] = true
 		}
 	}
@@ -148,7 +148,7 @@ func validateMigrationForStratus(cfg *cmconfig.LeaderMigrationConfiguration, o *
 		case alias[l.Name] != "":
 			errs = append(errs, field.Invalid(p, l.Name, fmt.Sprintf("migration entries match controllers by their full name; use %q", alias[l.Name])))
 		case !known[l.Name] && !legacy[l.Name]:
-			errs = append(errs, field.NotSupported(p, l.Name, migrationNames(table)))
+			errs = append(errs, field.NotSupported(p, l.Name, MigrationNames(table)))
 		case seen[l.Name]:
 			errs = append(errs, field.Duplicate(p, l.Name))
 		}
@@ -157,21 +157,21 @@ func validateMigrationForStratus(cfg *cmconfig.LeaderMigrationConfiguration, o *
 	return errs
 }
 
-// migrationNames are the names a migration entry may use: the
+// MigrationNames are the names a migration entry may use: the
 // controllers' and upstream's legacy ones, which match no controller.
-func migrationNames(table []controllerEntry) []string {
+func MigrationNames(table []Controller) []string {
 	var out []string
 	for _, e := range table {
-		out = append(out, e.name)
-		out = append(out, e.legacyMigrationNames...)
+		out = append(out, e.Name)
+		out = append(out, e.LegacyMigrationNames...)
 	}
 	sort.Strings(out)
 	return out
 }
 
-// split divides the enabled controllers between the main and the migration
+// Split divides the enabled controllers between the main and the migration
 // lease, dropping the ones another component owns.
-func (p *migrationPlan) split(enabled []string) (mainSet, migrated, unowned []string) {
+func (p *MigrationPlan) Split(enabled []string) (mainSet, migrated, unowned []string) {
 	for _, n := range enabled {
 		switch p.place(n) {
 		case placeMain:
@@ -185,7 +185,16 @@ func (p *migrationPlan) split(enabled []string) (mainSet, migrated, unowned []st
 	return mainSet, migrated, unowned
 }
 
-func (p *migrationPlan) String() string {
+// Config is the loaded configuration, for /configz; nil when migration is
+// off.
+func (p *MigrationPlan) Config() *cmconfig.LeaderMigrationConfiguration {
+	if p == nil {
+		return nil
+	}
+	return p.config
+}
+
+func (p *MigrationPlan) String() string {
 	if p == nil {
 		return "off"
 	}

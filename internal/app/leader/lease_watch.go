@@ -1,4 +1,4 @@
-package app
+package leader
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const leaseWatchTimeout = 5 * time.Minute
 // the lease duration after it. Without the watch permission (RBAC written
 // for upstream grants only get and update) the reads alone keep the view,
 // as before. It returns when ctx ends.
-func (l *observedLock) watchLease(ctx context.Context, leases coordinationclient.LeaseInterface, name string, retry time.Duration) {
+func (l *Lock) watchLease(ctx context.Context, leases coordinationclient.LeaseInterface, name string, retry time.Duration) {
 	log := klog.FromContext(ctx).WithValues("lease", l.Describe())
 	for ctx.Err() == nil {
 		w, err := leases.Watch(ctx, metav1.ListOptions{
@@ -41,7 +41,7 @@ func (l *observedLock) watchLease(ctx context.Context, leases coordinationclient
 			return
 		case err != nil:
 			log.V(2).Info("Watching the Lease failed; retrying", "err", err, "after", retry)
-			if waitContext(ctx, retry) != nil {
+			if WaitContext(ctx, retry) != nil {
 				return
 			}
 			continue
@@ -51,7 +51,7 @@ func (l *observedLock) watchLease(ctx context.Context, leases coordinationclient
 }
 
 // follow records the Leases w delivers until it ends or ctx does.
-func (l *observedLock) follow(ctx context.Context, w watch.Interface) {
+func (l *Lock) follow(ctx context.Context, w watch.Interface) {
 	defer w.Stop()
 	for {
 		select {
@@ -69,11 +69,23 @@ func (l *observedLock) follow(ctx context.Context, w watch.Interface) {
 }
 
 // seeLease records a Lease as the lock's Get would return it.
-func (l *observedLock) seeLease(lease *coordinationv1.Lease) {
+func (l *Lock) seeLease(lease *coordinationv1.Lease) {
 	rec := resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec)
 	raw, err := json.Marshal(*rec)
 	if err != nil {
 		return
 	}
 	l.see(rec, raw)
+}
+
+// WaitContext waits d or until ctx ends, whichever is first.
+func WaitContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

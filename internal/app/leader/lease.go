@@ -1,4 +1,4 @@
-package app
+package leader
 
 import (
 	"bytes"
@@ -24,18 +24,20 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
 // leaderElectionTolerance is how long past its lease a leader may go
 // without renewing before /healthz fails, upstream's 20 seconds.
 const leaderElectionTolerance = 20 * time.Second
 
-// observedLock wraps the Lease lock that leader election uses and records
+// Lock wraps the Lease lock that leader election uses and records
 // when a request to the Lease last succeeded and when this replica last
 // wrote it as holder. Every replica's elector touches the Lease each retry
 // period (standbys read it, the leader renews it), so readiness can say
 // "the lease client works" without a request of its own.
-type observedLock struct {
+type Lock struct {
 	resourcelock.Interface
 	clock clock.PassiveClock
 
@@ -65,8 +67,8 @@ type observedLock struct {
 // expiryMargin puts the attempt just past the expiry.
 const expiryMargin = 25 * time.Millisecond
 
-func newObservedLock(inner resourcelock.Interface, c clock.PassiveClock) *observedLock {
-	return &observedLock{Interface: inner, clock: c}
+func newObservedLock(inner resourcelock.Interface, c clock.PassiveClock) *Lock {
+	return &Lock{Interface: inner, clock: c}
 }
 
 // Get counts a missing Lease as a working client: the elector creates it
@@ -83,7 +85,7 @@ func newObservedLock(inner resourcelock.Interface, c clock.PassiveClock) *observ
 // first attempt after the expiry, up to RetryPeriod × (1 + JitterFactor)
 // late, and the elector cannot be asked to attempt earlier: it decides
 // from a time it takes before reading.
-func (l *observedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+func (l *Lock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	if d := l.untilExpiry(); d > 0 {
 		if err := l.sleep(ctx, d); err != nil {
 			return nil, nil, fmt.Errorf("waiting %s for the lease %s to expire: %w", d, l.Describe(), err)
@@ -95,7 +97,7 @@ func (l *observedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 	return l.get(ctx)
 }
 
-func (l *observedLock) get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+func (l *Lock) get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := l.Interface.Get(ctx)
 	if err == nil || apierrors.IsNotFound(err) {
 		l.observe(false, false)
@@ -110,7 +112,7 @@ func (l *observedLock) get(ctx context.Context) (*resourcelock.LeaderElectionRec
 // seen, writes this replica as holder. ok is false when it was renewed,
 // taken by someone else, or either request failed: the elector's own
 // attempt then reads it again and decides.
-func (l *observedLock) takeExpired(ctx context.Context) (_ *resourcelock.LeaderElectionRecord, _ []byte, ok bool) {
+func (l *Lock) takeExpired(ctx context.Context) (_ *resourcelock.LeaderElectionRecord, _ []byte, ok bool) {
 	rec, raw, err := l.get(ctx)
 	if err != nil || rec == nil || !l.expired(raw) {
 		return nil, nil, false
@@ -136,14 +138,14 @@ func (l *observedLock) takeExpired(ctx context.Context) (_ *resourcelock.LeaderE
 	return &taken, out, true
 }
 
-func (l *observedLock) seenTime() time.Time {
+func (l *Lock) seenTime() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.seenAt
 }
 
 // expired tells whether raw is the version seen a lease duration ago.
-func (l *observedLock) expired(raw []byte) bool {
+func (l *Lock) expired(raw []byte) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return bytes.Equal(raw, l.seenRaw) && l.seenHolder != "" && l.seenHolder != l.Identity() &&
@@ -151,7 +153,7 @@ func (l *observedLock) expired(raw []byte) bool {
 }
 
 // see records the Lease as read, and when this version was first seen.
-func (l *observedLock) see(rec *resourcelock.LeaderElectionRecord, raw []byte) {
+func (l *Lock) see(rec *resourcelock.LeaderElectionRecord, raw []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if bytes.Equal(raw, l.seenRaw) {
@@ -165,7 +167,7 @@ func (l *observedLock) see(rec *resourcelock.LeaderElectionRecord, raw []byte) {
 // past its expiry when that falls before the elector's next attempt, and
 // not at all otherwise (a leader, a free or unseen Lease, or one renewed
 // recently enough that a later attempt will look again in time).
-func (l *observedLock) untilExpiry() time.Duration {
+func (l *Lock) untilExpiry() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.maxGap <= 0 || l.holding || l.seenAt.IsZero() || l.seenHolder == "" || l.seenHolder == l.Identity() {
@@ -178,7 +180,8 @@ func (l *observedLock) untilExpiry() time.Duration {
 	return d
 }
 
-func (l *observedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+// Create is how the elector takes a Lease that does not exist yet.
+func (l *Lock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	err := l.Interface.Create(ctx, ler)
 	if err == nil {
 		l.observe(true, ler.HolderIdentity == l.Identity())
@@ -187,7 +190,7 @@ func (l *observedLock) Create(ctx context.Context, ler resourcelock.LeaderElecti
 }
 
 // Update is how the elector renews, takes over and releases the Lease.
-func (l *observedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+func (l *Lock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	err := l.Interface.Update(ctx, ler)
 	if err == nil {
 		l.observe(true, ler.HolderIdentity == l.Identity())
@@ -195,7 +198,7 @@ func (l *observedLock) Update(ctx context.Context, ler resourcelock.LeaderElecti
 	return err
 }
 
-func (l *observedLock) observe(write, holding bool) {
+func (l *Lock) observe(write, holding bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clock.Now()
@@ -206,8 +209,8 @@ func (l *observedLock) observe(write, holding bool) {
 	}
 }
 
-// readyCheck passes once a Lease request succeeded within the window.
-func (l *observedLock) readyCheck(window time.Duration) healthz.HealthChecker {
+// ReadyCheck passes once a Lease request succeeded within the window.
+func (l *Lock) ReadyCheck(window time.Duration) healthz.HealthChecker {
 	return healthz.NamedCheck("leader-election", func(*http.Request) error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -221,11 +224,11 @@ func (l *observedLock) readyCheck(window time.Duration) healthz.HealthChecker {
 	})
 }
 
-// liveCheck fails, as upstream's leader-election health check does, when
+// LiveCheck fails, as upstream's leader-election health check does, when
 // this replica holds the lease but has not renewed it for the lease
 // duration plus the tolerance: a leader stuck without noticing. A standby
 // always passes.
-func (l *observedLock) liveCheck(leaseDuration time.Duration) healthz.HealthChecker {
+func (l *Lock) LiveCheck(leaseDuration time.Duration) healthz.HealthChecker {
 	return healthz.NamedCheck("leader-election", func(*http.Request) error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -239,11 +242,11 @@ func (l *observedLock) liveCheck(leaseDuration time.Duration) healthz.HealthChec
 	})
 }
 
-// newLeaseLock builds the Lease lock controller-runtime would build (same
+// NewLeaseLock builds the Lease lock controller-runtime would build (same
 // identity scheme, client timeout, and leader-election events through the
 // core API, as upstream records them) and wraps it to observe it. stop
 // shuts the event broadcaster down.
-func newLeaseLock(o *Options, restCfg *rest.Config) (lock *observedLock, stop func(), err error) {
+func NewLeaseLock(o *options.Options, restCfg *rest.Config) (lock *Lock, stop func(), err error) {
 	host, err := os.Hostname()
 	if err != nil {
 		return nil, nil, fmt.Errorf("leader election identity: %w", err)
@@ -258,7 +261,7 @@ func newLeaseLock(o *Options, restCfg *rest.Config) (lock *observedLock, stop fu
 	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: UserAgent})
+	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: options.UserAgent})
 	inner, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectNamespace, o.LeaderElectName,
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id, EventRecorder: recorder})
 	if err != nil {
@@ -274,7 +277,7 @@ func newLeaseLock(o *Options, restCfg *rest.Config) (lock *observedLock, stop fu
 		// Never wait a whole lease: the elector would see the expiry itself.
 		l.maxGap = o.LeaseDuration / 2
 	}
-	l.sleep = waitContext
+	l.sleep = WaitContext
 	l.leaseDuration = o.LeaseDuration
 	// The watch streams for minutes: not under the request timeout above.
 	wcfg := rest.CopyConfig(cfg)
@@ -287,4 +290,24 @@ func newLeaseLock(o *Options, restCfg *rest.Config) (lock *observedLock, stop fu
 	leases := wcs.CoordinationV1().Leases(o.LeaderElectNamespace)
 	l.watch = func(ctx context.Context) { l.watchLease(ctx, leases, o.LeaderElectName, o.RetryPeriod) }
 	return l, broadcaster.Shutdown, nil
+}
+
+// Leadership is this replica's identity, whether it holds the Lease, and
+// who does as last seen.
+func (l *Lock) Leadership() (replica string, leading bool, leader string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	replica = l.Identity()
+	if l.holding {
+		return replica, true, replica
+	}
+	return replica, false, l.seenHolder
+}
+
+// Watch keeps the lock's view of the Lease current between reads until ctx
+// ends (lease_watch.go).
+func (l *Lock) Watch(ctx context.Context) {
+	if l.watch != nil {
+		l.watch(ctx)
+	}
 }

@@ -1,6 +1,7 @@
-package app
+package options
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -9,6 +10,10 @@ import (
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 )
+
+// UserAgent identifies Stratus in API server audit logs and metrics; every
+// client the daemon builds sends it, with a suffix naming the client's use.
+const UserAgent = "stratus-cloud-controller-manager"
 
 // Defaults that differ from upstream's cloud-controller-manager, with why.
 const (
@@ -123,16 +128,19 @@ type Options struct {
 	Safety SafetyOptions
 
 	// UseServiceAccountCredentials runs each controller as its own
-	// ServiceAccount (identity.go).
+	// ServiceAccount (internal/app/identity.go).
 	UseServiceAccountCredentials bool
 
 	// setupErr is a failure to build the feature gate, reported by Validate.
 	setupErr error
+	// known are the controllers --controllers may name (the daemon's
+	// table), for the flag's help and Validate.
+	known []Controller
 }
 
-// NewOptions returns Options with upstream's defaults, except the ones the
-// constants above document.
-func NewOptions() *Options {
+// New returns Options with upstream's defaults, except the ones the
+// constants above document, for a daemon that runs the known controllers.
+func New(known []Controller) *Options {
 	fg, err := newFeatureGate()
 	return &Options{
 		ClusterName:                  "kubernetes",
@@ -172,8 +180,13 @@ func NewOptions() *Options {
 		OrphanedLoadBalancerGrace:    10 * time.Minute,
 		OrphanedLoadBalancerInterval: 5 * time.Minute,
 		setupErr:                     err,
+		known:                        known,
 	}
 }
+
+// Known returns the controllers --controllers may name, as New was given
+// them.
+func (o *Options) Known() []Controller { return o.known }
 
 // AddFlags registers every flag on fs, with upstream's names, one group at
 // a time (options_*.go hold the groups).
@@ -195,7 +208,7 @@ func (o *Options) addGenericFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "The instance prefix for the cluster; providers use it to tag the resources they create.")
 	fs.BoolVar(&o.AllowUntaggedCloud, "allow-untagged-cloud", o.AllowUntaggedCloud, "Allow the cluster to run without the cluster-id on cloud instances.")
 	_ = fs.MarkDeprecated("allow-untagged-cloud", "This flag is deprecated and will be removed in a future release. A cluster-id will be required on cloud instances.")
-	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "Controllers to enable: '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo. All: "+controllerList()+".")
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "Controllers to enable: '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo. All: "+strings.Join(Names(o.known), ", ")+".")
 	fs.StringVar(&o.ExternalCloudVolumePlugin, "external-cloud-volume-plugin", o.ExternalCloudVolumePlugin, "Accepted as upstream accepts it; only kube-controller-manager reads it, so it changes nothing here.")
 	fs.DurationVar(&o.NodeSyncPeriod, "node-sync-period", o.NodeSyncPeriod, "Deprecated upstream no-op; see --node-monitor-period and --route-reconciliation-period.")
 	_ = fs.MarkDeprecated("node-sync-period", "This flag is currently no-op and will be deleted.")

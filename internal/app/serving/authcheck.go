@@ -1,4 +1,4 @@
-package app
+package serving
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
 // authRecheckInterval is how often a missing permission is asked about
@@ -41,13 +43,13 @@ func (p delegatedPermission) String() string {
 // every request to a protected path (/metrics, /configz) answers 401 or
 // 500, as upstream's does, with nothing saying why; the check says which
 // permission is missing.
-func delegatedPermissions(o *Options) []delegatedPermission {
+func delegatedPermissions(o *options.Options) []delegatedPermission {
 	authn, authz := o.Authentication.RemoteKubeConfigFile, o.Authorization.RemoteKubeConfigFile
 	if authn == "" {
-		authn = o.kubeconfigPath()
+		authn = o.KubeconfigPath()
 	}
 	if authz == "" {
-		authz = o.kubeconfigPath()
+		authz = o.KubeconfigPath()
 	}
 	return []delegatedPermission{
 		{flag: "--authentication-kubeconfig", kubeconfig: authn,
@@ -69,7 +71,7 @@ type authCheck struct {
 	clientFor func(kubeconfig string) (kubernetes.Interface, error)
 }
 
-func newAuthCheck(o *Options) *authCheck {
+func newAuthCheck(o *options.Options) *authCheck {
 	return &authCheck{perms: delegatedPermissions(o), interval: authRecheckInterval, clientFor: delegatedClient}
 }
 
@@ -84,7 +86,7 @@ func delegatedClient(kubeconfig string) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
 	}
-	cfg.UserAgent = UserAgent
+	cfg.UserAgent = options.UserAgent
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)

@@ -1,4 +1,4 @@
-package app
+package leader
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func TestLeaseReadiness(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	inner := &fakeLock{}
 	l := newObservedLock(inner, clk)
-	ready := l.readyCheck(15 * time.Second)
+	ready := l.ReadyCheck(15 * time.Second)
 	req := &http.Request{}
 	if err := ready.Check(req); err == nil {
 		t.Fatal("ready before any lease request")
@@ -65,7 +65,7 @@ func TestLeaseLiveness(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	inner := &fakeLock{}
 	l := newObservedLock(inner, clk)
-	live := l.liveCheck(15 * time.Second)
+	live := l.LiveCheck(15 * time.Second)
 	req := &http.Request{}
 	clk.SetTime(clk.Now().Add(time.Hour))
 	if err := live.Check(req); err != nil {
@@ -116,7 +116,7 @@ func (r *recordLock) Update(_ context.Context, ler resourcelock.LeaderElectionRe
 
 // standbyLock is a standby's lock over inner whose waits advance clk and
 // are recorded in waited.
-func standbyLock(inner resourcelock.Interface, clk *clocktesting.FakeClock, waited *[]time.Duration, during func()) *observedLock {
+func standbyLock(inner resourcelock.Interface, clk *clocktesting.FakeClock, waited *[]time.Duration, during func()) *Lock {
 	l := newObservedLock(inner, clk)
 	l.maxGap, l.leaseDuration = 4400*time.Millisecond, 15*time.Second
 	l.sleep = func(_ context.Context, d time.Duration) error {
@@ -217,7 +217,7 @@ func TestStandbyWaitEndsWithContext(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	inner := &recordLock{rec: resourcelock.LeaderElectionRecord{HolderIdentity: "other", LeaseDurationSeconds: 15}, raw: "v1"}
 	l := newObservedLock(inner, clk)
-	l.maxGap, l.sleep, l.leaseDuration = 4400*time.Millisecond, waitContext, 15*time.Second
+	l.maxGap, l.sleep, l.leaseDuration = 4400*time.Millisecond, WaitContext, 15*time.Second
 	if _, _, err := l.Get(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package app
+package options
 
 import (
 	"errors"
@@ -14,11 +14,11 @@ import (
 
 // Validate checks every setting and returns one error listing each bad
 // flag with its value, so an operator can fix a manifest in one go.
-func (o *Options) Validate() error { return o.validate(builtinControllers()) }
+func (o *Options) Validate() error { return o.ValidateFor(o.known) }
 
-// validate is Validate with --controllers checked against table, which
+// ValidateFor is Validate with --controllers checked against table, which
 // includes a provider binary's extra controllers.
-func (o *Options) validate(table []controllerEntry) error {
+func (o *Options) ValidateFor(table []Controller) error {
 	var errs []error
 	bad := func(flag string, value any, why string) {
 		errs = append(errs, fmt.Errorf("--%s=%v: %s", flag, value, why))
@@ -33,10 +33,10 @@ func (o *Options) validate(table []controllerEntry) error {
 		// refuses every load balancer otherwise): refuse it here, once.
 		bad("cluster-name", o.ClusterName, strings.Join(msgs, "; "))
 	}
-	if _, err := resolveControllers(o.Controllers, table); err != nil {
+	if _, err := ResolveControllers(o.Controllers, table); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := loadMigration(o, table); err != nil {
+	if _, err := LoadMigration(o, table); err != nil {
 		errs = append(errs, err)
 	}
 	if o.KubeAPIQPS <= 0 {
@@ -121,7 +121,7 @@ func (o *Options) validateLeaderElection() []error {
 	return errs
 }
 
-func (o *Options) validateNetworking(table []controllerEntry) []error {
+func (o *Options) validateNetworking(table []Controller) []error {
 	var errs []error
 	if o.CIDRAllocatorType != RangeAllocator && o.CIDRAllocatorType != CloudAllocator {
 		errs = append(errs, fmt.Errorf("--cidr-allocator-type=%s: must be %s or %s", o.CIDRAllocatorType, RangeAllocator, CloudAllocator))
@@ -150,7 +150,7 @@ func (o *Options) validateNetworking(table []controllerEntry) []error {
 		// cluster CIDR fails here rather than on the leader after the lease.
 		// Only when the allocator is asked for: upstream's app has none,
 		// and accepts --allocate-node-cidrs=true without --cluster-cidr.
-		cfg, err := nodeIPAMConfig(o)
+		cfg, err := o.NodeIPAMConfig()
 		if err == nil {
 			err = cfg.Check()
 			if err != nil {
@@ -174,7 +174,7 @@ func (o *Options) Warnings() []string {
 	if o.ClusterCIDR != "" && !o.AllocateNodeCIDRs && !o.ConfigureCloudRoutes {
 		out = append(out, fmt.Sprintf("--cluster-cidr=%s is ignored: it is used only with --configure-cloud-routes=true or --allocate-node-cidrs=true", o.ClusterCIDR))
 	}
-	if o.AllocateNodeCIDRs && ipamEnabled(o.Controllers, builtinControllers()) {
+	if o.AllocateNodeCIDRs && ipamEnabled(o.Controllers, o.known) {
 		out = append(out, serviceRangeOverlaps(o)...)
 	}
 	return out
@@ -185,8 +185,8 @@ func (o *Options) Warnings() []string {
 // '-' entry for it wins. It reads the spec on its own terms, so that
 // validate still checks the allocator's flags when another entry of the
 // same list is wrong.
-func ipamEnabled(spec []string, table []controllerEntry) bool {
-	alias := aliases(table)
+func ipamEnabled(spec []string, table []Controller) bool {
+	alias := Aliases(table)
 	on, off := false, false
 	for _, raw := range spec {
 		item := strings.TrimSpace(raw)

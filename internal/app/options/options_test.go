@@ -1,24 +1,24 @@
-package app
+package options_test
 
 import (
-	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 
+	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
-	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
-func parse(t *testing.T, args ...string) (*Options, error) {
+// known is the daemon's controller vocabulary, as app.NewOptions gives it.
+func known() []options.Controller { return app.NewOptions().Known() }
+
+func parse(t *testing.T, args ...string) (*options.Options, error) {
 	t.Helper()
-	o := NewOptions()
+	o := app.NewOptions()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -142,7 +142,7 @@ func TestEachSupportedFlagAloneAccepted(t *testing.T) {
 }
 
 func TestDefaultsMatchUpstream(t *testing.T) {
-	o := NewOptions()
+	o := app.NewOptions()
 	if o.LeaderElectName != "cloud-controller-manager" || o.LeaderElectNamespace != "kube-system" {
 		t.Errorf("lease %s/%s", o.LeaderElectNamespace, o.LeaderElectName)
 	}
@@ -200,22 +200,12 @@ func TestBadValuesRejected(t *testing.T) {
 	}
 }
 
-// TestCIDRAllocatorTypes: upstream's two values are accepted; under
-// CloudAllocator the cloud assigns pod CIDRs, so node-ipam-controller skips
-// itself (saying why) and does not race the cloud's allocation.
+// TestCIDRAllocatorTypes: upstream's two values are accepted.
 func TestCIDRAllocatorTypes(t *testing.T) {
-	for _, v := range []string{RangeAllocator, CloudAllocator} {
+	for _, v := range []string{options.RangeAllocator, options.CloudAllocator} {
 		if _, err := parse(t, "--cloud-provider=x", "--cidr-allocator-type="+v); err != nil {
 			t.Errorf("--cidr-allocator-type=%s: %v", v, err)
 		}
-	}
-	o, err := parse(t, "--cloud-provider=x", "--cidr-allocator-type=CloudAllocator", "--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16")
-	if err != nil {
-		t.Fatal(err)
-	}
-	started, reason, err := startNodeIPAMController(context.Background(), ControllerContext{Options: o})
-	if started || err != nil || !strings.Contains(reason, "--cidr-allocator-type=CloudAllocator") {
-		t.Errorf("node IPAM under CloudAllocator: started=%t reason=%q err=%v; want skipped, naming the flag", started, reason, err)
 	}
 }
 
@@ -245,12 +235,12 @@ func TestResolveControllers(t *testing.T) {
 		{[]string{"*"}, "cloud-node-controller,cloud-node-lifecycle-controller,service-lb-controller,node-route-controller"},
 		{[]string{"*", "-route"}, "cloud-node-controller,cloud-node-lifecycle-controller,service-lb-controller"},
 		// Node IPAM only when named, under Azure's name too.
-		{[]string{"*", "node-ipam"}, strings.Join(names(builtinControllers()), ",")},
+		{[]string{"*", "node-ipam"}, strings.Join(options.Names(known()), ",")},
 		{[]string{"service", "cloud-node"}, "cloud-node-controller,service-lb-controller"},
 		{[]string{"nodeipam"}, "node-ipam-controller"},
 	}
 	for _, c := range cases {
-		got, err := resolveControllers(c.spec, builtinControllers())
+		got, err := options.ResolveControllers(c.spec, known())
 		if err != nil {
 			t.Fatalf("%v: %v", c.spec, err)
 		}
@@ -330,7 +320,7 @@ func TestAllocateNodeCIDRsAloneIsNotIPAM(t *testing.T) {
 	if err != nil {
 		t.Fatalf("--allocate-node-cidrs without --cluster-cidr, as upstream accepts it: %v", err)
 	}
-	got, err := resolveControllers(o.Controllers, builtinControllers())
+	got, err := options.ResolveControllers(o.Controllers, known())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,12 +328,12 @@ func TestAllocateNodeCIDRsAloneIsNotIPAM(t *testing.T) {
 		t.Errorf("--allocate-node-cidrs with --controllers=%v enables %v", o.Controllers, got)
 	}
 	for _, spec := range [][]string{{"node-ipam"}, {"*", "nodeipam"}, {"node-ipam-controller"}} {
-		if !ipamEnabled(spec, builtinControllers()) {
+		if !options.IPAMEnabled(spec, known()) {
 			t.Errorf("--controllers=%v: IPAM not enabled", spec)
 		}
 	}
 	for _, spec := range [][]string{{"*"}, {"*", "node-ipam", "-node-ipam-controller"}, {"route"}} {
-		if ipamEnabled(spec, builtinControllers()) {
+		if options.IPAMEnabled(spec, known()) {
 			t.Errorf("--controllers=%v: IPAM enabled", spec)
 		}
 	}
@@ -378,43 +368,13 @@ func TestServiceRangeOverlappingClusterCIDR(t *testing.T) {
 	}
 }
 
-// The flags and the provider's cloud config are checked together, before
-// any connection or lease: one error names every bad flag and config line.
-func TestRunReportsFlagAndCloudConfigErrorsAtOnce(t *testing.T) {
-	reg := cloud.NewRegistry()
-	if err := reg.Register(localcloud.ProviderName, localcloud.New); err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.RegisterConfigCheck(localcloud.ProviderName, localcloud.CheckConfig); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "cloud.conf")
-	if err := os.WriteFile(path, []byte("url: http://127.0.0.1:1\ntoken: x\nrateLimitQPS: NaN\ntoken: y\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	o, err := parse(t, "--cloud-provider="+localcloud.ProviderName, "--cloud-config="+path, "--cluster-name=Bad_Name",
-		"--kubeconfig=/nonexistent/kubeconfig")
-	if err == nil {
-		t.Fatal("bad --cluster-name accepted")
-	}
-	err = Run(context.Background(), o, Deps{Providers: reg})
-	for _, want := range []string{"--cluster-name=Bad_Name", "--cloud-config=" + path, "line 3: rateLimitQPS", "line 4: token: repeats line 2"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Run: %v does not name %s", err, want)
-		}
-	}
-	if err != nil && strings.Contains(err.Error(), "/nonexistent/kubeconfig") {
-		t.Errorf("Run went on to connect before reporting the validation errors: %v", err)
-	}
-}
-
 // The help of the delegated authentication and authorization kubeconfig
 // flags says what an empty value does here: the daemon's own kubeconfig,
 // not upstream's anonymous or forbidden requests.
 func TestDelegationKubeconfigHelpSaysFallback(t *testing.T) {
 	t.Parallel()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	NewOptions().AddFlags(fs)
+	app.NewOptions().AddFlags(fs)
 	for _, name := range []string{"authentication-kubeconfig", "authorization-kubeconfig"} {
 		usage := fs.Lookup(name).Usage
 		if !strings.Contains(usage, "--kubeconfig is used") || strings.Contains(usage, "anonymous") || strings.Contains(usage, "forbidden") {

@@ -1,4 +1,4 @@
-package app
+package options_test
 
 import (
 	"sort"
@@ -9,6 +9,9 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	ccmoptions "k8s.io/cloud-provider/options"
 	logsapi "k8s.io/component-base/logs/api/v1"
+
+	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/app/options"
 )
 
 // upstreamFlags returns the flag set of upstream's cloud-controller-manager
@@ -40,7 +43,7 @@ var differentDefaults = map[string]bool{
 
 func TestEveryUpstreamFlagRegisteredWithUpstreamDefault(t *testing.T) {
 	up := upstreamFlags(t)
-	o := NewOptions()
+	o := app.NewOptions()
 	ours := pflag.NewFlagSet("stratus", pflag.ContinueOnError)
 	o.AddFlags(ours)
 	var names []string
@@ -75,13 +78,13 @@ func TestFeatureGatesKnowUpstreamGates(t *testing.T) {
 		t.Errorf("gates not applied: %s", o.FeatureGate)
 	}
 	// Parsing must not leak into another Options' gate.
-	if NewOptions().FeatureGate.Enabled("CloudControllerManagerWatchBasedRoutesReconciliation") {
+	if app.NewOptions().FeatureGate.Enabled("CloudControllerManagerWatchBasedRoutesReconciliation") {
 		t.Error("a fresh Options sees another's --feature-gates")
 	}
 }
 
 func TestVersionFlag(t *testing.T) {
-	for arg, want := range map[string]VersionFlag{"--version": VersionTrue, "--version=raw": VersionRaw, "--version=false": VersionFalse} {
+	for arg, want := range map[string]options.VersionFlag{"--version": options.VersionTrue, "--version=raw": options.VersionRaw, "--version=false": options.VersionFalse} {
 		o, err := parse(t, arg)
 		if o.Version != want {
 			t.Errorf("%s: got %q (%v), want %q", arg, o.Version, err, want)

@@ -389,7 +389,7 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 			return r.ids.forController(klog.NewContext(ctx, log.WithValues("controller", name)), name)
 		}
 	}
-	r.cc.Cloud.Initialize(newClientBuilder(r.restCfg), ctx.Done())
+	r.cc.Cloud.Initialize(newClientBuilder(r.restCfg).withServiceAccounts(ctx, r.ids), ctx.Done())
 	// Upstream hands the provider the shared informers right after
 	// Initialize; providers written for it (InformerUser) rely on that.
 	if u, ok := r.cc.Cloud.Unwrap().(cloudprovider.InformerUser); ok {

@@ -3,9 +3,9 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -69,23 +69,14 @@ func (s *sandbox) writeChartValues(_ context.Context) error {
 
 func (s *sandbox) chartValuesPath() string { return filepath.Join(s.state, ChartValuesFile) }
 
-// chartEnv are the env file's lines for installing the chart: the values
-// file, the real nodes' containerd sockets and the ctr that imports into
-// them. Called with envMu held.
+// chartEnv are the env file's lines for installing the chart, once its
+// values are written: the values file, the real nodes' containerd
+// sockets and the ctr that imports into them. Called with envMu held.
 func (s *sandbox) chartEnv() string {
 	if len(s.nodeSockets) == 0 {
 		return ""
 	}
-	sockets := ""
-	for i, sock := range s.nodeSockets {
-		if i > 0 {
-			sockets += " "
-		}
-		sockets += sock
-	}
-	if _, err := os.Stat(s.chartValuesPath()); err != nil {
-		return ""
-	}
+	sockets := strings.Join(s.nodeSockets, " ")
 	return "# helm install " + helmRelease + " charts/stratus -n kube-system --values \"$STRATUS_CHART_VALUES\"\n" +
 		"export STRATUS_CHART_VALUES=" + strconv.Quote(s.chartValuesPath()) + "\n" +
 		"export STRATUS_REAL_NODE_SOCKETS=" + strconv.Quote(sockets) + "\n" +

@@ -8,6 +8,7 @@ import (
 	"k8s.io/cloud-provider/fake"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -24,7 +25,7 @@ func TestProviderWithoutClusterIDStarts(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		o := &Options{CloudProvider: "untagged", AllowUntaggedCloud: allow}
+		o := &options.Options{CloudProvider: "untagged", AllowUntaggedCloud: allow}
 		p, err := newProvider(ctx, o, reg, nil, cloud.Inputs{})
 		if err != nil || p == nil || p.HasClusterID() {
 			t.Fatalf("--allow-untagged-cloud=%v: provider %v, HasClusterID %v, err %v; want it built", allow, p, p != nil && p.HasClusterID(), err)

@@ -3,21 +3,19 @@ package app
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	cloudprovider "k8s.io/cloud-provider"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/explain"
+	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
-
-// controllerList names the built-in controllers, for --controllers' help.
-func controllerList() string { return strings.Join(names(builtinControllers()), ", ") }
 
 // ControllerContext is what a controller's start function receives. A start
 // function takes everything a controller talks to from here, never from a
@@ -30,7 +28,7 @@ type ControllerContext struct {
 	// Cloud is the instrumented, rate-limited provider (planned, not
 	// called, for mutating calls in observe mode).
 	Cloud   cloud.Cloud
-	Options *Options
+	Options *options.Options
 	// ClusterName is passed to every cloud call that takes one.
 	ClusterName string
 	// Metrics receives every controller's metrics; Run serves it on
@@ -90,76 +88,16 @@ func managerClients(mgr manager.Manager, name string) Clients {
 // capability, or its flags are off); that is logged, not an error.
 type StartFunc func(ctx context.Context, cc ControllerContext) (started bool, reason string, err error)
 
-// resolveControllers turns the --controllers list into the set of enabled
-// names, with upstream's semantics: '*' enables every default controller,
-// 'name' enables one, '-name' disables one; a disabled name wins. table
-// lists every controller in start order, built-in ones first.
-func resolveControllers(spec []string, table []controllerEntry) ([]string, error) {
-	byName := map[string]bool{}
-	for _, k := range table {
-		byName[k.name] = true
+// ownership is the hybrid-cluster policy the node controllers and the
+// service controller share: the flag's platforms, else the provider's.
+func (cc ControllerContext) ownership() (ownership.Policy, error) {
+	var p cloudprovider.Interface
+	if cc.Cloud != nil {
+		p = cc.Cloud.Unwrap()
 	}
-	alias := aliases(table)
-	canonical := func(n string) (string, error) {
-		if a, ok := alias[n]; ok {
-			return a, nil
-		}
-		if byName[n] {
-			return n, nil
-		}
-		return "", fmt.Errorf("--controllers=%s: unknown controller %q (known: %s; aliases: %s)",
-			strings.Join(spec, ","), n, strings.Join(names(table), ", "), aliasList(alias))
+	pol, err := ownership.New(cc.Options.Safety.CloudProviderPlatforms, p)
+	if err != nil {
+		return ownership.Policy{}, fmt.Errorf("node ownership: %w", err)
 	}
-	star := false
-	enabled, disabled := map[string]bool{}, map[string]bool{}
-	for _, raw := range spec {
-		item := strings.TrimSpace(raw)
-		switch {
-		case item == "*":
-			star = true
-		case strings.HasPrefix(item, "-"):
-			n, err := canonical(strings.TrimPrefix(item, "-"))
-			if err != nil {
-				return nil, err
-			}
-			disabled[n] = true
-		case item == "":
-			return nil, fmt.Errorf("--controllers=%s: empty controller name", strings.Join(spec, ","))
-		default:
-			n, err := canonical(item)
-			if err != nil {
-				return nil, err
-			}
-			enabled[n] = true
-		}
-	}
-	var both []string
-	for n := range disabled {
-		if enabled[n] {
-			both = append(both, n)
-		}
-	}
-	if len(both) > 0 {
-		sort.Strings(both)
-		return nil, fmt.Errorf("--controllers=%s: %s both enabled and disabled", strings.Join(spec, ","), strings.Join(both, ", "))
-	}
-	var out []string
-	for _, k := range table {
-		if disabled[k.name] {
-			continue
-		}
-		if (star && !k.offByDefault) || enabled[k.name] {
-			out = append(out, k.name)
-		}
-	}
-	return out, nil
-}
-
-func aliasList(alias map[string]string) string {
-	var out []string
-	for a, n := range alias {
-		out = append(out, a+"="+n)
-	}
-	sort.Strings(out)
-	return strings.Join(out, ", ")
+	return pol, nil
 }

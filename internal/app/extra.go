@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -38,8 +39,8 @@ func controllerTable(deps Deps) ([]controllerEntry, error) {
 	table := builtinControllers()
 	taken := map[string]bool{}
 	for _, e := range table {
-		taken[e.name] = true
-		for _, a := range e.aliases {
+		taken[e.Name] = true
+		for _, a := range e.Aliases {
 			taken[a] = true
 		}
 	}
@@ -53,7 +54,7 @@ func controllerTable(deps Deps) ([]controllerEntry, error) {
 			return nil, fmt.Errorf("extra controller %q: a start function is required", e.Name)
 		}
 		taken[e.Name] = true
-		table = append(table, controllerEntry{name: e.Name, start: e.Start, offByDefault: e.OffByDefault})
+		table = append(table, controllerEntry{Controller: options.Controller{Name: e.Name, OffByDefault: e.OffByDefault}, start: e.Start})
 	}
 	return table, nil
 }
@@ -63,7 +64,7 @@ func controllerTable(deps Deps) ([]controllerEntry, error) {
 // provider asks it for an informer.
 func newInformerFactory(restCfg *rest.Config, resync time.Duration) (informers.SharedInformerFactory, error) {
 	cfg := rest.CopyConfig(restCfg)
-	cfg.UserAgent = UserAgent + "/shared-informers"
+	cfg.UserAgent = options.UserAgent + "/shared-informers"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("shared informers client: %w", err)
@@ -72,7 +73,7 @@ func newInformerFactory(restCfg *rest.Config, resync time.Duration) (informers.S
 }
 
 // providerInputs is what a provider's constructor gets.
-func providerInputs(o *Options, mgr manager.Manager, f informers.SharedInformerFactory) cloud.Inputs {
+func providerInputs(o *options.Options, mgr manager.Manager, f informers.SharedInformerFactory) cloud.Inputs {
 	return cloud.Inputs{
 		ClusterName:     o.ClusterName,
 		ClusterCIDR:     o.ClusterCIDR,

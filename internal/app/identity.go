@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/controllers/node"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
@@ -130,7 +131,7 @@ func (ids *identities) forController(ctx context.Context, name string) (Clients,
 func (ids *identities) config(ctx context.Context, name string) (*rest.Config, string, error) {
 	if ids.sas == nil {
 		cfg := rest.CopyConfig(ids.base)
-		cfg.UserAgent = UserAgent + "/" + name
+		cfg.UserAgent = options.UserAgent + "/" + name
 		return cfg, "", nil
 	}
 	sa := ServiceAccountName(name)
@@ -154,7 +155,7 @@ func (ids *identities) config(ctx context.Context, name string) (*rest.Config, s
 	cfg := rest.AnonymousClientConfig(ids.base)
 	cfg.WrapTransport = ids.base.WrapTransport
 	user := "system:serviceaccount:" + ServiceAccountNamespace + ":" + sa
-	cfg.UserAgent = UserAgent + "/" + name
+	cfg.UserAgent = options.UserAgent + "/" + name
 	cfg.Wrap(transport.ResettableTokenSourceWrapTransport(src))
 	return cfg, user, nil
 }

@@ -160,6 +160,35 @@ func TestControllerIdentities(t *testing.T) {
 		}
 	})
 
+	// The provider's Initialize gets clients as upstream's app gives them:
+	// with the flag, the ServiceAccount it names (created when missing;
+	// AWS' asks for aws-cloud-provider), without it the daemon.
+	t.Run("provider client builder", func(t *testing.T) {
+		ids, err := newIdentities(mgr, env.Config, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ids.shutdown()
+		cs, err := newClientBuilder(env.Config).withServiceAccounts(ctx, ids).Client("aws-cloud-provider")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := whoAmI(ctx, t, cs), "system:serviceaccount:kube-system:aws-cloud-provider"; got != want {
+			t.Fatalf("with the flag the provider's client speaks as %q, want %q", got, want)
+		}
+		plain, err := newIdentities(mgr, env.Config, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err = newClientBuilder(env.Config).withServiceAccounts(ctx, plain).Client("aws-cloud-provider")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := whoAmI(ctx, t, cs); got != daemon {
+			t.Fatalf("without the flag the provider's client speaks as %q, want the daemon %q", got, daemon)
+		}
+	})
+
 	// A missing ServiceAccount is created, as upstream's client builder
 	// creates it; a daemon that may not create it fails the controller's
 	// start with an error naming the ServiceAccount and the right.

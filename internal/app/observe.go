@@ -3,12 +3,10 @@ package app
 import (
 	"bytes"
 	"context"
-	"net/http"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/observe"
 )
 
@@ -22,19 +20,6 @@ func observeConfig(cfg *rest.Config, rec *observe.Recorder) *rest.Config {
 	c.AcceptContentTypes = "application/json"
 	c.Wrap(observe.DryRun(rec))
 	return c
-}
-
-// ObservePath serves observe mode's summary of planned changes.
-const ObservePath = "/debug/observe"
-
-// debugHandlers are the debug pages to serve: the controllers' explain
-// record, and observe mode's plan when on.
-func debugHandlers(rec *observe.Recorder, explained http.Handler) map[string]http.Handler {
-	h := map[string]http.Handler{explain.Path: explained}
-	if rec != nil {
-		h[ObservePath] = rec
-	}
-	return h
 }
 
 // logObserveSummary writes what observe mode would have done, at exit.

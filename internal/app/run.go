@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"net/http"
 	"os"
 	"sync/atomic"
 	"time"
@@ -27,15 +25,15 @@ import (
 
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/stratus-ccm/stratus/internal/app/leader"
+	"github.com/stratus-ccm/stratus/internal/app/options"
+	"github.com/stratus-ccm/stratus/internal/app/serving"
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
-
-// UserAgent identifies Stratus in API server audit logs and metrics.
-const UserAgent = "stratus-cloud-controller-manager"
 
 // Deps are what main provides: the provider registry and the metrics
 // registry served on /metrics.
@@ -64,7 +62,7 @@ type Deps struct {
 // Run starts the controller manager and blocks until ctx ends (nil error
 // after a graceful shutdown) or something fails, including losing the
 // leader lease, which returns an error so the process exits non-zero.
-func Run(ctx context.Context, o *Options, deps Deps) error {
+func Run(ctx context.Context, o *options.Options, deps Deps) error {
 	log := klog.FromContext(ctx)
 	p, err := plan(ctx, o, deps)
 	if err != nil {
@@ -94,7 +92,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	lead, err := newLeadership(lock != nil, scheme, deps.Metrics, log)
+	lead, err := leader.NewTracker(lock != nil, scheme, deps.Metrics, log)
 	if err != nil {
 		return err
 	}
@@ -112,7 +110,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	}
 	explained := explain.NewStore()
 	wrapped, err := cloudwrap.Instrument(provider, cloudwrap.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics,
-		OnCall: explained.CloudCall})
+		OnCall: explained.CloudCall, OnPaced: explained.Paced})
 	if err != nil {
 		return err
 	}
@@ -123,12 +121,13 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 		c = observe.NewCloud(wrapped, rec, wrapped.CountRefused)
 	}
 	synced := &atomic.Bool{}
-	if o.servingEnabled() {
-		if err := addServer(ctx, mgr, o, deps.Metrics, newHealthChecks(synced, lock, o), p, rec, explainHandler(explained, lock)); err != nil {
+	if o.ServingEnabled() {
+		if err := serving.Add(ctx, mgr, o, serving.Inputs{Gatherer: deps.Metrics, Synced: synced, Lock: lock,
+			Controllers: vocabulary(table), Migration: migration, Observe: rec, Explain: explained}); err != nil {
 			return err
 		}
 	}
-	if err := mgr.Add(&cacheWarmer{cache: mgr.GetCache(), kinds: kindsFor(enabled, table), synced: synced, l: lead}); err != nil {
+	if err := mgr.Add(leader.NewWarmer(mgr.GetCache(), kindsFor(enabled, table), lock, lead, synced)); err != nil {
 		return fmt.Errorf("add cache warmer: %w", err)
 	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics, Explain: explained}
@@ -138,7 +137,7 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 	}
 	if err := mgr.Add(&controllersRunnable{cc: cc, wrapped: wrapped, enabled: enabled, starters: starters(table), restCfg: restCfg,
 		informers: informerFactory, ids: ids, migration: migration, lead: lead, synced: synced,
-		startInterval: o.ControllerStartInterval, wait: waitContext}); err != nil {
+		startInterval: o.ControllerStartInterval, wait: leader.WaitContext}); err != nil {
 		return fmt.Errorf("add controllers: %w", err)
 	}
 	log.Info("Starting cloud controller manager", "provider", c.ProviderName(), "controllers", enabled,
@@ -156,13 +155,13 @@ func Run(ctx context.Context, o *Options, deps Deps) error {
 type runPlan struct {
 	table       []controllerEntry
 	enabled     []string
-	migration   *migrationPlan
+	migration   *options.MigrationPlan
 	cloudConfig []byte
 }
 
 // plan checks the flags and the provider's cloud config, all errors at
 // once and before anything seeks the lease, and settles what runs.
-func plan(ctx context.Context, o *Options, deps Deps) (*runPlan, error) {
+func plan(ctx context.Context, o *options.Options, deps Deps) (*runPlan, error) {
 	table, err := controllerTable(deps)
 	if err != nil {
 		return nil, err
@@ -171,17 +170,17 @@ func plan(ctx context.Context, o *Options, deps Deps) (*runPlan, error) {
 	if configErr == nil {
 		configErr = checkCloudConfig(o, deps.Providers, cloudConfig)
 	}
-	if err := errors.Join(o.validate(table), configErr); err != nil {
+	if err := errors.Join(o.ValidateFor(vocabulary(table)), configErr); err != nil {
 		return nil, err
 	}
 	for _, w := range o.Warnings() {
 		klog.FromContext(ctx).Info("Warning: flag has no effect", "reason", w)
 	}
-	enabled, err := resolveControllers(o.Controllers, table)
+	enabled, err := options.ResolveControllers(o.Controllers, vocabulary(table))
 	if err != nil {
 		return nil, err
 	}
-	migration, err := loadMigration(o, table)
+	migration, err := options.LoadMigration(o, vocabulary(table))
 	if err != nil {
 		return nil, err
 	}
@@ -191,22 +190,22 @@ func plan(ctx context.Context, o *Options, deps Deps) (*runPlan, error) {
 // startLeaseLock builds the observed Lease lock and starts its watch, when
 // this replica campaigns (leader election on, not observe mode); stop ends
 // the watch and the lock's event broadcaster. Without one, lock is nil.
-func startLeaseLock(ctx context.Context, o *Options, restCfg *rest.Config) (*observedLock, func(), error) {
+func startLeaseLock(ctx context.Context, o *options.Options, restCfg *rest.Config) (*leader.Lock, func(), error) {
 	if !o.LeaderElect || o.Observe {
 		return nil, func() {}, nil
 	}
-	l, stopEvents, err := newLeaseLock(o, restCfg)
+	l, stopEvents, err := leader.NewLeaseLock(o, restCfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
-	go func() { defer close(watched); l.watch(watchCtx) }()
+	go func() { defer close(watched); l.Watch(watchCtx) }()
 	return l, func() { stopWatch(); <-watched; stopEvents() }, nil
 }
 
-func kubeConfig(o *Options) (*rest.Config, error) {
-	path := o.kubeconfigPath()
+func kubeConfig(o *options.Options) (*rest.Config, error) {
+	path := o.KubeconfigPath()
 	if path == "" && o.Master == "" {
 		if cfg, err := rest.InClusterConfig(); err == nil {
 			return tuneKubeConfig(o, cfg), nil
@@ -221,18 +220,18 @@ func kubeConfig(o *Options) (*rest.Config, error) {
 	return tuneKubeConfig(o, cfg), nil
 }
 
-func tuneKubeConfig(o *Options, cfg *rest.Config) *rest.Config {
+func tuneKubeConfig(o *options.Options, cfg *rest.Config) *rest.Config {
 	cfg.QPS = o.KubeAPIQPS
 	cfg.Burst = int(o.KubeAPIBurst)
 	cfg.ContentType = o.KubeAPIContentType
-	cfg.UserAgent = UserAgent
+	cfg.UserAgent = options.UserAgent
 	return cfg
 }
 
 // readCloudConfig reads the --cloud-config file once, for the provider's
 // config check before anything starts and for its construction after; nil
 // without the flag.
-func readCloudConfig(o *Options) ([]byte, error) {
+func readCloudConfig(o *options.Options) ([]byte, error) {
 	if o.CloudConfig == "" {
 		return nil, nil
 	}
@@ -254,7 +253,7 @@ func configReader(data []byte) io.Reader {
 
 // checkCloudConfig runs the provider's config check, when it has one, on
 // the --cloud-config contents.
-func checkCloudConfig(o *Options, reg *cloud.Registry, data []byte) error {
+func checkCloudConfig(o *options.Options, reg *cloud.Registry, data []byte) error {
 	if reg == nil || o.CloudProvider == "" {
 		return nil
 	}
@@ -269,7 +268,7 @@ func checkCloudConfig(o *Options, reg *cloud.Registry, data []byte) error {
 // app, which never checks (only its sample main refuses one): DigitalOcean's
 // always reports none, and its published arguments have no
 // --allow-untagged-cloud. Without that flag a warning says so.
-func newProvider(ctx context.Context, o *Options, reg *cloud.Registry, data []byte, in cloud.Inputs) (cloudprovider.Interface, error) {
+func newProvider(ctx context.Context, o *options.Options, reg *cloud.Registry, data []byte, in cloud.Inputs) (cloudprovider.Interface, error) {
 	if reg == nil {
 		reg = cloud.NewRegistry()
 	}
@@ -296,11 +295,11 @@ func newScheme() (*runtime.Scheme, error) {
 // newManager builds the controller manager; with lead set, its cache
 // reports every informer start to it and the manager uses its scheme.
 // skipNames is Deps.SkipControllerNameValidation.
-func newManager(o *Options, restCfg *rest.Config, lock *observedLock, lead *leadership, skipNames bool) (manager.Manager, error) {
+func newManager(o *options.Options, restCfg *rest.Config, lock *leader.Lock, lead *leader.Tracker, skipNames bool) (manager.Manager, error) {
 	var newCache cache.NewCacheFunc
 	var scheme *runtime.Scheme
 	if lead != nil {
-		newCache, scheme = lead.newCache, lead.scheme
+		newCache, scheme = lead.NewCache, lead.Scheme()
 	} else {
 		var err error
 		if scheme, err = newScheme(); err != nil {
@@ -323,7 +322,7 @@ func newManager(o *Options, restCfg *rest.Config, lock *observedLock, lead *lead
 	opts.RenewDeadline = ptr.To(o.RenewDeadline)
 	opts.RetryPeriod = ptr.To(o.RetryPeriod)
 	opts.LeaderElectionReleaseOnCancel = true
-	// Lease requests are observed for /readyz (lease.go).
+	// Lease requests are observed for /readyz (internal/app/leader).
 	opts.LeaderElectionResourceLockInterface = resourceLockOrNil(lock)
 	opts.GracefulShutdownTimeout = ptr.To(30 * time.Second)
 	opts.Cache.SyncPeriod = ptr.To(o.MinResyncPeriod)
@@ -334,55 +333,17 @@ func newManager(o *Options, restCfg *rest.Config, lock *observedLock, lead *lead
 	return mgr, nil
 }
 
-// resourceLockOrNil keeps a nil *observedLock from becoming a non-nil
+// resourceLockOrNil keeps a nil *leader.Lock from becoming a non-nil
 // interface that the manager would try to use.
-func resourceLockOrNil(l *observedLock) resourcelock.Interface {
+func resourceLockOrNil(l *leader.Lock) resourcelock.Interface {
 	if l == nil {
 		return nil
 	}
 	return l
 }
 
-// addServer adds the secure port's server. Besides /metrics, it serves
-// /configz and observe mode's pages behind the same authorization. The
-// check beside it says which permission the delegated authentication or
-// authorization lacks, if any.
-func addServer(ctx context.Context, mgr manager.Manager, o *Options, gatherer prometheus.Gatherer, checks healthChecks, p *runPlan, rec *observe.Recorder, explainH http.Handler) error {
-	debug := map[string]http.Handler{}
-	maps.Copy(debug, debugHandlers(rec, explainH))
-	configz, err := configzHandler(componentConfig(o, p.table, p.migration))
-	if err != nil {
-		return err
-	}
-	debug[configzPath] = configz
-	cfg, err := o.newServingConfig(ctx)
-	if err != nil {
-		return err
-	}
-	if err := mgr.Add(newServer(o, cfg, gatherer, checks, debug)); err != nil {
-		cfg.close()
-		return fmt.Errorf("add server: %w", err)
-	}
-	if err := mgr.Add(newAuthCheck(o)); err != nil {
-		return fmt.Errorf("add delegated authentication check: %w", err)
-	}
-	return nil
-}
-
 // controllerStartJitter is upstream's ControllerStartJitter.
 const controllerStartJitter = 1.0
-
-// waitContext waits d or until ctx ends, whichever is first.
-func waitContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // controllersRunnable runs on the leader only: it initializes the provider
 // and then starts the enabled controllers, in upstream's order, so that a
@@ -402,14 +363,14 @@ type controllersRunnable struct {
 	ids *identities
 	// migration, when set, moves some controllers under the migration
 	// lease (upstream's leader migration); nil runs all under the main one.
-	migration *migrationPlan
+	migration *options.MigrationPlan
 	// startInterval is --controller-start-interval: after each controller
 	// starts, wait a jittered [d, 2d) through wait, as upstream does.
 	startInterval time.Duration
 	wait          func(ctx context.Context, d time.Duration) error
 	// lead, when set, is told when the lease is won, when the controllers
 	// have started and when the first cloud call goes out.
-	lead   *leadership
+	lead   *leader.Tracker
 	synced *atomic.Bool
 }
 
@@ -419,8 +380,8 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 	log := klog.FromContext(ctx)
 	var since time.Time
 	if r.lead != nil {
-		since = r.lead.becameLeader(ctx, r.synced != nil && r.synced.Load())
-		r.wrapped.NotifyNextCall(func(ctx context.Context, op string) { r.lead.firstCloudCall(ctx, op) })
+		since = r.lead.BecameLeader(ctx, r.synced != nil && r.synced.Load())
+		r.wrapped.NotifyNextCall(func(ctx context.Context, op string) { r.lead.FirstCloudCall(ctx, op) })
 	}
 	if r.ids != nil {
 		defer r.ids.shutdown()
@@ -428,13 +389,13 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 			return r.ids.forController(klog.NewContext(ctx, log.WithValues("controller", name)), name)
 		}
 	}
-	r.cc.Cloud.Initialize(newClientBuilder(r.restCfg), ctx.Done())
+	r.cc.Cloud.Initialize(newClientBuilder(r.restCfg).withServiceAccounts(ctx, r.ids), ctx.Done())
 	// Upstream hands the provider the shared informers right after
 	// Initialize; providers written for it (InformerUser) rely on that.
 	if u, ok := r.cc.Cloud.Unwrap().(cloudprovider.InformerUser); ok {
 		u.SetInformers(r.informers)
 	}
-	mainSet, migrated, unowned := r.migration.split(r.enabled)
+	mainSet, migrated, unowned := r.migration.Split(r.enabled)
 	if len(unowned) > 0 {
 		log.Info("Leader migration: controllers left to the other component", "controllers", unowned)
 	}
@@ -443,12 +404,12 @@ func (r *controllersRunnable) Start(ctx context.Context) error {
 		return err
 	}
 	if r.lead != nil {
-		r.lead.controllersStarted(ctx, since)
+		r.lead.ControllersStarted(ctx, since)
 	}
 	if r.migration != nil {
 		// As upstream: the migration lease is tried only once the main one
 		// is held, and its controllers start only under it.
-		return runMigrationLease(ctx, r.restCfg, r.cc.Options, r.migration, func(ctx context.Context) error {
+		return leader.RunMigrationLease(ctx, r.restCfg, r.cc.Options, r.migration, func(ctx context.Context) error {
 			return r.start(ctx, migrated)
 		})
 	}
@@ -492,3 +453,6 @@ func (r *controllersRunnable) start(ctx context.Context, names []string) error {
 	r.informers.Start(ctx.Done())
 	return nil
 }
+
+// errNoKubeconfig explains what to give when no API server can be found.
+var errNoKubeconfig = errors.New("no API server configuration: not in a cluster, and neither --kubeconfig, --master nor $KUBECONFIG is set")

@@ -1,8 +1,11 @@
 package app
 
 import (
+	"fmt"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/controllers/node"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
@@ -12,32 +15,21 @@ import (
 
 // controllerEntry is one controller as the daemon knows it. Everything
 // that depends on the set of controllers (the --controllers vocabulary,
-// leader migration's names, the informers every replica warms before it
-// leads, the start order) reads the table of these entries, so adding a
+// leader migration's names, the informers a standby fills before it can
+// take the lease, the start order) reads the table of these entries, so adding a
 // controller is one entry here and its own package.
 type controllerEntry struct {
-	// name is the controller package's ControllerName: the --controllers
-	// entry, the leader migration name, the event reporter and field
-	// manager.
-	name string
-	// aliases are other names --controllers accepts for it (upstream's
-	// pre-1.28 names), so that old manifests keep working.
-	aliases []string
-	// legacyMigrationNames are names upstream's own default
-	// LeaderMigrationConfiguration still gives it (kube-controller-manager's
-	// names from before 1.28). A cloud-controller-manager matches
-	// migration entries by exact name, so these match none of its
-	// controllers, in upstream and in Stratus alike; they are accepted so
-	// that upstream's default and files written against it load unchanged.
-	legacyMigrationNames []string
+	// Controller is what the flags know of it: its name, the aliases
+	// --controllers accepts, leader migration's legacy names, whether
+	// '*' enables it.
+	options.Controller
 	// watches returns the kinds the controller reads through the shared
-	// cache: every replica starts and syncs those informers before it
-	// campaigns. Nil for a controller that reads none.
+	// cache: the leader runs those informers, and a standby starts and
+	// syncs them once the holder stops renewing the Lease. Nil for a
+	// controller that reads none.
 	watches func() []client.Object
 	// start adds the controller to the manager.
 	start StartFunc
-	// offByDefault leaves it out of '*'.
-	offByDefault bool
 }
 
 // builtinControllers is the controller table, in start order. The first
@@ -53,35 +45,28 @@ type controllerEntry struct {
 // controller to the options, one file per controller family.
 func builtinControllers() []controllerEntry {
 	return []controllerEntry{
-		{name: node.ControllerName, aliases: []string{"cloud-node"},
+		{Controller: options.Controller{Name: node.ControllerName, Aliases: []string{"cloud-node"}},
 			watches: node.Watches, start: startCloudNodeController},
-		{name: nodelifecycle.ControllerName, aliases: []string{"cloud-node-lifecycle"},
+		{Controller: options.Controller{Name: nodelifecycle.ControllerName, Aliases: []string{"cloud-node-lifecycle"}},
 			watches: nodelifecycle.Watches, start: startCloudNodeLifecycleController},
-		{name: service.ControllerName, aliases: []string{"service"}, legacyMigrationNames: []string{"service-controller"},
+		{Controller: options.Controller{Name: service.ControllerName, Aliases: []string{"service"}, LegacyMigrationNames: []string{"service-controller"}},
 			watches: service.Watches, start: startServiceLBController},
-		{name: route.ControllerName, aliases: []string{"route"}, legacyMigrationNames: []string{"route-controller"},
+		{Controller: options.Controller{Name: route.ControllerName, Aliases: []string{"route"}, LegacyMigrationNames: []string{"route-controller"}},
 			watches: route.Watches, start: startNodeRouteController},
-		{name: nodeipam.ControllerName, aliases: []string{"node-ipam", "nodeipam"},
-			watches: nodeipam.Watches, start: startNodeIPAMController, offByDefault: true},
+		{Controller: options.Controller{Name: nodeipam.ControllerName, Aliases: []string{"node-ipam", "nodeipam"}, OffByDefault: true},
+			watches: nodeipam.Watches, start: startNodeIPAMController},
 	}
 }
 
-// names returns the table's controller names in order.
-func names(table []controllerEntry) []string {
-	out := make([]string, len(table))
+// NewOptions returns the daemon's options with upstream's defaults, for the
+// built-in controllers.
+func NewOptions() *options.Options { return options.New(vocabulary(builtinControllers())) }
+
+// vocabulary is what the options know of each controller in table.
+func vocabulary(table []controllerEntry) []options.Controller {
+	out := make([]options.Controller, len(table))
 	for i, e := range table {
-		out[i] = e.name
-	}
-	return out
-}
-
-// aliases maps every alias in table to its controller's name.
-func aliases(table []controllerEntry) map[string]string {
-	out := map[string]string{}
-	for _, e := range table {
-		for _, a := range e.aliases {
-			out[a] = e.name
-		}
+		out[i] = e.Controller
 	}
 	return out
 }
@@ -90,7 +75,37 @@ func aliases(table []controllerEntry) map[string]string {
 func starters(table []controllerEntry) map[string]StartFunc {
 	out := make(map[string]StartFunc, len(table))
 	for _, e := range table {
-		out[e.name] = e.start
+		out[e.Name] = e.start
+	}
+	return out
+}
+
+// kindsFor returns the kinds the enabled controllers of table watch, each
+// once. A standby starts and syncs these informers once the holder of the
+// lease stops renewing it (leader.NewWarmer), so that when it wins the
+// lease it hands its controllers caches that are already complete: their
+// first reconcile acts without waiting for a list of every Node and
+// Service. A kind missing from a controller's
+// watches still works; its informer is then started after the lease is
+// won, which the leadership tracker counts and logs as a cold start.
+func kindsFor(enabled []string, table []controllerEntry) []client.Object {
+	on := map[string]bool{}
+	for _, name := range enabled {
+		on[name] = true
+	}
+	seen := map[string]bool{}
+	var out []client.Object
+	for _, e := range table {
+		if !on[e.Name] || e.watches == nil {
+			continue
+		}
+		for _, obj := range e.watches() {
+			k := fmt.Sprintf("%T", obj)
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, obj)
+			}
+		}
 	}
 	return out
 }

@@ -3,12 +3,12 @@ package app
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/app/testdata/sixth"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
 )
@@ -21,33 +21,33 @@ import (
 func TestSixthControllerIsOneEntry(t *testing.T) {
 	t.Parallel()
 	c := &sixth.Controller{}
-	entry := controllerEntry{name: sixth.ControllerName, aliases: []string{"sixth"}, watches: sixth.Watches,
+	entry := controllerEntry{Controller: options.Controller{Name: sixth.ControllerName, Aliases: []string{"sixth"}}, watches: sixth.Watches,
 		start: func(_ context.Context, cc ControllerContext) (bool, string, error) {
 			return true, "", c.SetupWithManager(cc.Manager)
 		}}
 	table := append(builtinControllers(), entry)
 
-	all, err := resolveControllers([]string{"*"}, table)
+	all, err := options.ResolveControllers([]string{"*"}, vocabulary(table))
 	if err != nil || all[len(all)-1] != sixth.ControllerName {
 		t.Errorf("'*' = %v, %v; want every controller, the sixth last", all, err)
 	}
-	if got, err := resolveControllers([]string{"*", "-sixth"}, table); err != nil || slices.Contains(got, sixth.ControllerName) {
+	if got, err := options.ResolveControllers([]string{"*", "-sixth"}, vocabulary(table)); err != nil || slices.Contains(got, sixth.ControllerName) {
 		t.Errorf("'*,-sixth' = %v, %v; want the alias to disable it", got, err)
 	}
 	if got := kindsFor([]string{sixth.ControllerName}, table); len(got) != 1 || !isKind[*corev1.ConfigMap](got[0]) {
 		t.Errorf("kinds warmed for the sixth = %v, want ConfigMap", got)
 	}
-	if got := kindsFor(names(builtinControllers()), table); len(got) != 2 {
+	if got := kindsFor(options.Names(vocabulary(builtinControllers())), table); len(got) != 2 {
 		t.Errorf("kinds warmed for the built-in five = %v, want Node and Service only", got)
 	}
-	if got := migrationNames(table); !slices.Contains(got, sixth.ControllerName) {
+	if got := options.MigrationNames(vocabulary(table)); !slices.Contains(got, sixth.ControllerName) {
 		t.Errorf("migration names %v lack the sixth", got)
 	}
 	if _, ok := starters(table)[sixth.ControllerName]; !ok {
 		t.Error("the sixth has no start function")
 	}
-	if !strings.Contains(aliasList(aliases(table)), "sixth="+sixth.ControllerName) {
-		t.Errorf("aliases %s lack the sixth's", aliasList(aliases(table)))
+	if got := options.Aliases(vocabulary(table)); got["sixth"] != sixth.ControllerName {
+		t.Errorf("aliases %v lack the sixth's", got)
 	}
 	kittest.RequireWatches(t, entry.watches(), func(ctx context.Context, mgr manager.Manager) error {
 		started, reason, err := starters(table)[sixth.ControllerName](ctx, ControllerContext{Manager: mgr})

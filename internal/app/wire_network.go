@@ -2,12 +2,10 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/netip"
 
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
-	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam/cidrset"
 	"github.com/stratus-ccm/stratus/internal/controllers/route"
 )
 
@@ -31,7 +29,7 @@ func startNodeRouteController(_ context.Context, cc ControllerContext) (bool, st
 	if o.ClusterCIDR == "" {
 		return false, `--cluster-cidr="": the route controller needs the cluster's pod CIDRs to tell its routes apart`, nil
 	}
-	clusterCIDRs, err := ParseCIDRList("cluster-cidr", o.ClusterCIDR)
+	clusterCIDRs, err := options.ParseCIDRList("cluster-cidr", o.ClusterCIDR)
 	if err != nil {
 		return false, "", err
 	}
@@ -52,6 +50,7 @@ func startNodeRouteController(_ context.Context, cc ControllerContext) (bool, st
 
 		// Hybrid clusters: which Nodes are the provider's.
 		Ownership: pol,
+		Explain:   cc.Explain,
 	}, route.Config{
 		ClusterName:     cc.ClusterName,
 		ClusterCIDRs:    clusterCIDRs,
@@ -74,10 +73,10 @@ func startNodeIPAMController(_ context.Context, cc ControllerContext) (bool, str
 	if !o.AllocateNodeCIDRs {
 		return false, "--allocate-node-cidrs=false", nil
 	}
-	if o.CIDRAllocatorType == CloudAllocator {
-		return false, "--cidr-allocator-type=" + CloudAllocator + ": the cloud assigns pod CIDRs; Stratus' allocator works from --cluster-cidr ranges only", nil
+	if o.CIDRAllocatorType == options.CloudAllocator {
+		return false, "--cidr-allocator-type=" + options.CloudAllocator + ": the cloud assigns pod CIDRs; Stratus' allocator works from --cluster-cidr ranges only", nil
 	}
-	cfg, err := nodeIPAMConfig(o)
+	cfg, err := o.NodeIPAMConfig()
 	if err != nil {
 		return false, "", err
 	}
@@ -98,44 +97,4 @@ func startNodeIPAMController(_ context.Context, cc ControllerContext) (bool, str
 		return false, "", err
 	}
 	return true, "", nil
-}
-
-// nodeIPAMConfig turns the flags into the allocator's configuration, with
-// upstream's mask rules: --node-cidr-mask-size applies to a single-stack
-// cluster and is refused with two cluster CIDRs, where the per-family flags
-// decide.
-func nodeIPAMConfig(o *Options) (nodeipam.Config, error) {
-	if o.ClusterCIDR == "" {
-		return nodeipam.Config{}, errors.New(`--cluster-cidr="": required when --allocate-node-cidrs=true`)
-	}
-	clusterCIDRs, err := ParseCIDRList("cluster-cidr", o.ClusterCIDR)
-	if err != nil {
-		return nodeipam.Config{}, err
-	}
-	if len(clusterCIDRs) > 1 && o.NodeCIDRMaskSize != 0 {
-		return nodeipam.Config{}, fmt.Errorf("--node-cidr-mask-size=%d: not allowed with a dual-stack --cluster-cidr=%s; use --node-cidr-mask-size-ipv4 and --node-cidr-mask-size-ipv6",
-			o.NodeCIDRMaskSize, o.ClusterCIDR)
-	}
-	var services []netip.Prefix
-	if o.ServiceClusterIPRange != "" {
-		if services, err = ParseCIDRList("service-cluster-ip-range", o.ServiceClusterIPRange); err != nil {
-			return nodeipam.Config{}, err
-		}
-	}
-	cfg := nodeipam.Config{ClusterCIDRs: clusterCIDRs, ServiceCIDRs: services}
-	for _, c := range clusterCIDRs {
-		flag, mask := "node-cidr-mask-size-ipv6", int(o.NodeCIDRMaskSizeIPv6)
-		if c.Addr().Is4() {
-			flag, mask = "node-cidr-mask-size-ipv4", int(o.NodeCIDRMaskSizeIPv4)
-		}
-		if o.NodeCIDRMaskSize != 0 {
-			flag, mask = "node-cidr-mask-size", int(o.NodeCIDRMaskSize)
-		}
-		if mask < c.Bits() || mask > c.Addr().BitLen() || mask-c.Bits() > cidrset.MaxSubnetBits {
-			return nodeipam.Config{}, fmt.Errorf("--%s=%d: does not fit --cluster-cidr %s (must be between %d and %d)",
-				flag, mask, c, c.Bits(), min(c.Addr().BitLen(), c.Bits()+cidrset.MaxSubnetBits))
-		}
-		cfg.MaskSizes = append(cfg.MaskSizes, mask)
-	}
-	return cfg, nil
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/controllers/node"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -98,7 +99,8 @@ func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext
 
 		// Hybrid clusters: which Nodes are the provider's.
 		Ownership: pol,
-	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod, Cap: cc.Options.deletionCap()})
+		Explain:   cc.Explain,
+	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod, Cap: deletionCap(cc.Options)})
 	if err != nil {
 		return false, "", err
 	}
@@ -106,4 +108,14 @@ func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext
 		return false, "", err
 	}
 	return true, "", nil
+}
+
+// deletionCap is the lifecycle controller's cap from the options.
+func deletionCap(o *options.Options) nodelifecycle.DeletionCap {
+	return nodelifecycle.DeletionCap{
+		Window:       o.Safety.NodeDeletionWindow,
+		MaxShare:     o.Safety.NodeDeletionMaxShare,
+		MaxZoneShare: o.Safety.NodeDeletionMaxZoneShare,
+		Min:          o.Safety.NodeDeletionMin,
+	}
 }

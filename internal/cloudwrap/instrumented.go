@@ -49,6 +49,11 @@ type Options struct {
 	// result label and latency: the daemon's record of the cloud calls made
 	// per object, for `stratus explain`. It must not block.
 	OnCall func(ctx context.Context, op, result string, latency time.Duration, err error)
+	// OnPaced, when set, hears of every call (or, for a RequestPacer, every
+	// request) the pacer holds back, before it waits: its context, its
+	// operation, the wait and why (the cloud's Retry-After, the ceiling,
+	// the adaptive limit). It must not block.
+	OnPaced func(ctx context.Context, op string, wait time.Duration, why string)
 }
 
 // Cloud wraps a provider so that every call is counted, timed and
@@ -88,6 +93,7 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 	}
 	c := &Cloud{provider: p, metrics: m, onCall: o.OnCall}
 	c.pacing = newPacing(p, max(o.QPS, 0), o.Burst, clk, m)
+	c.pacing.onPaced = o.OnPaced
 	if rp, ok := p.(cloud.RequestPacer); ok {
 		rp.PaceRequestsWith(c.pacing.gate)
 	} else if tr, ok := p.(cloud.ThrottleReporter); ok {

@@ -2,6 +2,7 @@ package cloudwrap
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -98,6 +99,9 @@ type pacer struct {
 	// waited: some call waited since the last increase, so the limit, not
 	// the demand, bounded the rate; only then is probing up meaningful.
 	waited bool
+	// slowStart: the limit climbs back from a blind halving, before the
+	// rate the cloud accepts was measured; said to whoever waits.
+	slowStart bool
 	// sentWin counts the calls started lately, the rate to back off from
 	// when the limit is above what was sent; okWin counts the answers that
 	// were not throttled, the rate the cloud accepted.
@@ -116,20 +120,49 @@ func newPacer(ceiling float64, burst int) *pacer {
 // reserve takes a slot for a call at now and returns how long the call
 // must wait before it goes.
 func (p *pacer) reserve(now time.Time) time.Duration {
+	d, _ := p.reserveWhy(now)
+	return d
+}
+
+// reserveWhy is reserve, and says why the call waits ("" when it does
+// not): the cloud's Retry-After, the operator's ceiling, or the adaptive
+// limit, climbing back after a throttled answer or just under the rate the
+// cloud accepted. `stratus explain` tells it for the object waiting.
+func (p *pacer) reserveWhy(now time.Time) (time.Duration, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	at := now
+	at, why := now, ""
 	if p.pausedUntil.After(at) {
 		at = p.pausedUntil
+		why = fmt.Sprintf("the cloud throttled this class of calls and asked to wait (Retry-After, until %s)", at.UTC().Format(time.RFC3339))
 	}
 	if p.lim != nil {
-		at = at.Add(p.lim.ReserveN(at, 1).DelayFrom(at))
+		if d := p.lim.ReserveN(at, 1).DelayFrom(at); d > 0 {
+			at = at.Add(d)
+			if why == "" {
+				why = p.limitWhyLocked()
+			}
+		}
 	}
 	if at.After(now) {
 		p.waited = true
 	}
 	p.sentWin.add(now)
-	return at.Sub(now)
+	return at.Sub(now), why
+}
+
+// limitWhyLocked says which limit holds calls back.
+func (p *pacer) limitWhyLocked() string {
+	switch {
+	case p.ceiling > 0 && p.rate >= p.ceiling:
+		return fmt.Sprintf("the --cloud-api-qps ceiling of %.3g calls/s", p.ceiling)
+	case p.slowStart:
+		return fmt.Sprintf("slow start: the pacer climbs back at %.3g calls/s after the cloud throttled a burst", p.rate)
+	case p.rate > p.throttledAt:
+		return fmt.Sprintf("adaptive pacing at %.3g calls/s, probing up from the %.3g calls/s the cloud accepted when it last throttled", p.rate, p.throttledAt)
+	default:
+		return fmt.Sprintf("adaptive pacing at %.3g calls/s, just under the %.3g calls/s the cloud accepted when it last throttled", p.rate, p.throttledAt)
+	}
 }
 
 // observe adapts the limit to one answer: started is when the call went,
@@ -187,7 +220,7 @@ func (p *pacer) observe(started, now time.Time, throttled bool, retryAfter time.
 		// multiple of it.
 		p.step = max(p.step, limit/4)
 	}
-	p.throttledAt = limit
+	p.throttledAt, p.slowStart = limit, !measured
 	p.setRate(now, max(minPacedRate, next))
 	p.lastDecrease, p.lastIncrease, p.waited = now, now, false
 }

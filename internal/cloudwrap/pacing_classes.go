@@ -24,6 +24,8 @@ type pacing struct {
 	// perRequest: the provider's requests are paced through gate
 	// (RequestPacer), not its calls.
 	perRequest bool
+	// onPaced hears of every call or request that waits (Options.OnPaced).
+	onPaced func(ctx context.Context, op string, wait time.Duration, why string)
 
 	mu      sync.Mutex
 	classes map[string]*pacer
@@ -40,8 +42,15 @@ func newPacing(p any, ceiling float64, burst int, clk clock.Clock, m *metrics) *
 		ceiling: ceiling, burst: burst, clock: clk, metrics: m, classes: map[string]*pacer{}}
 }
 
-// classKey carries the class of the call a provider's request serves.
+// classKey carries the class and operation of the call a provider's
+// request serves (a pacedCall).
 type classKey struct{}
+
+// pacedCall is the call a provider's request serves.
+type pacedCall struct {
+	classPacer
+	op string
+}
 
 // classPacer is the pacer of one class.
 type classPacer struct {
@@ -69,19 +78,27 @@ func (s *pacing) class(op string) classPacer {
 func (s *pacing) wait(ctx context.Context, op string) (context.Context, classPacer, time.Time, error) {
 	pc := s.class(op)
 	if s.perRequest {
-		return context.WithValue(ctx, classKey{}, pc), pc, s.clock.Now(), nil
+		return context.WithValue(ctx, classKey{}, pacedCall{classPacer: pc, op: op}), pc, s.clock.Now(), nil
 	}
-	at, err := s.reserve(ctx, pc)
+	at, err := s.reserve(ctx, pacedCall{classPacer: pc, op: op})
 	return ctx, pc, at, err
 }
 
 // reserve blocks until pc lets one call or request go, and returns when.
-func (s *pacing) reserve(ctx context.Context, pc classPacer) (time.Time, error) {
+// A wait is told to onPaced before it starts, so that a call waiting now
+// is known while it waits.
+func (s *pacing) reserve(ctx context.Context, pc pacedCall) (time.Time, error) {
 	now := s.clock.Now()
-	d := pc.reserve(now)
+	d, why := pc.reserveWhy(now)
 	s.metrics.limiterWait.Observe(d.Seconds())
 	if d <= 0 {
 		return now, nil
+	}
+	if s.onPaced != nil {
+		if pc.name != cloud.ClassAll {
+			why += " (operation class " + pc.name + ")"
+		}
+		s.onPaced(ctx, pc.op, d, why)
 	}
 	t := s.clock.NewTimer(d)
 	defer t.Stop()
@@ -97,9 +114,9 @@ func (s *pacing) reserve(ctx context.Context, pc classPacer) (time.Time, error) 
 // any call the wrapper knows of is paced in the class of an unnamed
 // operation.
 func (s *pacing) gate(ctx context.Context) (func(throttled bool, retryAfter time.Duration), error) {
-	pc, ok := ctx.Value(classKey{}).(classPacer)
+	pc, ok := ctx.Value(classKey{}).(pacedCall)
 	if !ok {
-		pc = s.class("")
+		pc = pacedCall{classPacer: s.class("")}
 	}
 	started, err := s.reserve(ctx, pc)
 	if err != nil {

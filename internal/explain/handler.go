@@ -27,6 +27,9 @@ type Explanation struct {
 	// anything about the object since it started leading.
 	Known bool   `json:"known"`
 	Syncs []Sync `json:"syncs,omitempty"`
+	// Waiting is a cloud call for the object the client-side pacer holds
+	// back right now.
+	Waiting *Wait `json:"waiting,omitempty"`
 	// CloudOps are the last cloud calls made for the object, oldest first;
 	// CloudOpsTotal counts every call recorded, the ring keeps the last
 	// OpsPerObject.
@@ -59,6 +62,7 @@ func (s *Store) Explain(ctx context.Context, ref Ref) Explanation {
 			out.CloudOps = append(out.CloudOps, e.ops[i%OpsPerObject])
 		}
 		out.CloudOpsTotal = e.nOps
+		out.Waiting = e.waitingAt(s.now())
 	}
 	describers := append([]namedDescriber(nil), s.describers[ref.Kind]...)
 	s.mu.Unlock()

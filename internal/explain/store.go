@@ -76,6 +76,18 @@ type Sync struct {
 	LastErrorTime *time.Time `json:"lastErrorTime,omitempty"`
 	NextRetry     *time.Time `json:"nextRetry,omitempty"`
 	RetryWhy      string     `json:"retryWhy,omitempty"`
+	// Pacing says how long this sync's cloud calls waited in the client-side
+	// pacer, and why; empty when none waited.
+	Pacing string `json:"pacing,omitempty"`
+}
+
+// Wait is a cloud call held back by the client-side pacer.
+type Wait struct {
+	Controller string    `json:"controller,omitempty"`
+	Operation  string    `json:"operation"`
+	Since      time.Time `json:"since"`
+	Until      time.Time `json:"until"`
+	Why        string    `json:"why"`
 }
 
 // CloudOp is one cloud call made for an object.
@@ -96,7 +108,11 @@ const (
 )
 
 type entry struct {
-	syncs   map[string]*Sync
+	syncs map[string]*Sync
+	// paced sums, per controller, the pacer's waits since its last sync;
+	// waiting is the last wait, shown while it lasts.
+	paced   map[string]*pacedSum
+	waiting *Wait
 	ops     [OpsPerObject]CloudOp
 	nOps    int // calls recorded in all; the ring holds the last OpsPerObject
 	touched time.Time
@@ -151,10 +167,14 @@ func (s *Store) Synced(ref Ref, controller string, o Outcome) {
 		st = &Sync{Controller: controller}
 		e.syncs[controller] = st
 	}
-	st.Time, st.NextRetry, st.RetryWhy = now, nil, ""
+	st.Time, st.NextRetry, st.RetryWhy, st.Pacing = now, nil, "", e.takePaced(controller)
 	if o.RetryIn > 0 {
 		at := now.Add(o.RetryIn)
 		st.NextRetry, st.RetryWhy = &at, o.RetryWhy
+		if st.Pacing != "" {
+			// The next attempt's calls are likely to wait as well.
+			st.RetryWhy += "; " + st.Pacing
+		}
 	}
 	switch {
 	case o.Err == nil:
@@ -204,7 +224,7 @@ func (s *Store) entryLocked(ref Ref, now time.Time) *entry {
 		if len(s.entries) >= s.max {
 			s.evictLocked()
 		}
-		e = &entry{syncs: map[string]*Sync{}}
+		e = &entry{syncs: map[string]*Sync{}, paced: map[string]*pacedSum{}}
 		s.entries[ref] = e
 	}
 	e.touched = now

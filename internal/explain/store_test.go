@@ -107,3 +107,39 @@ func TestHandler(t *testing.T) {
 		t.Errorf("a standby answered %d %s; want who leads and nothing else", code, body)
 	}
 }
+
+// TestPacedCallsAreExplained: a call the pacer holds back is explained
+// while it waits; the controller's next sync says how long its calls
+// waited and why, in its retry's why when it retries; the sums start
+// afresh after each sync.
+func TestPacedCallsAreExplained(t *testing.T) {
+	s := NewStore()
+	now := time.Date(2026, 11, 26, 19, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return now }
+	ref := Ref{Kind: KindService, Namespace: "default", Name: "web"}
+	ctx := WithObject(observe.WithController(context.Background(), "service-lb-controller"), ref)
+	why := "the cloud throttled this class of calls and asked to wait (Retry-After, until 2026-11-26T19:00:02Z)"
+
+	s.Paced(ctx, "EnsureLoadBalancer", 2*time.Second, why)
+	s.Paced(context.Background(), "ListInstances", time.Second, "no object") // not recorded
+	got := s.Explain(context.Background(), ref)
+	if w := got.Waiting; w == nil || w.Operation != "EnsureLoadBalancer" || w.Controller != "service-lb-controller" ||
+		!w.Until.Equal(now.Add(2*time.Second)) || w.Why != why {
+		t.Fatalf("waiting %+v; want EnsureLoadBalancer held 2s by the Retry-After", w)
+	}
+	s.Paced(ctx, "GetLoadBalancer", 500*time.Millisecond, "slow start")
+	now = now.Add(3 * time.Second)
+	if got := s.Explain(context.Background(), ref); got.Waiting != nil {
+		t.Errorf("a wait that ended is still shown: %+v", got.Waiting)
+	}
+	s.Synced(ref, "service-lb-controller", Outcome{Err: errors.New("quota"), RetryIn: 5 * time.Second, RetryWhy: "backoff"})
+	sy := s.Explain(context.Background(), ref).Syncs[0]
+	want := "paced: 2 cloud call(s) waited 2.5s in the client-side pacer, EnsureLoadBalancer the longest (2s): " + why
+	if sy.Pacing != want || sy.RetryWhy != "backoff; "+want {
+		t.Errorf("sync pacing %q, retry why %q; want %q in both", sy.Pacing, sy.RetryWhy, want)
+	}
+	s.Synced(ref, "service-lb-controller", Outcome{})
+	if sy := s.Explain(context.Background(), ref).Syncs[0]; sy.Pacing != "" {
+		t.Errorf("a sync whose calls did not wait says %q", sy.Pacing)
+	}
+}

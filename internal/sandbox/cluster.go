@@ -140,6 +140,12 @@ func (s *sandbox) startControlPlane(ctx context.Context) error {
 		EtcdLog:       etcdLog,
 		APIServerLog:  apiLog,
 		StartTimeout:  3 * time.Minute,
+		// With real nodes, kube-controller-manager creates each
+		// namespace's default ServiceAccount, so pods can get a token
+		// mounted, as a pod using the in-cluster config (the chart's)
+		// needs. Without, no one would create them and every pod would be
+		// refused.
+		ServiceAccountAdmission: s.o.RealNodes > 0,
 	}
 	cfg, err := s.plane.Start(ctx)
 	if err != nil {
@@ -161,7 +167,7 @@ func (s *sandbox) startControlPlane(ctx context.Context) error {
 func (s *sandbox) startLocalcloud(ctx context.Context) error {
 	lcState := filepath.Join(s.state, "localcloud")
 	args := []string{"localcloud", "serve",
-		"--listen=127.0.0.1:" + strconv.Itoa(s.o.LocalcloudPort),
+		"--listen=" + net.JoinHostPort(s.localcloudHost(), strconv.Itoa(s.o.LocalcloudPort)),
 		"--state-dir=" + lcState,
 	}
 	for flag, v := range map[string]string{"vip-pool": s.o.VIPPool, "internal-pool": s.o.InternalPool, "external-pool": s.o.ExternalPool} {

@@ -118,22 +118,7 @@ func (s *sandbox) surplus(in api.Instance) bool {
 // for the user to run their own build.
 func (s *sandbox) startCCM(ctx context.Context) error {
 	cfgPath := filepath.Join(s.state, "run", "cloud.yaml")
-	cfg := "url: " + s.localcloudURL() + "\n" +
-		"tokenFile: " + filepath.Join(s.state, "localcloud", "token") + "\n" +
-		"clusterName: " + clusterName + "\n"
-	if s.knobs.RateLimit > 0 {
-		// Pace the provider's requests to the cloud's limit, as a cloud
-		// SDK would, so a throttled sandbox shows the CCM slowing down
-		// rather than collecting 429s.
-		cfg += "rateLimitQPS: " + strconv.FormatFloat(s.knobs.RateLimit, 'f', -1, 64) + "\n" +
-			"rateLimitBurst: " + strconv.Itoa(max(1, s.knobs.RateBurst/2)) + "\n"
-	}
-	if s.o.Nodes == 0 {
-		// Every node is real and runs kube-proxy: Cluster-policy load
-		// balancers probe its /healthz, as GCE's do. Beside kwok nodes
-		// they cannot, since those have no kube-proxy.
-		cfg += "kubeProxyHealthPort: 10256\n"
-	}
+	cfg := s.cloudConfig(s.localcloudURL(), "tokenFile: "+filepath.Join(s.state, "localcloud", "token"))
 	if err := writeFile(cfgPath, []byte(cfg)); err != nil {
 		return err
 	}
@@ -205,4 +190,25 @@ func initialized(n *corev1.Node) bool {
 		}
 	}
 	return true
+}
+
+// cloudConfig is the provider's cloud config for the sandbox's cloud at
+// url, with the token given as a line (tokenFile for a process on the
+// machine, token inline for a pod).
+func (s *sandbox) cloudConfig(url, tokenLine string) string {
+	cfg := "url: " + url + "\n" + tokenLine + "\n" + "clusterName: " + clusterName + "\n"
+	if s.knobs.RateLimit > 0 {
+		// Pace the provider's requests to the cloud's limit, as a cloud
+		// SDK would, so a throttled sandbox shows the CCM slowing down
+		// rather than collecting 429s.
+		cfg += "rateLimitQPS: " + strconv.FormatFloat(s.knobs.RateLimit, 'f', -1, 64) + "\n" +
+			"rateLimitBurst: " + strconv.Itoa(max(1, s.knobs.RateBurst/2)) + "\n"
+	}
+	if s.o.Nodes == 0 {
+		// Every node is real and runs kube-proxy: Cluster-policy load
+		// balancers probe its /healthz, as GCE's do. Beside kwok nodes
+		// they cannot, since those have no kube-proxy.
+		cfg += "kubeProxyHealthPort: 10256\n"
+	}
+	return cfg
 }

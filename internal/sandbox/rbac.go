@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/stratus-ccm/stratus/deploy"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
@@ -31,6 +33,9 @@ func (s *sandbox) installRBAC(ctx context.Context) error {
 	manifest, err := deploy.Manifest(deploy.AllControllersRBAC)
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
+	}
+	if manifest, err = adoptableByHelm(manifest); err != nil {
+		return err
 	}
 	if err := localcluster.InstallRBAC(ctx, s.restCfg, manifest); err != nil {
 		return fmt.Errorf("sandbox: the chart's RBAC: %w", err)
@@ -68,3 +73,36 @@ func (s *sandbox) ccmTokenFile() string { return filepath.Join(s.state, "run", "
 // ccmKubeconfig is the controller manager's kubeconfig: the chart's
 // ServiceAccount, not the sandbox's admin.
 func (s *sandbox) ccmKubeconfig() string { return filepath.Join(s.state, "run", "ccm-kubeconfig") }
+
+// helmRelease is the release name the sandbox's docs install the chart
+// under (in deploy.Namespace): the chart's rendered RBAC is named for it.
+const helmRelease = "stratus"
+
+// adoptableByHelm marks the RBAC objects as the release helmRelease's, as
+// Helm itself would: `helm install stratus` into the sandbox (with
+// --no-ccm) then takes over the objects the sandbox applied rather than
+// refusing them as another owner's. The chart labels them managed by Helm
+// already; Helm also wants the release's annotations.
+func adoptableByHelm(manifest []byte) ([]byte, error) {
+	objs, err := deploy.Parse(manifest)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: the chart's RBAC: %w", err)
+	}
+	var out bytes.Buffer
+	for _, o := range objs {
+		a := o.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a["meta.helm.sh/release-name"] = helmRelease
+		a["meta.helm.sh/release-namespace"] = deploy.Namespace
+		o.SetAnnotations(a)
+		doc, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: the chart's RBAC: %w", err)
+		}
+		out.WriteString("---\n")
+		out.Write(doc)
+	}
+	return out.Bytes(), nil
+}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +56,9 @@ type sandbox struct {
 	demoVIP string
 	// ccmFlags are the controller manager's flags, also in the env file.
 	ccmFlags []string
+	// nodeSockets are the real nodes' containerd sockets, in the env
+	// file once the chart's values are written (--no-ccm).
+	nodeSockets []string
 	// metricsToken reads the controller manager's /metrics.
 	metricsToken string
 	envMu        sync.Mutex
@@ -134,6 +139,9 @@ func (s *sandbox) plan() []stage {
 	}...)
 	if o.NoCCM {
 		steps = append(steps, stage{"writing the controller manager's flags to the env file (--no-ccm: run your own)", s.startCCM})
+		if o.RealNodes > 0 {
+			steps = append(steps, stage{"writing the chart's values for helm install on the real nodes to " + ChartValuesFile, s.writeChartValues})
+		}
 	} else {
 		steps = append(steps, []stage{
 			{"starting stratus controller-manager", s.startCCM},
@@ -219,6 +227,12 @@ Stratus sandbox is ready (%.1fs). In another terminal:
 	fmt.Fprintf(s.out, "  %s   # the controller manager's metrics\n", MetricsCurl)
 	if s.o.NoCCM {
 		fmt.Fprintf(s.out, "  %s controller-manager $STRATUS_CCM_FLAGS   # --no-ccm: your controller manager\n", s.self)
+		if len(s.nodeSockets) > 0 {
+			fmt.Fprintf(s.out, `  # or the chart, as pods on the real nodes (docs/sandbox.md): make image, then
+  for s in $STRATUS_REAL_NODE_SOCKETS; do "$STRATUS_CTR" --address "$s" -n k8s.io images import --platform linux/%s bin/image/stratus-linux-%s.tar; done
+  bin/helm install %s charts/stratus -n kube-system --values "$STRATUS_CHART_VALUES"
+`, runtime.GOARCH, runtime.GOARCH, helmRelease)
+		}
 	}
 	fmt.Fprintf(s.out, `  %s localcloud lbs list
   %s localcloud instances list
@@ -258,6 +272,7 @@ func (s *sandbox) writeEnv() error {
 		// stopping the sandbox's): stratus controller-manager $STRATUS_CCM_FLAGS
 		content += "export STRATUS_CCM_FLAGS=" + strconv.Quote(strings.Join(s.ccmFlags, " ")) + "\n"
 	}
+	content += s.chartEnv()
 	if err := os.WriteFile(filepath.Join(s.state, "env"), []byte(content), 0o600); err != nil {
 		return fmt.Errorf("sandbox: write env file: %w", err)
 	}
@@ -265,7 +280,18 @@ func (s *sandbox) writeEnv() error {
 }
 
 func (s *sandbox) localcloudURL() string {
-	return "http://127.0.0.1:" + strconv.Itoa(s.o.LocalcloudPort)
+	return "http://" + net.JoinHostPort(s.localcloudHost(), strconv.Itoa(s.o.LocalcloudPort))
+}
+
+// localcloudHost is where localcloud's API listens: loopback, or with
+// real nodes the machine's address on their bridge, which the machine
+// and a process in a node's namespace (a Stratus pod) both reach, while
+// the machine's loopback is not the node's.
+func (s *sandbox) localcloudHost() string {
+	if s.real != nil {
+		return s.real.Subnet().Addr().Next().String()
+	}
+	return "127.0.0.1"
 }
 
 // errMissingBinary is wrapped when a binary of the test bed is missing.

@@ -18,6 +18,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/componentmetrics"
 	"github.com/stratus-ccm/stratus/internal/version"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -157,7 +158,7 @@ where docs/operations.md says Stratus picks a better default.`,
 	return cmd
 }
 
-func run(ctx context.Context, out io.Writer, o *app.Options, cfg Config) error {
+func run(ctx context.Context, out io.Writer, o *options.Options, cfg Config) error {
 	// --version prints and exits; otherwise logging, feature gates and
 	// profiling are applied to the process.
 	if done, err := o.PrepareProcess(out); done || err != nil {

@@ -33,6 +33,11 @@ type ControlPlane struct {
 	// APIServerArgs are added to kube-apiserver's command line, as
 	// "--flag=value"; a later flag overrides an earlier one.
 	APIServerArgs []string
+	// ServiceAccountAdmission keeps kube-apiserver's ServiceAccount
+	// admission plugin on, which mounts a token in every pod: only for a
+	// cluster whose kube-controller-manager creates the namespaces'
+	// default ServiceAccounts, without which the plugin refuses pods.
+	ServiceAccountAdmission bool
 	// EtcdLog and APIServerLog receive the processes' output; nil
 	// discards it.
 	EtcdLog, APIServerLog io.Writer
@@ -122,9 +127,11 @@ func (p *ControlPlane) startAPIServer(ctx context.Context, f pkiFiles) error {
 		"--service-account-key-file=" + f.saKey, "--service-account-signing-key-file=" + f.saKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--allow-privileged=true",
-		// No controller-manager creates the default ServiceAccounts.
-		"--disable-admission-plugins=ServiceAccount",
 	}, p.APIServerArgs...)
+	if !p.ServiceAccountAdmission {
+		// No controller-manager creates the default ServiceAccounts.
+		args = append(args, "--disable-admission-plugins=ServiceAccount")
+	}
 	if p.api, err = startChild(filepath.Join(p.BinDir, "kube-apiserver"), p.APIServerLog, args...); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,14 +20,17 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/stratus-ccm/stratus/cmd/stratus/cli"
 	"github.com/stratus-ccm/stratus/internal/app"
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/node"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/internal/controllers/service/servicetest"
 	"github.com/stratus-ccm/stratus/internal/explain"
@@ -42,7 +46,10 @@ import (
 // authorization (a user without "get" on the URL is 403); for a Service
 // blocked by the cloud's load balancer quota it names the quota, the failed
 // attempts, the next retry and the cloud call that failed; for a Node whose
-// instance the cloud does not know it says so; `stratus explain` prints it.
+// instance the cloud does not know it says so, and for a NotReady Node whose
+// instance is stopped the lifecycle controller's verdict; `stratus explain`
+// prints it. The Service's LoadBalancerServing condition says the quota and
+// the retry time, and raising the quota serves it without a restart.
 func TestExplain(t *testing.T) {
 	env := testbed.Start(t)
 	knobs := api.DefaultKnobs()
@@ -55,8 +62,24 @@ func TestExplain(t *testing.T) {
 	if _, _, err := servicetest.AddNode(ctx, cs, lc.Client, "node-a", nil, false); err != nil {
 		t.Fatal(err)
 	}
+	// A kubelet on a machine the cloud does not know keeps its Node Ready:
+	// the lifecycle controller leaves it, the node controller cannot
+	// initialize it.
 	ghost := localcluster.NewNode("ghost", localcluster.NodeOptions{ProviderID: lcprovider.ProviderIDPrefix + "i-unknown", Unmanaged: true})
 	if _, err := cs.CoreV1().Nodes().Create(ctx, ghost, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := localcluster.SetReady(ctx, cs, "ghost", corev1.ConditionTrue); err != nil {
+		t.Fatal(err)
+	}
+	_, stopped, err := servicetest.AddNode(ctx, cs, lc.Client, "node-stopped", nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.Client.StopInstance(ctx, stopped.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := localcluster.SetReady(ctx, cs, "node-stopped", corev1.ConditionFalse); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cs.CoreV1().Services("default").Create(ctx, lbService("default", "quota"), metav1.CreateOptions{}); err != nil {
@@ -107,9 +130,16 @@ func TestExplain(t *testing.T) {
 		t.Errorf("no load balancer membership for the node: %+v", n.Details)
 	}
 
+	waitExplained(ctx, t, port, token, "kind=node&name=node-stopped", func(ex explain.Explanation) bool {
+		return slices.ContainsFunc(ex.Details, func(d explain.Detail) bool {
+			return d.Controller == nodelifecycle.ControllerName && slices.ContainsFunc(d.Lines, func(l string) bool { return strings.Contains(l, "shut down: tainted") })
+		})
+	})
+
 	for args, wants := range map[[2]string][]string{
 		{"service", "default/quota"}: {"service default/quota", service.ControllerName, "quota loadBalancers exceeded", "next retry:", "EnsureLoadBalancer error"},
 		{"node", "ghost"}:            {"node ghost", node.ControllerName, "instance not found", "next retry:", "included in no load balancer"},
+		{"node", "node-stopped"}:     {nodelifecycle.ControllerName + " says:", "NotReady; its instance is shut down: tainted node.cloudprovider.kubernetes.io/shutdown:NoSchedule"},
 	} {
 		var out bytes.Buffer
 		root := cli.NewRootCommand()
@@ -125,6 +155,42 @@ func TestExplain(t *testing.T) {
 				t.Errorf("stratus explain %s output lacks %q:\n%s", args, want, out.String())
 			}
 		}
+	}
+	quotaLifted(ctx, t, cs, lc, port, token)
+}
+
+// quotaLifted: the quota-blocked Service says why in LoadBalancerServing
+// (the quota's message and the next retry time); raising the quota in the
+// cloud serves it at a retry, without a restart, and explain says so.
+func quotaLifted(ctx context.Context, t *testing.T, cs kubernetes.Interface, lc *servicetest.Cloud, port int, token string) {
+	t.Helper()
+	svc, err := cs.CoreV1().Services("default").Get(ctx, "quota", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(svc.Status.Conditions, service.ConditionServing)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != service.ReasonQuotaExceeded ||
+		!strings.Contains(c.Message, "quota loadBalancers exceeded (limit 0)") || !strings.Contains(c.Message, "next retry at ") {
+		t.Errorf("the quota-blocked Service's %s condition: %+v; want False, %s, the quota's message and the retry time", service.ConditionServing, c, service.ReasonQuotaExceeded)
+	}
+	if _, err := lc.Client.UpdateConfig(ctx, api.KnobsPatch{Quotas: &api.QuotasPatch{LoadBalancers: ptr.To(10)}}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		svc, err = cs.CoreV1().Services("default").Get(ctx, "quota", metav1.GetOptions{})
+		return err == nil && meta.IsStatusConditionTrue(svc.Status.Conditions, service.ConditionServing), nil
+	})
+	if err != nil {
+		t.Fatalf("the Service is not served after the quota was raised: %v; conditions %+v", err, svc.Status.Conditions)
+	}
+	if len(svc.Status.LoadBalancer.Ingress) == 0 {
+		t.Errorf("%s=True without an ingress: %+v", service.ConditionServing, svc.Status)
+	}
+	ex := waitExplained(ctx, t, port, token, "kind=service&name=default/quota", func(ex explain.Explanation) bool {
+		return len(ex.Syncs) > 0 && ex.Syncs[0].Result == explain.ResultSuccess
+	})
+	if s := ex.Syncs[0]; s.Attempts != 0 || s.NextRetry != nil || !strings.Contains(s.LastError, "quota") {
+		t.Errorf("after the quota was raised: %+v; want a success that keeps the last error", s)
 	}
 }
 
@@ -145,7 +211,7 @@ func startExplainDaemon(ctx context.Context, t *testing.T, env *testbed.Env, lc 
 	o.Kubeconfig = env.Kubeconfig
 	o.LeaderElect = false
 	o.SecureServing.BindPort = port
-	o.Controllers = []string{service.ControllerName, node.ControllerName}
+	o.Controllers = []string{service.ControllerName, node.ControllerName, nodelifecycle.ControllerName}
 	reg := cloud.NewRegistry()
 	if err := reg.Register(lcprovider.ProviderName, lcprovider.New); err != nil {
 		t.Fatal(err)

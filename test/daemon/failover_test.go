@@ -9,10 +9,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/app/leader"
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/internal/controllers/service/servicetest"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -21,13 +25,15 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
-// Two replicas with leader election. The standby's caches are synced
-// before it wins the lease (it lists Nodes and Services as a standby, and
-// /readyz says so), and once the leader goes it starts its controllers on
-// those caches: no informer is started, so no list is waited for, after it
-// wins; the Service created while nobody led gets its load balancer from
-// the first reconcile, and the leadership metrics say when.
-func TestStandbyTakesOverWithWarmCaches(t *testing.T) {
+// A standby under a holder that renews keeps no cache: it lists neither
+// Nodes nor Services (/readyz passes all the same). The holder here is the
+// test itself, renewing the Lease every retry period and then stopping, as
+// a leader does when it crashes. Once the standby has seen no renewal for
+// a while, it fills its caches, before the lease expires; it then takes
+// the Lease and starts its controllers on those caches: no informer is
+// started after it wins, and the Service created while the holder was
+// dying gets its load balancer from the first reconcile.
+func TestStandbyFillsItsCachesBeforeTakingOver(t *testing.T) {
 	env := testbed.Start(t)
 	knobs := api.DefaultKnobs()
 	knobs.LBProvisioningTime = api.Duration(200 * time.Millisecond)
@@ -42,47 +48,104 @@ func TestStandbyTakesOverWithWarmCaches(t *testing.T) {
 	if err := reg.Register(lcprovider.ProviderName, lcprovider.New); err != nil {
 		t.Fatal(err)
 	}
-	options := func() *app.Options {
-		o := app.NewOptions()
-		o.CloudProvider, o.CloudConfig, o.ClusterName = lcprovider.ProviderName, cfgFile, servicetest.ClusterName
-		o.Kubeconfig = env.Kubeconfig
-		o.SecureServing.BindPort = 0
-		o.Controllers = []string{service.ControllerName}
-		o.LeaderElectName = "warm-standby-test"
-		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
-		return o
-	}
+	const leaseName, lease, retry = "light-standby-test", 4 * time.Second, 500 * time.Millisecond
+	o := app.NewOptions()
+	o.CloudProvider, o.CloudConfig, o.ClusterName = lcprovider.ProviderName, cfgFile, servicetest.ClusterName
+	o.Kubeconfig = env.Kubeconfig
+	o.SecureServing.BindPort = 0
+	o.Controllers = []string{service.ControllerName}
+	o.LeaderElectName = leaseName
+	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = lease, 3*time.Second, retry
 	if _, _, err := servicetest.AddNode(ctx, env.Clientset, lc.Client, "node-a", nil, false); err != nil {
 		t.Fatal(err)
 	}
+	ghost := holdLease(ctx, t, env, leaseName, lease, retry)
 
-	leader := startReplica(ctx, t, options(), reg)
-	waitMetric(ctx, t, "the first replica to lead", leader.metrics, app.MetricLeading, "", 1)
-	standby := startReplica(ctx, t, options(), reg)
-	waitMetric(ctx, t, "the standby's caches to sync", standby.metrics, app.MetricCacheSynced, "", 1)
-	if v := metricValue(t, standby.metrics, app.MetricLeading, ""); v != 0 {
-		t.Fatalf("both replicas lead (%s=%v on the second)", app.MetricLeading, v)
+	standby := startReplica(ctx, t, o, reg)
+	// Three lease durations of renewals: the standby reads the Lease, and
+	// would have listed by now if it listed as a standby.
+	for range 3 {
+		if err := waitContext(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []struct {
+			name, phase string
+		}{{leader.MetricLeading, ""}, {leader.MetricCacheSynced, ""}, {leader.MetricInformersStarted, "standby"}, {leader.MetricInformersStarted, "leading"}} {
+			if v := metricValue(t, standby.metrics, m.name, m.phase); v != 0 {
+				t.Fatalf("%s{%s} = %v while another replica renews the lease, want 0", m.name, m.phase, v)
+			}
+		}
 	}
-	if v := metricValue(t, standby.metrics, app.MetricInformersStarted, "standby"); v < 2 {
+	createLBService(ctx, t, env, "pending")
+	ghost()
+	// The caches fill before the takeover, not after.
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		if metricValue(t, standby.metrics, leader.MetricLeading, "") == 1 {
+			return false, fmt.Errorf("the standby took the lease before its caches were synced")
+		}
+		return metricValue(t, standby.metrics, leader.MetricCacheSynced, "") == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("the standby's caches once the holder stopped renewing: %v", err)
+	}
+	if v := metricValue(t, standby.metrics, leader.MetricInformersStarted, "standby"); v < 2 {
 		t.Errorf("standby started %v informers before leading; want Nodes and Services", v)
 	}
-	createLBService(ctx, t, env, "before")
-	waitIngress(ctx, t, env, "before")
-
-	leader.stop(t)
-	// Created while nobody leads: the standby must act on it as it wins.
-	createLBService(ctx, t, env, "pending")
 	waitIngress(ctx, t, env, "pending")
-	if v := metricValue(t, standby.metrics, app.MetricLeading, ""); v != 1 {
-		t.Fatalf("the Service got its ingress but the standby does not lead (%s=%v)", app.MetricLeading, v)
+	if v := metricValue(t, standby.metrics, leader.MetricLeading, ""); v != 1 {
+		t.Fatalf("the Service got its ingress but the standby does not lead (%s=%v)", leader.MetricLeading, v)
 	}
-	if v := metricValue(t, standby.metrics, app.MetricInformersStarted, "leading"); v != 0 {
+	if v := metricValue(t, standby.metrics, leader.MetricInformersStarted, "leading"); v != 0 {
 		t.Errorf("%v informers were started after the standby won the lease: their lists delayed its controllers", v)
 	}
-	for _, m := range []string{app.MetricLeaderFirstCall, app.MetricLeaderStart, app.MetricLeaderSince} {
+	for _, m := range []string{leader.MetricLeaderFirstCall, leader.MetricLeaderStart, leader.MetricLeaderSince} {
 		if v := metricValue(t, standby.metrics, m, ""); v <= 0 {
 			t.Errorf("%s = %v after the takeover, want it set", m, v)
 		}
+	}
+}
+
+// holdLease creates the Lease held by another identity and renews it every
+// retry period, as a leader's elector does, until the returned func is
+// called: then the holder is gone without releasing the Lease, as a
+// crashed leader is.
+func holdLease(ctx context.Context, t *testing.T, env *testbed.Env, name string, lease, retry time.Duration) (crash func()) {
+	t.Helper()
+	leases := env.Clientset.CoordinationV1().Leases("kube-system")
+	now := metav1.NewMicroTime(time.Now())
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: coordinationv1.LeaseSpec{
+		HolderIdentity: ptr.To("crashing-leader"), LeaseDurationSeconds: ptr.To(int32(lease / time.Second)),
+		AcquireTime: &now, RenewTime: &now}}
+	if _, err := leases.Create(ctx, l, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	renewCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for waitContext(renewCtx, retry) == nil {
+			cur, err := leases.Get(renewCtx, name, metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			cur.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
+			_, _ = leases.Update(renewCtx, cur, metav1.UpdateOptions{})
+		}
+	}()
+	crash = func() {
+		stop()
+		<-done
+	}
+	t.Cleanup(crash)
+	return crash
+}
+
+func waitContext(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
 	}
 }
 
@@ -92,7 +155,7 @@ type replica struct {
 	done    chan error
 }
 
-func startReplica(ctx context.Context, t *testing.T, o *app.Options, reg *cloud.Registry) *replica {
+func startReplica(ctx context.Context, t *testing.T, o *options.Options, reg *cloud.Registry) *replica {
 	t.Helper()
 	runCtx, cancel := context.WithCancel(ctx)
 	r := &replica{metrics: prometheus.NewRegistry(), cancel: cancel, done: make(chan error, 1)}
@@ -132,16 +195,6 @@ func waitIngress(ctx context.Context, t *testing.T, env *testbed.Env, name strin
 	})
 	if err != nil {
 		t.Fatalf("Service %s got no ingress: %v", name, err)
-	}
-}
-
-func waitMetric(ctx context.Context, t *testing.T, what string, g prometheus.Gatherer, name, phase string, want float64) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return metricValue(t, g, name, phase) == want, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s (%s = %v): %v", what, name, want, err)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stratus-ccm/stratus/internal/app"
+	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -57,7 +58,7 @@ func startCloud(t *testing.T, pools store.Pools) (*server.Server, string) {
 	return srv, path
 }
 
-func daemonOptions(t *testing.T, env *testbed.Env, cloudConfig string, args ...string) *app.Options {
+func daemonOptions(t *testing.T, env *testbed.Env, cloudConfig string, args ...string) *options.Options {
 	t.Helper()
 	o := app.NewOptions()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)

@@ -34,6 +34,9 @@ type realCluster struct {
 	*run
 	cp    *localcluster.ControlPlane
 	nodes *realnode.Cluster
+	dir   string
+	// cloudConfig is what the localcloud provider's configuration file holds.
+	cloudConfig string
 }
 
 // TestRealNodeSeedsFlow is the seeds' flow on a real kubelet: it registers
@@ -60,7 +63,7 @@ func TestRealNodeSeedsFlow(t *testing.T) {
 		t.Errorf("addresses %v lack the provided node IP %s", node.Status.Addresses, n.IP)
 	}
 
-	pod := c.runPod("web", node.Spec.PodCIDR)
+	pod := c.runPod("web")
 	if pod.Spec.NodeName != n.Name {
 		t.Fatalf("pod on %q, want %s", pod.Spec.NodeName, n.Name)
 	}
@@ -94,9 +97,16 @@ func TestRealNodeSeedsFlow(t *testing.T) {
 	})
 }
 
-// addNode starts a real node and its instance, with the node's address,
-// and waits until Stratus has initialized it and it is Ready.
+// addNode starts a real node and its instance and waits until Stratus has
+// initialized it and it is Ready.
 func (c *realCluster) addNode(name, zone string) (*realnode.Node, *api.Instance, *corev1.Node) {
+	c.t.Helper()
+	n, inst := c.startNode(name, zone)
+	return n, inst, c.waitInitialized(n.Name)
+}
+
+// startNode starts a real node and its instance, with the node's address.
+func (c *realCluster) startNode(name, zone string) (*realnode.Node, *api.Instance) {
 	c.t.Helper()
 	n, err := c.nodes.AddNode(c.ctx, name)
 	if err != nil {
@@ -107,11 +117,17 @@ func (c *realCluster) addNode(name, zone string) (*realnode.Node, *api.Instance,
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	node := c.waitNode(n.Name, "initialized by Stratus and Ready", func(node *corev1.Node) bool {
+	return n, inst
+}
+
+// waitInitialized waits until a CCM has initialized the Node (providerID,
+// no uninitialized taint, a pod CIDR) and it is Ready.
+func (c *realCluster) waitInitialized(name string) *corev1.Node {
+	c.t.Helper()
+	return c.waitNode(name, "initialized by Stratus and Ready", func(node *corev1.Node) bool {
 		return node.Spec.ProviderID != "" && !hasTaintKey(node, cloudproviderapi.TaintExternalCloudProvider) &&
 			node.Spec.PodCIDR != "" && ready(node)
 	})
-	return n, inst, node
 }
 
 // checkRoutes: a second node reaches the pod on the first through the
@@ -213,35 +229,44 @@ func readLineFrom(ctx context.Context, n *realnode.Node, addr string) (string, e
 }
 
 func startRealCluster(t *testing.T) *realCluster {
+	return startRealClusterWith(t, realClusterOptions{})
+}
+
+// realClusterOptions says what startRealClusterWith leaves out or places
+// elsewhere.
+type realClusterOptions struct {
+	// noStratus leaves Stratus out: the test runs it itself.
+	noStratus bool
+	// serviceAccountAdmission has the API server mount a ServiceAccount
+	// token in every pod, as a real cluster does: a pod with the in-cluster
+	// config (the chart's) needs it.
+	serviceAccountAdmission bool
+	// cloudOnSlot has localcloud's API listen on the machine's address on
+	// the nodes' bridge, where a process in a node's namespace reaches it
+	// (the machine's loopback is not the node's).
+	cloudOnSlot bool
+}
+
+func startRealClusterWith(t *testing.T, o realClusterOptions) *realCluster {
 	bin := testbed.RequireBinaries(t, "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
 		"kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "cni/bridge", "images/pause.tar", "images/demo.tar")
 	ctx := testbed.Context(t, 6*time.Minute)
 	dir := t.TempDir()
 	cp := &localcluster.ControlPlane{BinDir: bin, EtcdDataDir: filepath.Join(dir, "etcd"), CertDir: filepath.Join(dir, "pki"),
 		APIServerArgs: []string{"--authorization-mode=Node", "--enable-admission-plugins=NodeRestriction",
-			"--kubelet-preferred-address-types=InternalIP"}}
+			"--kubelet-preferred-address-types=InternalIP"}, ServiceAccountAdmission: o.serviceAccountAdmission}
 	admin, err := cp.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cp.Stop)
-	kubeconfig := func(user string, groups ...string) string {
-		cfg, err := cp.UserConfig(user, groups...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, user+".kubeconfig")
-		if err := localcluster.WriteKubeconfig(cfg, path); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	c := &realCluster{run: &run{t: t, ctx: ctx, cs: kubernetes.NewForConfigOrDie(admin)}, cp: cp, dir: dir}
 	// Nodes that stop go NotReady in seconds rather than upstream's 50.
 	testbed.StartProcess(t, filepath.Join(dir, "kcm.log"), filepath.Join(bin, "kube-controller-manager"),
-		append(cp.ControllerManagerArgs(kubeconfig(localcluster.ControllerManagerUser), testbed.FreePort(t)),
+		append(cp.ControllerManagerArgs(c.kubeconfig(localcluster.ControllerManagerUser), testbed.FreePort(t)),
 			"--node-monitor-grace-period=8s")...)
 	testbed.StartProcess(t, filepath.Join(dir, "scheduler.log"), filepath.Join(bin, "kube-scheduler"),
-		localcluster.SchedulerArgs(kubeconfig(localcluster.SchedulerUser), testbed.FreePort(t))...)
+		localcluster.SchedulerArgs(c.kubeconfig(localcluster.SchedulerUser), testbed.FreePort(t))...)
 
 	// The nodes' slot first: its VIP pool is the cloud's, so that pods
 	// reach the load balancers as the machine does.
@@ -255,24 +280,55 @@ func startRealCluster(t *testing.T) *realCluster {
 			t.Errorf("stop the real nodes: %v", err)
 		}
 	})
+	c.nodes = nodes
 
 	knobs := api.DefaultKnobs()
 	knobs.LBProvisioningTime = api.Duration(100 * time.Millisecond)
 	knobs.LBDeletionTime = api.Duration(100 * time.Millisecond)
-	lc := servicetest.StartCloud(t, knobs, servicetest.CloudOptions{VIPPool: nodes.VIPPool()})
-	cloudConfig := filepath.Join(dir, "cloud.yaml")
-	if err := os.WriteFile(cloudConfig, []byte("url: "+lc.Server.URL()+"\ntoken: "+lc.Server.Token()+
-		"\nclusterName: "+servicetest.ClusterName+"\nkubeProxyHealthPort: 10256\n"), 0o600); err != nil {
-		t.Fatal(err)
+	opts := servicetest.CloudOptions{VIPPool: nodes.VIPPool()}
+	if o.cloudOnSlot {
+		// The subnet's first address is the machine's, on the slot's bridge.
+		opts.Listen = net.JoinHostPort(nodes.Subnet().Addr().Next().String(), "0")
 	}
-	testbed.StartProcess(t, filepath.Join(dir, "stratus.log"), buildStratus(t), "controller-manager",
-		"--cloud-provider=localcloud", "--cloud-config="+cloudConfig, "--kubeconfig="+kubeconfig("stratus-admin", "system:masters"),
-		"--cluster-name="+servicetest.ClusterName, "--leader-elect=false",
-		"--controllers=*,node-ipam-controller", "--allocate-node-cidrs=true", "--cluster-cidr=10.64.0.0/16", "--configure-cloud-routes=true",
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(testbed.FreePort(t)))
-
-	return &realCluster{run: &run{t: t, ctx: ctx, cs: kubernetes.NewForConfigOrDie(admin), lc: lc}, cp: cp, nodes: nodes}
+	c.lc = servicetest.StartCloud(t, knobs, opts)
+	c.cloudConfig = "url: " + c.lc.Server.URL() + "\ntoken: " + c.lc.Server.Token() +
+		"\nclusterName: " + servicetest.ClusterName + "\nkubeProxyHealthPort: 10256\n"
+	if !o.noStratus {
+		c.startStratus()
+	}
+	return c
 }
+
+// kubeconfig writes a kubeconfig for user in groups and returns its path.
+func (c *realCluster) kubeconfig(user string, groups ...string) string {
+	c.t.Helper()
+	cfg, err := c.cp.UserConfig(user, groups...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	path := filepath.Join(c.dir, user+".kubeconfig")
+	if err := localcluster.WriteKubeconfig(cfg, path); err != nil {
+		c.t.Fatal(err)
+	}
+	return path
+}
+
+// startStratus runs Stratus on the machine, every controller on.
+func (c *realCluster) startStratus() {
+	c.t.Helper()
+	cloudConfig := filepath.Join(c.dir, "cloud.yaml")
+	if err := os.WriteFile(cloudConfig, []byte(c.cloudConfig), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	testbed.StartProcess(c.t, filepath.Join(c.dir, "stratus.log"), buildStratus(c.t), "controller-manager",
+		"--cloud-provider=localcloud", "--cloud-config="+cloudConfig, "--kubeconfig="+c.kubeconfig("stratus-admin", "system:masters"),
+		"--cluster-name="+servicetest.ClusterName, "--leader-elect=false",
+		"--controllers=*,node-ipam-controller", "--allocate-node-cidrs=true", "--cluster-cidr="+realClusterCIDR, "--configure-cloud-routes=true",
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(testbed.FreePort(c.t)))
+}
+
+// realClusterCIDR is the pods' network, which node IPAM divides.
+const realClusterCIDR = "10.64.0.0/16"
 
 // waitNode waits until the Node satisfies cond and returns it.
 func (c *realCluster) waitNode(name, what string, cond func(*corev1.Node) bool) *corev1.Node {
@@ -291,9 +347,9 @@ func (c *realCluster) waitNode(name, what string, cond func(*corev1.Node) bool) 
 }
 
 // runPod runs the demo image, placed by kube-scheduler with no toleration:
-// only an initialized, Ready node takes it. Its IP is from podCIDR, the
-// node's CNI having used what Stratus' IPAM allocated.
-func (c *realCluster) runPod(name, podCIDR string) *corev1.Pod {
+// only an initialized, Ready node takes it. Its IP is from its node's pod
+// CIDR, the node's CNI having used what Stratus' IPAM allocated.
+func (c *realCluster) runPod(name string) *corev1.Pod {
 	c.t.Helper()
 	env := func(k, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
@@ -312,9 +368,13 @@ func (c *realCluster) runPod(name, podCIDR string) *corev1.Pod {
 		got = p
 		return err == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "", nil
 	})
-	_, cidr, err := net.ParseCIDR(podCIDR)
+	node, err := c.cs.CoreV1().Nodes().Get(c.ctx, got.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	_, cidr, err := net.ParseCIDR(node.Spec.PodCIDR)
 	if err != nil || !cidr.Contains(net.ParseIP(got.Status.PodIP)) {
-		c.t.Errorf("pod IP %s outside the node's pod CIDR %s", got.Status.PodIP, podCIDR)
+		c.t.Errorf("pod IP %s outside node %s's pod CIDR %s", got.Status.PodIP, node.Name, node.Spec.PodCIDR)
 	}
 	return got
 }

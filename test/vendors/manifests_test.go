@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -18,13 +19,23 @@ import (
 )
 
 // container is one entry of a testdata/<vendor>/*.args.yaml file: a
-// workload container's command and args as its vendor publishes them.
+// workload container's command, args and env as its vendor publishes
+// them, and where it mounts Secrets.
 type container struct {
-	Workload           string   `json:"workload"`
-	Container          string   `json:"container"`
-	ServiceAccountName string   `json:"serviceAccountName"`
-	Command            []string `json:"command"`
-	Args               []string `json:"args"`
+	Workload           string          `json:"workload"`
+	Container          string          `json:"container"`
+	ServiceAccountName string          `json:"serviceAccountName"`
+	Command            []string        `json:"command"`
+	Args               []string        `json:"args"`
+	Env                []corev1.EnvVar `json:"env"`
+	SecretVolumes      []secretVolume  `json:"secretVolumes"`
+}
+
+// secretVolume is a volumeMount of the container joined with its volume,
+// for the volumes that are Secrets (a cloud config).
+type secretVolume struct {
+	MountPath  string `json:"mountPath"`
+	SecretName string `json:"secretName"`
 }
 
 // vendorContainer reads the one container of testdata/<vendor>/<file>.args.yaml.

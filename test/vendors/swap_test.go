@@ -31,12 +31,19 @@ type swap struct {
 	// changed is what the swap changes besides the image (inImage), as
 	// testdata/README.md lists it.
 	changed string
-	// added are args the operator adds: the --cloud-provider a vendor's
-	// own main defaults (DigitalOcean's, kube-vip's), which a pkg/ccm
-	// binary cannot yet (docs/migration.md).
+	// added are args the operator adds in the swap: the --cloud-provider
+	// a vendor's own main defaults (DigitalOcean's, kube-vip's), which the
+	// Stratus image, built for no vendor, does not (docs/migration.md). A
+	// vendor's own pkg/ccm binary sets it (ccm.Config.FlagDefaults), as
+	// the profile test runs it.
 	added []string
-	// env are the container's environment variables its args refer to.
-	env map[string]string
+	// secrets are the Secrets the operator creates for the manifest, by
+	// name and key: the credentials its env refers to, the cloud config
+	// it mounts.
+	secrets map[string]map[string]string
+	// missing is how a missing input (a credential, the cloud config)
+	// shows, under the vendor's provider, in either implementation.
+	missing missingInput
 	// lease is the Lease the daemon takes with these args; empty with
 	// --leader-elect=false.
 	lease string
@@ -49,6 +56,13 @@ type swap struct {
 	// LoadBalancer Service gets its address, and the Node and the Service
 	// show the controllers' core events.
 	perController bool
+	// nodeManager: the vendor initializes Nodes with a node manager of
+	// its own (Azure's cloud-node-manager DaemonSet), for which the test
+	// stands in.
+	nodeManager bool
+	// routes: the args configure cloud routes and the vendor's provider,
+	// with the inputs its manifest gives, has Routes.
+	routes bool
 }
 
 // TestVendorManifestsRunStratus runs each vendor's published container
@@ -60,11 +74,12 @@ type swap struct {
 // kubelet's probe, takes the Lease its args name, and initializes a Node
 // where its args run the node controller. As in test/e2e's
 // TestDefaultManifestRunsStratus, what a pod gets from its node is supplied
-// by hand: the ServiceAccount's token in a kubeconfig, a cloud config file
-// for --cloud-config, the secure port on loopback at a free port.
+// by hand: the ServiceAccount's token in a kubeconfig, the container's env
+// (the Secrets it refers to created first), the cloud config of its Secret
+// volume for --cloud-config, the secure port on loopback at a free port.
 //
 // kube-vip's manifest passes no --cloud-provider (its main sets the
-// default, which a pkg/ccm binary cannot yet): the table adds it, as
+// default; the Stratus image is built for no vendor): the table adds it, as
 // docs/migration.md tells the operator to; its provider returns no
 // instances, so its Node is left to others. DigitalOcean's, likewise
 // without --cloud-provider, has RBAC that cannot read
@@ -82,23 +97,58 @@ func TestVendorManifestsRunStratus(t *testing.T) {
 // but for the image swap.
 func runnableSwaps() []swap {
 	return []swap{
-		{vendor: "hcloud", file: "ccm", rbac: []string{"ccm"}, initializes: true},
-		{vendor: "hcloud", file: "ccm-networks", rbac: []string{"ccm-networks"}, initializes: true},
+		{vendor: "hcloud", file: "ccm", rbac: []string{"ccm"}, initializes: true, secrets: hcloudSecrets(),
+			missing: missingInput{env: map[string]string{"HCLOUD_TOKEN": ""}, message: `environment variable "HCLOUD_TOKEN" is required`}},
+		{vendor: "hcloud", file: "ccm-networks", rbac: []string{"ccm-networks"}, initializes: true, secrets: hcloudSecrets(), routes: true},
 		{vendor: "aws", file: "aws-cloud-controller-manager-daemonset",
 			rbac:  []string{"service-account", "cluster-role", "cluster-role-binding", "apiserver-authentication-reader-role-binding"},
-			lease: "cloud-controller-manager", initializes: true, perController: true},
+			lease: "cloud-controller-manager", initializes: true, perController: true,
+			missing: missingInput{env: map[string]string{"AWS_EC2_METADATA_DISABLED": "true"},
+				message: `access disabled to EC2 IMDS via client option, or "AWS_EC2_METADATA_DISABLED" environment variable`}},
 		{vendor: "kube-vip", file: "kube-vip-cloud-controller", rbac: []string{"kube-vip-cloud-controller"},
-			changed: "command /kube-vip-cloud-provider", added: []string{"--cloud-provider=kube-vip"}, lease: "kube-vip-cloud-controller"},
+			changed: "command /kube-vip-cloud-provider", added: []string{"--cloud-provider=kubevip"}, lease: "kube-vip-cloud-controller",
+			missing: missingInput{env: map[string]string{"KUBERNETES_SERVICE_HOST": ""},
+				message: "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be defined"}},
 		{vendor: "digitalocean", file: "v0.1.68", rbac: []string{"v0.1.68"},
-			changed: "command /bin/digitalocean-cloud-controller-manager", added: []string{"--cloud-provider=digitalocean"}, initializes: true},
-		{vendor: "azure", file: "cloud-controller-manager", rbac: []string{"cloud-controller-manager"}, lease: "cloud-controller-manager"},
+			changed: "command /bin/digitalocean-cloud-controller-manager", added: []string{"--cloud-provider=digitalocean"}, initializes: true,
+			secrets: map[string]map[string]string{"digitalocean": {"access-token": "dop_v1_0123456789abcdef"}},
+			missing: missingInput{env: map[string]string{"DO_ACCESS_TOKEN": ""}, message: `environment variable "DO_ACCESS_TOKEN" is required`}},
+		{vendor: "azure", file: "cloud-controller-manager", rbac: []string{"cloud-controller-manager"}, lease: "cloud-controller-manager",
+			secrets: map[string]map[string]string{"azure-cloud-config": {"azure.json": azureJSON}}, routes: true, nodeManager: true,
+			missing: missingInput{dropArg: "--cloud-config=", message: "InitializeCloudFromConfig: cannot initialize from nil config"}},
 		{vendor: "openstack", file: "openstack-cloud-controller-manager-ds",
 			rbac:    []string{"openstack-cloud-controller-manager-ds", "cloud-controller-manager-roles", "cloud-controller-manager-role-bindings"},
 			changed: "first arg /bin/openstack-cloud-controller-manager",
-			env:     map[string]string{"CLUSTER_NAME": "kubernetes", "CLOUD_CONFIG": "/etc/config/cloud.conf"},
-			lease:   "cloud-controller-manager", initializes: true},
+			secrets: map[string]map[string]string{"cloud-config": {"cloud.conf": openstackConf}},
+			lease:   "cloud-controller-manager", initializes: true,
+			missing: missingInput{dropArg: "--cloud-config=", message: "no OpenStack cloud provider config file given"}},
 	}
 }
+
+// missingInput is one input of a vendor's provider taken away: env
+// variables set (empty is unset, as every vendor reads them), or an arg
+// dropped; message is what the vendor's provider says.
+type missingInput struct {
+	env     map[string]string
+	dropArg string
+	message string
+}
+
+func hcloudSecrets() map[string]map[string]string {
+	return map[string]map[string]string{"hcloud": {"token": strings.Repeat("0123456789abcdef", 4), "network": "k8s"}}
+}
+
+// azureJSON and openstackConf are cloud configs as the vendors document
+// them (Azure's azure.json with a managed identity, OpenStack's cloud.conf
+// with an application credential); the doubles need them present.
+const (
+	azureJSON = `{"cloud": "AzurePublicCloud", "tenantId": "00000000-0000-0000-0000-000000000000", ` +
+		`"subscriptionId": "00000000-0000-0000-0000-000000000000", "resourceGroup": "k8s", "location": "westeurope", ` +
+		`"useManagedIdentityExtension": true, "vnetName": "k8s-vnet", "subnetName": "k8s-subnet", ` +
+		`"securityGroupName": "k8s-nsg", "routeTableName": "k8s-routes", "loadBalancerSku": "standard"}`
+	openstackConf = "[Global]\nauth-url = https://keystone.example.com:5000/v3\n" +
+		"application-credential-id = 0123456789abcdef\napplication-credential-secret = secret\nregion = RegionOne\n"
+)
 
 func (c swap) run(t *testing.T, bin string) {
 	env := testbed.Start(t)
@@ -111,7 +161,10 @@ func (c swap) run(t *testing.T, bin string) {
 	if err := deploy.Apply(ctx, env.Config, vendorRBAC(t, c.vendor, c.rbac...), deploy.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	args = podEnvironment(ctx, t, env, ctr.ServiceAccountName, append(expand(t, args, c.env), c.added...))
+	createSecrets(ctx, t, env, c.secrets)
+	pd := podFor(ctx, t, env, ctr, append(args, c.added...))
+	args = pd.args
+	setProcessEnv(t, pd.env)
 	port := testbed.FreePort(t)
 	p := testbed.StartProcess(t, filepath.Join(t.TempDir(), "ccm.log"), bin,
 		append(args, "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port))...)
@@ -187,32 +240,6 @@ func checkPerController(ctx context.Context, t *testing.T, env *testbed.Env, pol
 			t.Errorf("ServiceAccount kube-system/%s: %v (the daemon creates it for its controllers, as upstream's does)", sa, err)
 		}
 	}
-}
-
-// podEnvironment gives args what a pod has from its node: --cloud-config
-// pointing at a file in a directory standing in for its volume, and a
-// kubeconfig holding the ServiceAccount's token for the in-cluster config.
-func podEnvironment(ctx context.Context, t *testing.T, env *testbed.Env, serviceAccount string, args []string) []string {
-	t.Helper()
-	dir := t.TempDir()
-	for i, a := range args {
-		if path, ok := strings.CutPrefix(a, "--cloud-config="); ok {
-			file := filepath.Join(dir, filepath.Base(path))
-			if err := os.WriteFile(file, []byte("{}\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			args[i] = "--cloud-config=" + file
-		}
-	}
-	cfg, err := localcluster.ServiceAccountConfig(ctx, env.Config, "kube-system", serviceAccount, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := localcluster.WriteKubeconfig(cfg, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	return append(args, "--kubeconfig="+kubeconfig)
 }
 
 // healthz GETs /healthz as the kubelet's prober does: HTTPS, no

@@ -8,7 +8,8 @@
 // provider is registered here in main rather than by an init() side effect.
 // The vendor doubles of test/vendors/profile are registered too, under the
 // vendors' names, so the vendor tests run the same providers under
-// upstream's app as under Stratus.
+// upstream's app as under Stratus; run under a vendor's binary name it
+// takes the flag defaults that vendor's main sets.
 package main
 
 import (
@@ -34,7 +35,7 @@ import (
 func main() {
 	cloudprovider.RegisterCloudProvider(localcloud.ProviderName, localcloud.New)
 	for _, v := range profile.Vendors() {
-		cloudprovider.RegisterCloudProvider(v.Name, profile.Factory(v))
+		cloudprovider.RegisterCloudProvider(v.Provider, profile.Factory(v))
 	}
 	ccmOptions, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
@@ -44,6 +45,23 @@ func main() {
 	fss := cliflag.NamedFlagSets{}
 	command := app.NewCloudControllerManagerCommand(ccmOptions, cloudInitializer, app.DefaultInitFuncConstructors,
 		names.CCMControllerAliases(), fss, wait.NeverStop)
+	// Run under the name of a vendor's own binary, this is that vendor's
+	// main: it sets the flags that main sets before the command line is
+	// parsed (kube-vip's sets them this way; DigitalOcean's through the
+	// options, to the same effect).
+	if v, ok := profile.ByCommand(os.Args[0]); ok {
+		for name, value := range v.FlagDefaults {
+			f := command.Flags().Lookup(name)
+			if f == nil {
+				fmt.Fprintf(os.Stderr, "upstream-ccm: no flag %q\n", name)
+				os.Exit(1)
+			}
+			if err := f.Value.Set(value); err != nil {
+				fmt.Fprintf(os.Stderr, "upstream-ccm: failed to set flag %q: %v\n", name, err)
+				os.Exit(1)
+			}
+		}
+	}
 	os.Exit(cli.Run(command))
 }
 
@@ -52,6 +70,15 @@ func main() {
 // failure ends the process the way upstream's does.
 func cloudInitializer(cfg *config.CompletedConfig) cloudprovider.Interface {
 	cc := cfg.ComponentConfig.KubeCloudShared.CloudProvider
+	// A vendor main that hands its constructor --cluster-cidr (hcloud's
+	// calls NewCloud with it) builds its provider directly.
+	if v, ok := profile.ByProvider(cc.Name); ok && v.TakesClusterCIDR {
+		cloud, err := profile.New(v)(nil, cfg.ComponentConfig.KubeCloudShared.ClusterCIDR)
+		if err != nil {
+			klog.Fatalf("Cloud provider could not be initialized: %v", err)
+		}
+		return cloud
+	}
 	cloud, err := cloudprovider.InitCloudProvider(cc.Name, cc.CloudConfigFile)
 	if err != nil {
 		klog.Fatalf("Cloud provider could not be initialized: %v", err)

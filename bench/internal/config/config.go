@@ -127,7 +127,8 @@ func Load(getenv func(string) string, root string) (Config, error) {
 		custom bool
 	}{{"BENCH_REPS", &s.Reps, false}, {"BENCH_STEADY_REPS", &s.SteadyReps, false}, {"BENCH_LIMITDROP_REPS", &s.LimitDropReps, false},
 		{"BENCH_NODES", &s.Nodes, true}, {"BENCH_SERVICES", &s.Services, true}, {"BENCH_IDLE_NODES", &s.IdleNodes, true},
-		{"BENCH_LB_NODES", &s.LBNodes, true}, {"BENCH_JOIN_NODES", &s.JoinNodes, true}, {"BENCH_RATE_BURST", &s.RateBurst, true}} {
+		{"BENCH_LB_NODES", &s.LBNodes, true}, {"BENCH_JOIN_NODES", &s.JoinNodes, true}, {"BENCH_RATE_BURST", &s.RateBurst, true},
+		{"BENCH_FAILOVER_NODES", &s.FailoverNodes, true}} {
 		if v := getenv(p.name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
@@ -163,7 +164,8 @@ func Load(getenv func(string) string, root string) (Config, error) {
 	for _, p := range []struct {
 		name string
 		n    int
-	}{{"BENCH_NODES", s.Nodes}, {"BENCH_IDLE_NODES", s.IdleNodes}, {"BENCH_LB_NODES + BENCH_JOIN_NODES", s.LBNodes + s.JoinNodes}} {
+	}{{"BENCH_NODES", s.Nodes}, {"BENCH_IDLE_NODES", s.IdleNodes}, {"BENCH_LB_NODES + BENCH_JOIN_NODES", s.LBNodes + s.JoinNodes},
+		{"BENCH_FAILOVER_NODES", s.FailoverNodes}} {
 		if p.n > MaxInstances {
 			bad(p.name, strconv.Itoa(p.n), fmt.Sprintf("at most %d: each cluster's cloud holds that many instances", MaxInstances))
 		}

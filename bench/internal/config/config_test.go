@@ -77,12 +77,12 @@ func TestLargeScaleLeavesOutSteady5k(t *testing.T) {
 // figures go beside the published ones.
 func TestCloudKnobsWriteElsewhere(t *testing.T) {
 	c, err := Load(env(map[string]string{"BENCH_RATE_LIMIT": "20", "BENCH_RATE_BURST": "5", "BENCH_LATENCY": "50ms",
-		"BENCH_LOW_RATE_LIMIT": "4", "BENCH_PROVIDER_QPS": "0", "BENCH_JOIN_NODES": "40"}), "/repo")
+		"BENCH_LOW_RATE_LIMIT": "4", "BENCH_PROVIDER_QPS": "0", "BENCH_JOIN_NODES": "40", "BENCH_FAILOVER_NODES": "5000"}), "/repo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.S.RateLimit != 20 || c.S.RateBurst != 5 || c.S.Latency != 50*time.Millisecond || c.S.LowRateLimit != 4 ||
-		c.S.ProviderQPS != 0 || c.S.JoinNodes != 40 {
+		c.S.ProviderQPS != 0 || c.S.JoinNodes != 40 || c.S.FailoverNodes != 5000 {
 		t.Fatalf("settings = %+v", c.S)
 	}
 	if c.DocPath != "/repo/bench/results/custom/benchmarks.md" || c.ResultsPath != "/repo/bench/results/custom-default.json" {
@@ -90,7 +90,7 @@ func TestCloudKnobsWriteElsewhere(t *testing.T) {
 	}
 	for _, bad := range []map[string]string{
 		{"BENCH_RATE_LIMIT": "0"}, {"BENCH_RATE_LIMIT": "NaN"}, {"BENCH_LATENCY": "-1s"},
-		{"BENCH_LOW_RATE_LIMIT": "60"}, {"BENCH_RATE_BURST": "0"},
+		{"BENCH_LOW_RATE_LIMIT": "60"}, {"BENCH_RATE_BURST": "0"}, {"BENCH_FAILOVER_NODES": "0"},
 	} {
 		if _, err := Load(env(bad), "/r"); err == nil {
 			t.Errorf("%v accepted", bad)
@@ -115,6 +115,7 @@ func TestSizesBeyondTheCloudAreRefusedUpFront(t *testing.T) {
 		{map[string]string{"BENCH_NODES": "20001"}, []string{"BENCH_NODES", "20001", "at most 20000"}},
 		{map[string]string{"BENCH_IDLE_NODES": "30000"}, []string{"BENCH_IDLE_NODES", "30000"}},
 		{map[string]string{"BENCH_LB_NODES": "19990", "BENCH_JOIN_NODES": "20"}, []string{"BENCH_LB_NODES + BENCH_JOIN_NODES", "20010"}},
+		{map[string]string{"BENCH_FAILOVER_NODES": "20001"}, []string{"BENCH_FAILOVER_NODES", "20001", "at most 20000"}},
 	} {
 		_, err := Load(env(tc.env), "/r")
 		if err == nil {

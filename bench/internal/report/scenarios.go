@@ -94,10 +94,14 @@ var Scenarios = []Scenario{
 	{
 		Name: "failover", Title: "6. Failover",
 		Explain: func(s results.Settings) string {
-			return fmt.Sprintf("Two replicas with leader election (lease %gs); %d Services are created one every 100 ms and the leader is SIGKILLed "+
+			nodes := s.FailoverNodes
+			if nodes == 0 {
+				nodes = s.LBNodes
+			}
+			return fmt.Sprintf("Two replicas with leader election (lease %gs) on %d initialized nodes; %d Services are created one every 100 ms and the leader is SIGKILLed "+
 				"after a third of them. Takeover: kill until the standby holds the lease (the Lease's acquireTime); first action: from then until "+
 				"the standby creates its first load balancer (the cloud's record); failover: kill until every Service has an ingress. "+
-				"Leader and standby RSS: both replicas' resident sets right before the kill; requests, CPU and peak RSS are the standby's over the whole run.", s.LeaseSeconds, s.FailoverSvcs)
+				"Leader and standby RSS: both replicas' resident sets right before the kill; requests, CPU and peak RSS are the standby's over the whole run.", s.LeaseSeconds, nodes, s.FailoverSvcs)
 		},
 		Columns: []Column{{results.FigTakeover, "takeover (s)", 1}, {results.FigFirstAction, "first action (s)", 2}, {results.FigFailover, "failover (s)", 1}, {results.FigDuplicates, "duplicate LBs", 0},
 			{results.FigCloudCalls, "cloud requests", 0}, {results.FigAPIRequests, "API server requests", 0}, {results.FigCPU, "CPU (s)", 1}, {results.FigLeaderRSS, "leader RSS (MiB)", 0}, {results.FigStandbyRSS, "standby RSS (MiB)", 0},

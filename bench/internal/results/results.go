@@ -76,6 +76,10 @@ type Settings struct {
 	LowRateLimit   float64       `json:"lowRateLimit,omitempty"`
 	LimitDropAfter time.Duration `json:"limitDropAfterNs,omitempty"`
 	LimitLowFor    time.Duration `json:"limitLowForNs,omitempty"`
+
+	// FailoverNodes is the failover scenario's node count; 0 means
+	// LBNodes, what it used before it had a setting of its own.
+	FailoverNodes int `json:"failoverNodes,omitempty"`
 }
 
 // Run is one contestant in one scenario, once.

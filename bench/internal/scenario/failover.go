@@ -25,7 +25,7 @@ func (e *Env) failover(ctx context.Context, c harness.Contestant, cloud, dir str
 		return nil, nil, err
 	}
 	defer cl.Stop()
-	nodes := names(harness.NodeName, 1, e.S.LBNodes)
+	nodes := names(harness.NodeName, 1, failoverNodes(e.S))
 	if _, err := cl.CreateInstances(ctx, nodes); err != nil {
 		return nil, nil, err
 	}
@@ -95,6 +95,16 @@ func (e *Env) failover(ctx context.Context, c harness.Contestant, cloud, dir str
 	}
 	ops, err := m.finish(ctx, figs)
 	return figs, ops, err
+}
+
+// failoverNodes is the node count of the failover cluster: its own
+// setting, so that a standby's memory can be measured at a scale where the
+// caches dominate it, else the load-balancer scenario's few nodes.
+func failoverNodes(s results.Settings) int {
+	if s.FailoverNodes > 0 {
+		return s.FailoverNodes
+	}
+	return s.LBNodes
 }
 
 // replicasRSS records the leader's and the standby's resident sets: what

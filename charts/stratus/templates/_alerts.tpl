@@ -12,15 +12,15 @@ Grafana/Prometheus template braces are escaped as {{`{{ ... }}`}}.
 groups:
   - name: stratus
     rules:
-      - alert: StratusNodeInitializationFailing
-        expr: sum(rate(stratus_node_initializations_total{result!="success"}[10m])) > 0
-        for: {{ $r.nodeInitFailingFor }}
+      - alert: StratusNodesUninitialized
+        expr: max(stratus_node_oldest_uninitialized_node_age_seconds) > {{ mul $r.nodeUninitializedMinutes 60 }}
+        for: {{ $r.nodeUninitializedFor }}
         labels:
           severity: {{ $r.severity }}
         annotations:
-          summary: Nodes have stayed uninitialized for more than {{ $r.nodeInitFailingFor }}.
-          description: {{`Stratus has failed to initialize Nodes for more than `}}{{ $r.nodeInitFailingFor }}{{` ({{ $value | humanize }} failed attempts per second); they keep the uninitialized taint and get no pods.`}}
-          runbook_url: https://github.com/stratus-ccm/stratus/blob/main/docs/operations.md#stratusnodeinitializationfailing
+          summary: A Node has waited more than {{ $r.nodeUninitializedMinutes }} minutes for initialization.
+          description: {{`The oldest Node waiting for initialization has waited {{ $value | humanizeDuration }}; it keeps the uninitialized taint and gets no pods.`}}
+          runbook_url: https://github.com/stratus-ccm/stratus/blob/main/docs/operations.md#stratusnodesuninitialized
       - alert: StratusServiceSyncFailing
         expr: max(stratus_service_load_balancers{state="failing"}) > 0
         for: {{ $r.serviceSyncFailingFor }}

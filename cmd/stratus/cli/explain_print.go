@@ -33,6 +33,10 @@ func printExplanation(w io.Writer, ex *explain.Explanation, now time.Time) error
 	for _, s := range ex.Syncs {
 		printSync(p, s, now)
 	}
+	if w := ex.Waiting; w != nil {
+		p.line(1, "waiting now: %s's %s is held back by the client-side pacer until %s (%s more): %s",
+			w.Controller, w.Operation, w.Until.UTC().Format(time.RFC3339), roundDuration(max(0, w.Until.Sub(now))), w.Why)
+	}
 	if len(ex.CloudOps) > 0 {
 		p.line(1, "cloud operations (the last %d of %d):", len(ex.CloudOps), ex.CloudOpsTotal)
 		for _, op := range ex.CloudOps {
@@ -66,6 +70,9 @@ func printSync(p *printer, s explain.Sync, now time.Time) {
 	}
 	if s.NextRetry != nil {
 		p.line(2, "next retry: %s (in %s), %s", s.NextRetry.UTC().Format(time.RFC3339), roundDuration(max(0, s.NextRetry.Sub(now))), s.RetryWhy)
+	} else if s.Pacing != "" {
+		// With a retry, its why says it already.
+		p.line(2, "%s", s.Pacing)
 	}
 }
 

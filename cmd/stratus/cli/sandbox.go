@@ -75,7 +75,7 @@ Your own controller manager: stratus sandbox --no-ccm, then
 	f.StringVar(&o.ExternalPool, "external-pool", o.ExternalPool, "localcloud: CIDR for instance external addresses (default 127.2.0.0/16)")
 	f.IntVar(&o.APIServerPort, "apiserver-port", o.APIServerPort, "kube-apiserver port on 127.0.0.1")
 	f.IntVar(&o.EtcdPort, "etcd-port", o.EtcdPort, "etcd client port on 127.0.0.1")
-	f.IntVar(&o.LocalcloudPort, "localcloud-port", o.LocalcloudPort, "localcloud API port on 127.0.0.1")
+	f.IntVar(&o.LocalcloudPort, "localcloud-port", o.LocalcloudPort, "localcloud API port, on 127.0.0.1 (with real nodes: on the machine's address on their bridge, which their pods reach too)")
 	f.IntVar(&o.CCMPort, "ccm-port", o.CCMPort, "Stratus' secure port (health and metrics) on 127.0.0.1")
 	f.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "Pod CIDR(s) the node IPAM controller allocates from")
 	f.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", o.NodeMonitorPeriod, "How often nodes are checked for a kubelet gone silent (kube-controller-manager's flag and default)")

@@ -16,9 +16,10 @@ import (
 // every test harness share, so that a controller under test runs as it
 // does in the daemon: the core scheme (scheme, when nil), none of
 // controller-runtime's own metrics or probe servers (the daemon serves
-// both on its secure port), managedFields stripped from the cache (a CCM
-// never reads them, and dropping them roughly halves the memory a cached
-// Node takes). skipNames lets one process build a controller name more than
+// both on its secure port), objects stripped before they are cached
+// (CacheTransform: managedFields everywhere, which roughly halves the
+// memory a cached Node takes, and the Node status fields no controller
+// reads). skipNames lets one process build a controller name more than
 // once, as tests and whole-daemon tests do; controller-runtime's check
 // guards its process-wide metrics, which they do not read. The daemon adds
 // leader election, its logger and resync period on top.
@@ -33,7 +34,7 @@ func ManagerOptions(scheme *runtime.Scheme, skipNames bool) (manager.Options, er
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Cache:                  cache.Options{DefaultTransform: CacheTransform()},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(skipNames)},
 	}, nil
 }

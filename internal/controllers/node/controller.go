@@ -333,7 +333,7 @@ func (c *Controller) clearWritten(name string) {
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = explain.WithObject(kit.WithController(ctx, ControllerName), nodeRef(req.Name))
 	err := c.sync(ctx, req.Name)
-	c.recordSync(req, err)
+	c.recordSync(ctx, req, err)
 	if res, ok := kit.RetryLater(ctx, err); ok {
 		return res, nil
 	}

@@ -1,9 +1,12 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
@@ -15,10 +18,19 @@ func nodeRef(name string) explain.Ref { return explain.Ref{Kind: explain.KindNod
 
 // recordSync tells the explain record how an initialization attempt ended
 // and when the next comes: after the delay a RetryError named, or after
-// the queue's per-Node backoff, which has not counted this failure yet.
-func (c *Controller) recordSync(req reconcile.Request, err error) {
+// the queue's per-Node backoff, which has not counted this failure yet. A
+// sync of a Node no longer in the cache (deleted, its entry already
+// dropped by the delete handler) records nothing, or it would bring the
+// deleted Node's entry back.
+func (c *Controller) recordSync(ctx context.Context, req reconcile.Request, err error) {
 	if c.explain == nil {
 		return
+	}
+	if err == nil {
+		if gerr := c.client.Get(ctx, req.NamespacedName, &corev1.Node{}); apierrors.IsNotFound(gerr) {
+			c.explain.Forget(nodeRef(req.Name))
+			return
+		}
 	}
 	o := explain.Outcome{Err: err}
 	switch d, retry := cloud.RetryAfter(err); {

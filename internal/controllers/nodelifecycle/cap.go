@@ -142,12 +142,12 @@ type periodState struct {
 }
 
 // capHolds reports whether the cap holds back the deletion of n, and if
-// so records why (event on the Node, metric, log line).
-func (c *Controller) capHolds(ctx context.Context, n *corev1.Node, ps *periodState, sum *Summary) (bool, error) {
+// so records why (event on the Node, metric, log line) and returns it.
+func (c *Controller) capHolds(ctx context.Context, n *corev1.Node, ps *periodState, sum *Summary) (bool, string, error) {
 	if ps.census == nil {
 		cs, err := c.takeCensus(ctx)
 		if err != nil {
-			return true, err
+			return true, "", err
 		}
 		ps.census = cs
 	}
@@ -170,12 +170,12 @@ func (c *Controller) capHolds(ctx context.Context, n *corev1.Node, ps *periodSta
 		scope = "zone"
 		why = fmt.Sprintf("%d of zone %q's %d Nodes deleted in the last %s, the cap is %d", zoneDone, zone, ps.census.byZone[zone], c.ledger.cap.Window, zoneLimit)
 	default:
-		return false, nil
+		return false, "", nil
 	}
 	sum.Held++
 	c.metrics.held.WithLabelValues(scope).Inc()
 	klog.FromContext(ctx).Info("Not deleting node although its instance is gone: the deletion cap holds", "node", klog.KObj(n), "scope", scope, "reason", why)
 	c.event(n, corev1.EventTypeWarning, ReasonDeletionCapped, actionDelete,
 		"Not deleting node %s although its instance is gone: %s (--node-deletion-max-share, --node-deletion-max-zone-share, --node-deletion-window); a later period deletes it", n.Name, why)
-	return true, nil
+	return true, why, nil
 }

@@ -19,7 +19,7 @@ const (
 
 // errKept marks a Node the list says is gone that the second opinion kept:
 // the event and the metric are already recorded.
-var errKept = errors.New("kept: the per-node check did not confirm the list")
+var errKept = errors.New("the per-node check did not confirm the list")
 
 // secondOpinion asks the provider about one Node the period's list answer
 // lacks, with the per-node call upstream's controller relies on. A list is
@@ -49,14 +49,14 @@ func (c *Controller) secondOpinion(ctx context.Context, n *corev1.Node, sum *Sum
 		log.Info("Not deleting node: its instance is missing from the cloud's list, but the per-node check failed", "err", err)
 		c.event(n, corev1.EventTypeWarning, ReasonDeletionUnconfirmed, actionCheck,
 			"Not deleting: the cloud's instance list lacks spec.providerID %q, but InstanceExists could not confirm it is gone: %v", n.Spec.ProviderID, err)
-		return false, false, errKept
+		return false, false, fmt.Errorf("%w (second opinion): the cloud's instance list lacks spec.providerID %q, but InstanceExists could not confirm it is gone: %w", errKept, n.Spec.ProviderID, err)
 	case exists:
 		c.metrics.secondOpinions.WithLabelValues(opinionDisagreed).Inc()
 		sum.Disagreements++
 		log.Info("Not deleting node: its instance is missing from the cloud's list, but InstanceExists says it exists")
 		c.event(n, corev1.EventTypeWarning, ReasonDeletionUnconfirmed, actionCheck,
 			"Not deleting: the cloud's instance list lacks spec.providerID %q, but InstanceExists says the instance exists", n.Spec.ProviderID)
-		return false, false, errKept
+		return false, false, fmt.Errorf("%w (second opinion): the cloud's instance list lacks spec.providerID %q, but InstanceExists says the instance exists", errKept, n.Spec.ProviderID)
 	}
 	c.metrics.secondOpinions.WithLabelValues(opinionConfirmed).Inc()
 	return false, false, nil

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -85,6 +86,9 @@ type Deps struct {
 	// names no platform is never deleted. The zero value owns every Node,
 	// as upstream's controller assumes.
 	Ownership ownership.Policy
+	// Explain receives each period's verdict on every Node it looks at
+	// (explain.go); nil records nothing.
+	Explain *explain.Store
 }
 
 // Config tunes the controller.
@@ -109,7 +113,9 @@ type Controller struct {
 	ledger    *ledger
 	ownership ownership.Policy
 	// queue is captured when the controller starts, for recovery.
-	queue kit.Queue[pass]
+	queue    kit.Queue[pass]
+	explain  *explain.Store
+	verdicts verdicts
 }
 
 // New builds the controller; it starts nothing.
@@ -136,8 +142,10 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, lister: deps.Lister,
-		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg, clock: kit.Clock(deps.Clock), ownership: deps.Ownership}
+		recorder: kit.Recorder(deps.Recorder), metrics: m, cfg: cfg, clock: kit.Clock(deps.Clock), ownership: deps.Ownership,
+		explain: deps.Explain, verdicts: verdicts{lines: map[string]string{}}}
 	c.ledger = &ledger{cap: capc, clock: c.clock}
+	deps.Explain.Describe(explain.KindNode, ControllerName, c.describe)
 	kit.OnRecovered(deps.Recovery, c.recovered)
 	return c, nil
 }
@@ -218,6 +226,8 @@ func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 	var sum Summary
 	var errs []error
 	var notReady []*corev1.Node
+	judged := map[string]bool{}
+	defer func() { c.forgetUnjudged(ctx, judged) }()
 	for i := range list.Items {
 		n := &list.Items[i]
 		if c.ownership.Of(n) == ownership.Foreign {
@@ -229,10 +239,13 @@ func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 			continue
 		}
 		if hasShutdownTaint(n) {
+			judged[n.Name] = true
 			if err := c.removeShutdownTaint(ctx, n); err != nil {
 				errs = append(errs, err)
+				c.judged(n.Name, verdict{line: "Ready, but removing the shutdown taint failed", err: err})
 			} else {
 				sum.Untainted++
+				c.judged(n.Name, verdict{line: "Ready again: removed the shutdown taint " + ShutdownTaint.ToString()})
 			}
 		}
 	}
@@ -243,21 +256,28 @@ func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 	check, err := c.checker(ctx, &sum)
 	if err != nil {
 		c.undecided(ctx, notReady, err)
+		for _, n := range notReady {
+			judged[n.Name] = true
+			c.judged(n.Name, verdict{line: "NotReady; the cloud's instance list failed, so nothing was decided this period", err: err})
+		}
 		sum.Undecided = len(notReady)
 		return sum, errors.Join(append(errs, err)...)
 	}
 	var ps periodState
 	for _, n := range notReady {
-		if err := c.monitor(ctx, n, check, &ps, &sum); err != nil {
+		judged[n.Name] = true
+		v, err := c.monitor(explain.WithObject(ctx, nodeRef(n.Name)), n, check, &ps, &sum)
+		if err != nil {
 			errs = append(errs, err)
 		}
+		c.judged(n.Name, v)
 	}
 	c.metrics.heldNow.Set(float64(sum.Held))
 	return sum, errors.Join(errs...)
 }
 
-// monitor decides one NotReady Node.
-func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFunc, ps *periodState, sum *Summary) error {
+// monitor decides one NotReady Node, and says what it decided.
+func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFunc, ps *periodState, sum *Summary) (verdict, error) {
 	exists, shutdown, err := check(ctx, n)
 	if errors.Is(err, errCannotTell) {
 		// Upstream logs an error for such a Node every period and leaves
@@ -265,15 +285,15 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 		// change until the Node gets a providerID.
 		klog.FromContext(ctx).V(4).Info("Provider cannot tell whether the node's instance exists; leaving it", "node", klog.KObj(n), "err", err)
 		sum.Unknowable++
-		return nil
+		return verdict{line: fmt.Sprintf("NotReady; left alone: the cloud provider cannot tell whether its instance exists (spec.providerID %q): %v", n.Spec.ProviderID, err)}, nil
 	}
 	if errors.Is(err, errKept) {
-		return nil
+		return verdict{line: "NotReady; kept: " + err.Error(), deferred: true}, nil
 	}
 	if err != nil {
 		c.undecided(ctx, []*corev1.Node{n}, err)
 		sum.Undecided++
-		return nil
+		return verdict{line: "NotReady; the cloud did not answer whether its instance exists, so nothing was decided this period", err: err}, nil
 	}
 	switch {
 	case !exists && c.ownership.Of(n) == ownership.Unknown:
@@ -283,26 +303,41 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 		// does not prove it was ever ours.
 		klog.FromContext(ctx).V(2).Info("Not deleting node: it names no platform, and the cloud does not know it", "node", klog.KObj(n))
 		sum.NoPlatform++
+		return verdict{line: "NotReady; kept although the cloud does not know its instance: it names no platform (no spec.providerID, no platform annotation), so it may be another platform's"}, nil
 	case !exists:
-		held, err := c.capHolds(ctx, n, ps, sum)
-		if err != nil || held {
-			return err
-		}
-		deleted, err := c.deleteNode(ctx, n)
-		if err != nil {
-			return err
-		}
-		if deleted {
-			c.ledger.record(zoneOf(n))
-			sum.Deleted++
-		}
+		return c.gone(ctx, n, ps, sum)
 	case shutdown && !hasShutdownTaint(n):
 		if err := c.addShutdownTaint(ctx, n); err != nil {
-			return err
+			return verdict{line: "NotReady; its instance is shut down, but adding the shutdown taint failed", err: err}, err
 		}
 		sum.Tainted++
+		return verdict{line: "NotReady; its instance is shut down: tainted " + ShutdownTaint.ToString()}, nil
+	case shutdown:
+		return verdict{line: "NotReady; its instance is shut down: it carries " + ShutdownTaint.ToString()}, nil
 	}
-	return nil
+	return verdict{line: "NotReady, but its instance exists and runs: nothing for this controller to do (the kubelet does not report Ready)"}, nil
+}
+
+// gone deletes a Node whose instance the cloud confirmed gone, unless the
+// deletion cap holds it back.
+func (c *Controller) gone(ctx context.Context, n *corev1.Node, ps *periodState, sum *Summary) (verdict, error) {
+	held, why, err := c.capHolds(ctx, n, ps, sum)
+	if err != nil {
+		return verdict{line: "NotReady, its instance gone; the deletion cap could not be checked", err: err}, err
+	}
+	if held {
+		return verdict{line: "NotReady, its instance gone; deletion held by the deletion cap: " + why, deferred: true}, nil
+	}
+	deleted, err := c.deleteNode(ctx, n)
+	if err != nil {
+		return verdict{line: "NotReady, its instance gone; deleting the Node failed", err: err}, err
+	}
+	if !deleted {
+		return verdict{line: "NotReady, its instance gone; the Node changed since it was judged, so the next period decides again", deferred: true}, nil
+	}
+	c.ledger.record(zoneOf(n))
+	sum.Deleted++
+	return verdict{deleted: true}, nil
 }
 
 // checkFunc answers whether a Node's machine exists and is shut down.

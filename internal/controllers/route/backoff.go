@@ -54,6 +54,14 @@ func (b *backoff) failed(k routeKey, now time.Time) time.Time {
 	return e.retryAt
 }
 
+// entry returns k's failures and retry time, if it failed.
+func (b *backoff) entry(k routeKey) (backoffEntry, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[k]
+	return e, ok
+}
+
 func (b *backoff) succeeded(k routeKey) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

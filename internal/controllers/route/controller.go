@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -95,6 +96,9 @@ type Deps struct {
 	// Ownership says which Nodes are the provider's in a hybrid cluster;
 	// foreign ones are never routed. The zero value owns every Node.
 	Ownership ownership.Policy
+	// Explain receives each routable Node's routes after every pass
+	// (explain.go); nil records nothing.
+	Explain *explain.Store
 }
 
 // Controller reconciles cloud routes with Nodes' pod CIDRs.
@@ -110,6 +114,9 @@ type Controller struct {
 	queue kit.Queue[pass]
 	// ownership leaves foreign Nodes out of every pass.
 	ownership ownership.Policy
+	explain   *explain.Store
+	// states is the last pass's routes per Node, for explain.
+	states *routeStates
 }
 
 // New validates cfg and builds the controller. It has no side effects
@@ -142,7 +149,9 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	c := &Controller{
 		client: client.WithFieldOwner(deps.Client, ControllerName), routes: deps.Routes, recorder: kit.Recorder(deps.Recorder), cfg: cfg, m: m,
 		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff), clock: kit.Clock(deps.Clock), ownership: deps.Ownership,
+		explain: deps.Explain, states: &routeStates{nodes: map[string]routeState{}},
 	}
+	deps.Explain.Describe(explain.KindNode, ControllerName, c.describe)
 	kit.OnRecovered(deps.Recovery, c.recovered)
 	return c, nil
 }
@@ -184,7 +193,8 @@ func (c *Controller) nodeHandler() handler.TypedEventHandler[*corev1.Node, pass]
 		CreateFunc: func(_ context.Context, _ event.TypedCreateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[pass]) {
 			enqueue(q)
 		},
-		DeleteFunc: func(_ context.Context, _ event.TypedDeleteEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[pass]) {
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[pass]) {
+			c.forgetNode(e.Object.Name)
 			enqueue(q)
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[pass]) {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -45,8 +46,9 @@ func (c *Controller) sync(ctx context.Context, _ pass) error {
 		// Room was made in the table: failed creations may succeed now.
 		c.backoff.reset()
 	}
-	c.createRoutes(ctx, p)
+	created := c.createRoutes(ctx, p)
 	c.m.backedOff.Set(float64(c.backoff.retain(p.wanted)))
+	c.explainPass(p, created)
 	return c.updateConditions(ctx, p)
 }
 
@@ -84,9 +86,10 @@ func (c *Controller) deleteRoutes(ctx context.Context, routes []*cloudprovider.R
 	return deleted
 }
 
-// createRoutes creates the missing routes whose backoff allows a try and
-// records the outcome per Node in p.routable.
-func (c *Controller) createRoutes(ctx context.Context, p *plan) {
+// createRoutes creates the missing routes whose backoff allows a try,
+// records the outcome per Node in p.routable and returns the Nodes one of
+// whose routes it created.
+func (c *Controller) createRoutes(ctx context.Context, p *plan) map[string]bool {
 	log := klog.FromContext(ctx)
 	now := c.clock.Now()
 	var due []wantedRoute
@@ -98,13 +101,15 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) {
 		}
 	}
 	var mu sync.Mutex
+	created := map[string]bool{}
 	parallel(c, due, func(w wantedRoute) {
 		r := &cloudprovider.Route{
 			TargetNode:          types.NodeName(w.node.Name),
 			TargetNodeAddresses: w.node.Status.Addresses,
 			DestinationCIDR:     w.key.cidr.String(),
 		}
-		err := c.routes.CreateRoute(ctx, c.cfg.ClusterName, w.nameHint, r)
+		// The call is recorded for the Node in its explain record.
+		err := c.routes.CreateRoute(explain.WithObject(ctx, nodeRef(w.node.Name)), c.cfg.ClusterName, w.nameHint, r)
 		mu.Lock()
 		defer mu.Unlock()
 		nr := p.routable[w.node.Name]
@@ -112,6 +117,7 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) {
 			c.m.creates.WithLabelValues(kit.ResultSuccess).Inc()
 			c.backoff.succeeded(w.key)
 			nr.missing--
+			created[w.node.Name] = true
 			log.Info("Created route", "node", klog.KObj(w.node), "destination", w.key.cidr, "nameHint", w.nameHint)
 			return
 		}
@@ -125,6 +131,7 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) {
 		c.recorder.Eventf(w.node, nil, corev1.EventTypeWarning, ReasonFailedToCreateRoute, eventAction,
 			"Could not create route %s for node %s: %v", w.key.cidr, w.node.Name, err)
 	})
+	return created
 }
 
 // wantCondition is the NetworkUnavailable condition a routable Node should

@@ -15,6 +15,7 @@ import (
 // naming no platform stays in, as upstream keeps it. Without a policy
 // every Node is in.
 func TestForeignNodesAreNoBackends(t *testing.T) {
+	t.Parallel()
 	pol, err := ownership.New([]string{"fake"}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -139,7 +139,9 @@ func hasOwnConditions(svc *corev1.Service) bool {
 func (c *Controller) servingConditions(svc *corev1.Service, st *lbState) []metav1.Condition {
 	serving := cond(ConditionServing, metav1.ConditionTrue, ReasonEnsuredLoadBalancer,
 		"Load balancer serves "+ingressString(st.status.Ingress))
-	if len(st.nodes.nodes) == 0 {
+	// The record keeps the node set's identities only (state.set), not
+	// the Node objects.
+	if len(st.nodes.ids) == 0 {
 		serving.Message += "; it has no nodes to send traffic to"
 	}
 	prov := cond(ConditionProvisioning, metav1.ConditionFalse, ReasonProvisioned, "Load balancer is up to date")

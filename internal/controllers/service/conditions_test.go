@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // wantCondition fails unless svc carries condition t with status and reason,
@@ -40,6 +41,7 @@ func wantCondition(t *testing.T, svc *corev1.Service, typ string, status metav1.
 // retry time; success turns it True, keeps another writer's condition, and a
 // sync that changes nothing writes nothing.
 func TestConditionsFailedThenServing(t *testing.T) {
+	t.Parallel()
 	other := metav1.Condition{Type: "example.com/Audited", Status: metav1.ConditionTrue, Reason: "Audited", Message: "by someone else",
 		LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))}
 	h := newHarness(t, Config{MinRetryDelay: 5 * time.Second, MaxRetryDelay: time.Minute},
@@ -50,7 +52,7 @@ func TestConditionsFailedThenServing(t *testing.T) {
 	k := key{Service: nn("ns/web")}
 
 	quota := fmt.Errorf("%w: quota loadBalancers exceeded (limit 0)", cloud.ErrQuotaExceeded)
-	h.lb.failNext("EnsureLoadBalancer", quota, quota)
+	h.lb.FailNext("EnsureLoadBalancer", quota, quota)
 	if _, err := h.c.Reconcile(ctx, k); err == nil {
 		t.Fatal("the refused ensure reported no error")
 	}
@@ -73,7 +75,10 @@ func TestConditionsFailedThenServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc = h.service("ns", "web")
-	wantCondition(t, svc, ConditionServing, metav1.ConditionTrue, ReasonEnsuredLoadBalancer, h.lb.vip)
+	wantCondition(t, svc, ConditionServing, metav1.ConditionTrue, ReasonEnsuredLoadBalancer, h.vip("ns/web"))
+	if msg := meta.FindStatusCondition(svc.Status.Conditions, ConditionServing).Message; strings.Contains(msg, "no nodes") {
+		t.Errorf("a load balancer with node n1 says %q", msg)
+	}
 	wantCondition(t, svc, ConditionProvisioning, metav1.ConditionFalse, ReasonProvisioned)
 	got := meta.FindStatusCondition(svc.Status.Conditions, other.Type)
 	if got == nil || got.Message != other.Message || !got.LastTransitionTime.Equal(&other.LastTransitionTime) {
@@ -93,10 +98,11 @@ func TestConditionsFailedThenServing(t *testing.T) {
 // the provider's message and no retry time (which would rewrite the
 // condition at every poll); a throttled call says so.
 func TestConditionsWaitingForCloudAndThrottled(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("load balancer lb-1 is provisioning", time.Second))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("load balancer lb-1 is provisioning", time.Second))
 	if _, err := h.c.Reconcile(ctx, k); err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +113,7 @@ func TestConditionsWaitingForCloudAndThrottled(t *testing.T) {
 		t.Errorf("a RetryError's condition names a retry time: %q", c.Message)
 	}
 
-	throttled := fmt.Errorf("%w: %w", cloud.ErrThrottled, cloudproviderapi.NewRetryError("429 Too Many Requests", time.Second))
-	h.lb.failNext("EnsureLoadBalancer", throttled)
+	h.lb.FailNext("EnsureLoadBalancer", cloudfake.Throttled(time.Second))
 	if _, err := h.c.Reconcile(ctx, k); err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +123,11 @@ func TestConditionsWaitingForCloudAndThrottled(t *testing.T) {
 // A refused port sets LoadBalancerPortsError=True; once the Service is
 // served, it turns False.
 func TestConditionsPortsError(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}
-	h.lb.failNext("EnsureLoadBalancer", fmt.Errorf("port \"sctp\" (80/SCTP): %w", cloud.ErrPortNotSupported))
+	h.lb.FailNext("EnsureLoadBalancer", fmt.Errorf("port \"sctp\" (80/SCTP): %w", cloud.ErrPortNotSupported))
 	if _, err := h.c.Reconcile(ctx, k); err == nil {
 		t.Fatal("no error")
 	}
@@ -134,9 +140,45 @@ func TestConditionsPortsError(t *testing.T) {
 	wantCondition(t, h.service("ns", "web"), ConditionPortsError, metav1.ConditionFalse, ReasonPortsAccepted)
 }
 
+// A cloud without SCTP refuses a Service's SCTP port: the condition and the
+// warning name the port and nothing is made; once the port is changed to
+// TCP, the Service is served and the condition clears.
+func TestConditionsPortRefusedByTheCloud(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{}, lbService("ns", "web", func(s *corev1.Service) {
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "sig", Protocol: corev1.ProtocolSCTP, Port: 3868, NodePort: 30868})
+	}), node("n1"))
+	h.lb.Protocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP}
+	ctx := context.Background()
+	k := key{Service: nn("ns/web")}
+	if _, err := h.c.Reconcile(ctx, k); !errors.Is(err, cloud.ErrPortNotSupported) {
+		t.Fatalf("reconcile = %v, want the cloud's refusal", err)
+	}
+	svc := h.service("ns", "web")
+	wantCondition(t, svc, ConditionPortsError, metav1.ConditionTrue, ReasonPortNotSupported, "3868/SCTP")
+	if evs := h.events(); !hasEvent(evs, "Warning SyncLoadBalancerFailed") {
+		t.Errorf("events = %v, want a warning", evs)
+	}
+	if b, ok := h.balancer("ns/web"); ok || len(svc.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("a refused Service got load balancer %+v, ingress %+v", b, svc.Status.LoadBalancer.Ingress)
+	}
+
+	svc.Spec.Ports[1].Protocol = corev1.ProtocolTCP
+	h.update(svc)
+	if _, err := h.c.Reconcile(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	svc = h.service("ns", "web")
+	wantCondition(t, svc, ConditionPortsError, metav1.ConditionFalse, ReasonPortsAccepted)
+	if got := svc.Status.LoadBalancer.Ingress; len(got) != 1 || got[0].IP != h.vip("ns/web") {
+		t.Errorf("ingress = %+v, want the cloud's address", got)
+	}
+}
+
 // A failed node update leaves the load balancer serving the previous nodes:
 // Serving stays True, Provisioning says why the update is retried.
 func TestConditionsFailedNodeUpdateKeepsServing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}
@@ -144,7 +186,7 @@ func TestConditionsFailedNodeUpdateKeepsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.c.nodes.upsert(node("n2"))
-	h.lb.failNext("UpdateLoadBalancer", errors.New("backend pool busy"))
+	h.lb.FailNext("UpdateLoadBalancer", errors.New("backend pool busy"))
 	if _, err := h.c.Reconcile(ctx, k); err == nil {
 		t.Fatal("no error")
 	}
@@ -156,6 +198,7 @@ func TestConditionsFailedNodeUpdateKeepsServing(t *testing.T) {
 // Observe mode and Services of another class get no conditions; a Service
 // that stops being a LoadBalancer loses the controller's own.
 func TestConditionsNotWritten(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("observe", func(t *testing.T) {
 		h := newHarness(t, Config{NoConditions: true}, lbService("ns", "web"), node("n1"))
@@ -196,9 +239,10 @@ func TestConditionsNotWritten(t *testing.T) {
 // A provider error longer than a message may be keeps the retry time and
 // the start of the error; the 10 KB value is quoted by its start and length.
 func TestConditionsBoundLongErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	long := fmt.Errorf("annotation example.com/interval: invalid value %q: want a duration", strings.Repeat("9", 10240))
-	h.lb.failNext("EnsureLoadBalancer", long)
+	h.lb.FailNext("EnsureLoadBalancer", long)
 	if _, err := h.c.Reconcile(context.Background(), key{Service: nn("ns/web")}); err == nil {
 		t.Fatal("no error")
 	}

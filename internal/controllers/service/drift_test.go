@@ -3,23 +3,28 @@ package service
 import (
 	"context"
 	"testing"
-
-	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // The orphan pass's list also finds load balancers deleted or changed in
 // the cloud behind the controller's back: those Services are queued and
 // ensured again; an unchanged one costs nothing.
 func TestOrphanPassRepairsDrift(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "kept"), lbService("ns", "deleted"), lbService("ns", "changed"),
 		node("n1"), node("n2"))
 	for _, k := range []string{"ns/kept", "ns/deleted", "ns/changed"} {
 		h.mustSync(k)
 	}
-	h.lister.lbs = []cloud.LoadBalancer{
-		{Name: "lb-kept", ServiceNamespace: "ns", ServiceName: "kept", ServiceUID: "uid-kept", Backends: []string{"fake://n2", "fake://n1"}},
-		{Name: "lb-changed", ServiceNamespace: "ns", ServiceName: "changed", ServiceUID: "uid-changed", Backends: []string{"fake://n1"}},
-	}
+	// Behind the controller's back: kept is listed with its backends in
+	// another order, deleted is gone, changed lost n2.
+	kept, _ := h.balancer("ns/kept")
+	kept.Backends = []string{"fake://n2", "fake://n1"}
+	h.lb.PutBalancer(kept)
+	deleted, _ := h.balancer("ns/deleted")
+	h.lb.DeleteBalancer(h.cluster, deleted.Name)
+	changed, _ := h.balancer("ns/changed")
+	changed.Backends = []string{"fake://n1"}
+	h.lb.PutBalancer(changed)
 	if err := h.c.collectOrphans(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -32,12 +37,12 @@ func TestOrphanPassRepairsDrift(t *testing.T) {
 	if len(queued) != 2 || !queued["ns/deleted"] || !queued["ns/changed"] {
 		t.Fatalf("queued %v, want ns/deleted and ns/changed", queued)
 	}
-	before := h.lb.count("EnsureLoadBalancer")
+	before := h.count("EnsureLoadBalancer")
 	for k := range queued {
 		h.mustSync(k)
 	}
 	h.mustSync("ns/kept")
-	if got := h.lb.count("EnsureLoadBalancer") - before; got != 2 {
+	if got := h.count("EnsureLoadBalancer") - before; got != 2 {
 		t.Errorf("EnsureLoadBalancer calls after the pass = %d, want 2 (the drifted ones only)", got)
 	}
 }
@@ -47,6 +52,7 @@ func TestOrphanPassRepairsDrift(t *testing.T) {
 // a missing, extra or empty ID is a difference. One set serves every
 // comparison of a pass, so each starts afresh.
 func TestAppliedSetComparesAsSets(t *testing.T) {
+	t.Parallel()
 	applied := nodeSet{version: 7, ids: map[string]string{"n1": "fake://n1", "n2": "fake://n2", "n3": ""}}
 	sets := appliedSets{}
 	for _, tc := range []struct {

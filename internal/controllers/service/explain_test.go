@@ -18,6 +18,7 @@ import (
 // balancer targets; of a Node: the load balancers that include it and the
 // predicate that excludes it. A deleted Service's entry is dropped.
 func TestExplainRecord(t *testing.T) {
+	t.Parallel()
 	excluded := node("n2", func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "true" })
 	tainted := node("n3", func(n *corev1.Node) {
 		n.Spec.Taints = []corev1.Taint{{Key: ToBeDeletedTaint, Effect: corev1.TaintEffectNoSchedule}}
@@ -35,12 +36,12 @@ func TestExplainRecord(t *testing.T) {
 	k := key{Service: nn("ns/web")}
 	ref := serviceRef(k.Service)
 
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
 	_, _ = h.c.Reconcile(ctx, k)
 	if s := store.Explain(ctx, ref).Syncs[0]; s.Result != explain.ResultRetry || s.Attempts != 0 || !strings.Contains(s.RetryWhy, "RetryError") {
 		t.Errorf("after a RetryError: %+v", s)
 	}
-	h.lb.failNext("EnsureLoadBalancer", errors.New("boom"))
+	h.lb.FailNext("EnsureLoadBalancer", errors.New("boom"))
 	_, _ = h.c.Reconcile(ctx, k)
 	if s := store.Explain(ctx, ref).Syncs[0]; s.Result != explain.ResultError || s.Attempts != 1 || s.LastError == "" || !strings.Contains(s.RetryWhy, "backoff") {
 		t.Errorf("after an error: %+v", s)

@@ -16,6 +16,7 @@ import (
 // last sync left it (a RetryError before the first ingress is pending, an
 // error failing, success serving), and leaves the gauge when it is gone.
 func TestLoadBalancerPhaseGauge(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "a"), lbService("ns", "b"), node("n1"))
 	ctx := context.Background()
 	a, b := key{Service: nn("ns/a")}, key{Service: nn("ns/b")}
@@ -25,11 +26,11 @@ func TestLoadBalancerPhaseGauge(t *testing.T) {
 	}
 	wantPhases(t, h.reg, 0, 0, 0)
 
-	h.lb.failNext("EnsureLoadBalancer", errors.New("quota exceeded"))
+	h.lb.FailNext("EnsureLoadBalancer", errors.New("quota exceeded"))
 	reconcile(a)
 	wantPhases(t, h.reg, 0, 1, 0)
 
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", time.Second))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", time.Second))
 	reconcile(b)
 	wantPhases(t, h.reg, 1, 1, 0)
 
@@ -85,6 +86,7 @@ func wantPhases(t *testing.T, g prometheus.Gatherer, pending, failing, serving f
 // since the first node change that altered the eligible set, not since a
 // later change that left the set as it was.
 func TestNodeSyncLatency(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "a"), node("n1"))
 	h.mustSync("ns/a")
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 26, 19, 0, 0, 0, time.UTC))
@@ -109,7 +111,7 @@ func TestNodeSyncLatency(t *testing.T) {
 	clk.Step(time.Second)
 	h.mustSync("ns/a")
 	wantLatency(t, h.reg, 2, 6)
-	if got := h.lb.nodesOf("uid-a"); len(got) != 1 || got[0] != "n1" {
+	if got := h.nodesOf("ns/a"); len(got) != 1 || got[0] != "n1" {
 		t.Errorf("load balancer nodes %v, want [n1]", got)
 	}
 }

@@ -2,13 +2,11 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"fmt"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -18,128 +16,15 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	cloudprovider "k8s.io/cloud-provider"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/stratus-ccm/stratus/pkg/cloud"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
-// fakeLB is a cloudprovider.LoadBalancer that records calls and returns
-// programmed errors.
-type fakeLB struct {
-	mu     sync.Mutex
-	calls  []string
-	exists map[types.UID]bool
-	nodes  map[types.UID][]string
-	// errs are returned, in order, by the named operation (then nil).
-	errs map[string][]error
-	vip  string
-}
-
-var _ cloudprovider.LoadBalancer = (*fakeLB)(nil)
-
-func newFakeLB() *fakeLB {
-	return &fakeLB{exists: map[types.UID]bool{}, nodes: map[types.UID][]string{}, errs: map[string][]error{}, vip: "10.0.0.1"}
-}
-
-func (f *fakeLB) failNext(op string, errs ...error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.errs[op] = append(f.errs[op], errs...)
-}
-
-func (f *fakeLB) record(op string, svc *corev1.Service) error {
-	f.calls = append(f.calls, op+" "+svc.Namespace+"/"+svc.Name)
-	if q := f.errs[op]; len(q) > 0 {
-		f.errs[op] = q[1:]
-		return q[0]
-	}
-	return nil
-}
-
-func (f *fakeLB) count(op string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, c := range f.calls {
-		if strings.HasPrefix(c, op+" ") {
-			n++
-		}
-	}
-	return n
-}
-
-func (f *fakeLB) GetLoadBalancer(_ context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("GetLoadBalancer", svc); err != nil {
-		return nil, false, err
-	}
-	if !f.exists[svc.UID] {
-		return nil, false, nil
-	}
-	return f.status(), true, nil
-}
-
-func (f *fakeLB) status() *corev1.LoadBalancerStatus {
-	return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: f.vip, IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)}}}
-}
-
-func (f *fakeLB) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Service) string {
-	return cloudprovider.DefaultLoadBalancerName(svc)
-}
-
-func (f *fakeLB) EnsureLoadBalancer(_ context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("EnsureLoadBalancer", svc); err != nil {
-		return nil, err
-	}
-	f.exists[svc.UID] = true
-	f.nodes[svc.UID] = names(nodes)
-	return f.status(), nil
-}
-
-func (f *fakeLB) UpdateLoadBalancer(_ context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("UpdateLoadBalancer", svc); err != nil {
-		return err
-	}
-	f.nodes[svc.UID] = names(nodes)
-	return nil
-}
-
-func (f *fakeLB) EnsureLoadBalancerDeleted(_ context.Context, _ string, svc *corev1.Service) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("EnsureLoadBalancerDeleted", svc); err != nil {
-		return err
-	}
-	delete(f.exists, svc.UID)
-	return nil
-}
-
-func (f *fakeLB) nodesOf(uid types.UID) []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.nodes[uid]
-}
-
-// fakeLister is a cloud.LoadBalancerLister.
-type fakeLister struct {
-	lbs []cloud.LoadBalancer
-	err error
-}
-
-func (f *fakeLister) ListLoadBalancers(context.Context, string) ([]cloud.LoadBalancer, error) {
-	return f.lbs, f.err
-}
-
+// names returns the nodes' names, in the order given.
 func names(nodes []*corev1.Node) []string {
 	out := make([]string, 0, len(nodes))
 	for _, n := range nodes {
@@ -149,12 +34,13 @@ func names(nodes []*corev1.Node) []string {
 }
 
 type harness struct {
-	t        *testing.T
-	c        *Controller
-	cl       client.Client
-	writes   atomic.Int32 // API writes the controller made
-	lb       *fakeLB
-	lister   *fakeLister
+	t      *testing.T
+	c      *Controller
+	cl     client.Client
+	writes atomic.Int32 // API writes the controller made
+	// lb is the cloud: the controller's LoadBalancer and Lister.
+	lb       *cloudfake.Cloud
+	cluster  string
 	recorder *events.FakeRecorder
 	reg      *prometheus.Registry
 	q        queue // the controller's queue, as SetupWithManager would capture it
@@ -167,7 +53,7 @@ type harness struct {
 // patch to the metadata as well.
 func newHarness(t *testing.T, cfg Config, objs ...client.Object) *harness {
 	t.Helper()
-	h := &harness{t: t, lb: newFakeLB(), lister: &fakeLister{},
+	h := &harness{t: t, lb: cloudfake.New(),
 		recorder: events.NewFakeRecorder(100), reg: prometheus.NewRegistry()}
 	h.cl = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).
 		WithInterceptorFuncs(interceptor.Funcs{
@@ -189,7 +75,8 @@ func newHarness(t *testing.T, cfg Config, objs ...client.Object) *harness {
 	if cfg.ClusterName == "" {
 		cfg.ClusterName = "test"
 	}
-	c, err := New(Deps{Client: h.cl, APIReader: h.cl, LoadBalancer: h.lb, Lister: h.lister,
+	h.cluster = cfg.ClusterName
+	c, err := New(Deps{Client: h.cl, APIReader: h.cl, LoadBalancer: h.lb, Lister: h.lb,
 		Recorder: h.recorder, Registerer: h.reg}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +91,45 @@ func newHarness(t *testing.T, cfg Config, objs ...client.Object) *harness {
 		}
 	}
 	return h
+}
+
+// calls returns the load balancer calls the cloud served, in order, as
+// "op namespace/name": the orphan pass's lists are left out, so each test
+// counts the calls that create, change or delete.
+func (h *harness) calls() []string {
+	var out []string
+	for _, c := range h.lb.CallLog() {
+		if c.Op != "ListLoadBalancers" {
+			out = append(out, c.String())
+		}
+	}
+	return out
+}
+
+// count is how many times the cloud served op.
+func (h *harness) count(op string) int { return h.lb.CallCount(op) }
+
+// balancer is the load balancer the cloud holds for service
+// ("namespace/name").
+func (h *harness) balancer(service string) (cloudfake.Balancer, bool) {
+	return h.lb.Balancer(h.cluster, service)
+}
+
+// nodesOf returns the names of the nodes the cloud's load balancer of
+// service targets, sorted; none when it has no load balancer.
+func (h *harness) nodesOf(service string) []string {
+	b, _ := h.balancer(service)
+	return b.Hosts
+}
+
+// vip is the address the cloud gave service's load balancer.
+func (h *harness) vip(service string) string {
+	h.t.Helper()
+	b, ok := h.balancer(service)
+	if !ok || len(b.Status.Ingress) == 0 || b.Status.Ingress[0].IP == "" {
+		h.t.Fatalf("the cloud gave %s no address: %+v", service, b)
+	}
+	return b.Status.Ingress[0].IP
 }
 
 // nn parses "namespace/name".

@@ -17,6 +17,7 @@ import (
 )
 
 func TestNodeTrackerVersion(t *testing.T) {
+	t.Parallel()
 	tr := newNodeTracker()
 	tr.upsert(node("a"))
 	s1 := tr.snapshot()
@@ -50,6 +51,7 @@ func TestNodeTrackerVersion(t *testing.T) {
 // many load balancers applied at that version hold one map between them;
 // a heartbeat between two snapshots must not give the second its own.
 func TestNodeTrackerSharesIdentityAcrossHeartbeats(t *testing.T) {
+	t.Parallel()
 	tr := newNodeTracker()
 	for _, n := range []string{"c", "a", "b"} {
 		tr.upsert(node(n))
@@ -77,6 +79,7 @@ func TestNodeTrackerSharesIdentityAcrossHeartbeats(t *testing.T) {
 
 // A node pass queues only the Services whose applied node set differs.
 func TestNodePassQueuesOnlyOutdated(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "a"), lbService("ns", "b"), node("n1"))
 	h.mustSync("ns/a")
 	h.mustSync("ns/b")
@@ -103,20 +106,21 @@ func TestNodePassQueuesOnlyOutdated(t *testing.T) {
 // the cloud asked for (at least kit.MinRetryAfter). Any other error is
 // returned, for the queue's per-Service backoff.
 func TestReconcileRetryErrorAndBackoff(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}
 
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
 	res, err := h.c.Reconcile(ctx, k)
 	if err != nil || res.RequeueAfter != 2*time.Second {
 		t.Errorf("after a RetryError of 2s: %+v, %v; want RequeueAfter 2s and no error", res, err)
 	}
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 0))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 0))
 	if res, _ := h.c.Reconcile(ctx, k); res.RequeueAfter != kit.MinRetryAfter {
 		t.Errorf("after a RetryError without delay: RequeueAfter %v, want %v", res.RequeueAfter, kit.MinRetryAfter)
 	}
-	h.lb.failNext("EnsureLoadBalancer", errors.New("boom"))
+	h.lb.FailNext("EnsureLoadBalancer", errors.New("boom"))
 	if res, err := h.c.Reconcile(ctx, k); err == nil || res != (reconcile.Result{}) {
 		t.Errorf("after an error: %+v, %v; want the error, for the backoff", res, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -135,11 +134,9 @@ func (r *pacerRig) initialize(name string) {
 // updates returns the UpdateLoadBalancer calls per Service.
 func (r *pacerRig) updates() map[string]int {
 	out := map[string]int{}
-	r.h.lb.mu.Lock()
-	defer r.h.lb.mu.Unlock()
-	for _, c := range r.h.lb.calls {
-		if name, ok := strings.CutPrefix(c, "UpdateLoadBalancer "); ok {
-			out[name]++
+	for _, c := range r.h.lb.CallLog() {
+		if c.Op == "UpdateLoadBalancer" {
+			out[c.Object]++
 		}
 	}
 	return out
@@ -160,6 +157,7 @@ func joiningNode(name string) *corev1.Node {
 // waits for the last initialization, and every load balancer gets the
 // whole burst at once.
 func TestBurstOfJoinsCostsOneUpdatePerLoadBalancer(t *testing.T) {
+	t.Parallel()
 	const services, joins = 5, 20
 	r := newPacerRig(t, services, time.Second)
 	for i := range joins {
@@ -179,7 +177,7 @@ func TestBurstOfJoinsCostsOneUpdatePerLoadBalancer(t *testing.T) {
 		if got := r.updates()[name]; got != 1 {
 			t.Errorf("%s: %d UpdateLoadBalancer calls for a burst of %d joins, want 1", name, got, joins)
 		}
-		if got := len(r.h.lb.nodesOf(r.h.service("ns", fmt.Sprintf("s%02d", i)).UID)); got != 2+joins {
+		if got := len(r.h.nodesOf(fmt.Sprintf("ns/s%02d", i))); got != 2+joins {
 			t.Errorf("%s: load balancer has %d nodes, want %d", name, got, 2+joins)
 		}
 	}
@@ -196,6 +194,7 @@ func TestBurstOfJoinsCostsOneUpdatePerLoadBalancer(t *testing.T) {
 // change nearby) is sent to every load balancer at once: the pass and the
 // updates run without the clock moving.
 func TestLoneJoinGoesOutAtOnce(t *testing.T) {
+	t.Parallel()
 	const services = 3
 	r := newPacerRig(t, services, time.Second)
 	r.register("lone")
@@ -229,6 +228,7 @@ func TestLoneJoinGoesOutAtOnce(t *testing.T) {
 // reached when a burst begins are left to the burst's pass: they are
 // updated once, with the whole burst.
 func TestBurstDefersUpdatesQueuedBeforeIt(t *testing.T) {
+	t.Parallel()
 	const services = 6
 	r := newPacerRig(t, services, time.Second)
 	r.h.c.nodeHandler().Create(context.Background(), event.TypedCreateEvent[*corev1.Node]{Object: node("a")}, r.q)
@@ -264,7 +264,7 @@ func TestBurstDefersUpdatesQueuedBeforeIt(t *testing.T) {
 		if got := r.updates()[name]; got != want {
 			t.Errorf("%s: %d updates, want %d", name, got, want)
 		}
-		if got := r.h.lb.nodesOf(r.h.service("ns", fmt.Sprintf("s%02d", i)).UID); !slices.Contains(got, "c") {
+		if got := r.h.nodesOf(fmt.Sprintf("ns/s%02d", i)); !slices.Contains(got, "c") {
 			t.Errorf("%s: nodes %v lack the burst's last node", name, got)
 		}
 	}
@@ -273,6 +273,7 @@ func TestBurstDefersUpdatesQueuedBeforeIt(t *testing.T) {
 // A node that registers and is never initialized holds a pass back for
 // at most maxHold; then the load balancers get the other changes.
 func TestStuckJoiningNodeHoldsAtMostMaxHold(t *testing.T) {
+	t.Parallel()
 	r := newPacerRig(t, 2, time.Second)
 	r.register("stuck")
 	r.at(t, time.Second)
@@ -293,6 +294,7 @@ func TestStuckJoiningNodeHoldsAtMostMaxHold(t *testing.T) {
 // load balancers at once for the first, then no change waits longer than
 // maxHold, and passes are no more frequent than that.
 func TestNodeChangeStreamPassesEveryMaxHold(t *testing.T) {
+	t.Parallel()
 	r := newPacerRig(t, 1, time.Second)
 	maxHold := r.h.c.nodePacer.maxHold
 	for i := range 200 {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestNodeEligible(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		mut  func(*corev1.Node)
@@ -40,6 +41,7 @@ func TestNodeEligible(t *testing.T) {
 }
 
 func TestNodeChangeTriggersSync(t *testing.T) {
+	t.Parallel()
 	base := node("n")
 	for _, tc := range []struct {
 		name string
@@ -64,6 +66,7 @@ func TestNodeChangeTriggersSync(t *testing.T) {
 }
 
 func TestNeedsUpdate(t *testing.T) {
+	t.Parallel()
 	base := lbService("ns", "web")
 	for _, tc := range []struct {
 		name string
@@ -100,6 +103,7 @@ func TestNeedsUpdate(t *testing.T) {
 }
 
 func TestWantsLoadBalancer(t *testing.T) {
+	t.Parallel()
 	cls := func(c string) func(*corev1.Service) {
 		return func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To(c) }
 	}
@@ -125,6 +129,7 @@ func TestWantsLoadBalancer(t *testing.T) {
 }
 
 func TestServiceEventMatters(t *testing.T) {
+	t.Parallel()
 	old := lbService("ns", "web")
 	withFin := old.DeepCopy()
 	withFinalizer(withFin)

@@ -13,6 +13,7 @@ import (
 // as the cloud answers, not after the backoff it accumulated; one that
 // synced since, or never failed, is not.
 func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), lbService("ns", "ok"), node("n1"))
 	rec := &kittest.Recovery{}
 	c, err := New(Deps{Client: h.cl, APIReader: h.cl, LoadBalancer: h.lb, Recorder: h.recorder, Recovery: rec}, Config{ClusterName: "test"})
@@ -28,7 +29,7 @@ func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
 	web, ok := serviceKey(h.service("ns", "web")), serviceKey(h.service("ns", "ok"))
 
 	outage := errors.New("HTTP 503")
-	h.lb.failNext("EnsureLoadBalancer", outage)
+	h.lb.FailNext("EnsureLoadBalancer", outage)
 	if _, err := c.Reconcile(ctx, web); !errors.Is(err, outage) {
 		t.Fatalf("sync during the outage: %v", err)
 	}

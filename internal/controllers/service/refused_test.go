@@ -16,6 +16,7 @@ import (
 // UpdateLoadBalancer with the spec last applied, and the Service says its
 // spec is not applied.
 func TestRefusedSpecKeepsNodesCurrent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"), node("n2"))
 	h.mustSync("ns/web")
 	h.events()
@@ -24,7 +25,7 @@ func TestRefusedSpecKeepsNodesCurrent(t *testing.T) {
 	svc.Spec.LoadBalancerIP = "192.0.2.99"
 	h.update(svc)
 	refused := errors.New("loadBalancerIP 192.0.2.99 is not in the pool")
-	h.lb.failNext("EnsureLoadBalancer", refused, refused, refused)
+	h.lb.FailNext("EnsureLoadBalancer", refused, refused, refused)
 
 	// A node joins, another is excluded from load balancers.
 	h.c.nodes.upsert(node("n3"))
@@ -32,7 +33,7 @@ func TestRefusedSpecKeepsNodesCurrent(t *testing.T) {
 	if err := h.sync("ns/web"); !errors.Is(err, refused) {
 		t.Fatalf("sync = %v, want the refusal", err)
 	}
-	if got := h.lb.nodesOf("uid-web"); !slices.Equal(got, []string{"n1", "n3"}) {
+	if got := h.nodesOf("ns/web"); !slices.Equal(got, []string{"n1", "n3"}) {
 		t.Errorf("load balancer nodes = %v, want [n1 n3]", got)
 	}
 	evs := h.events()
@@ -44,17 +45,17 @@ func TestRefusedSpecKeepsNodesCurrent(t *testing.T) {
 		t.Errorf("record's applied spec changed: %+v", st)
 	}
 	// Nothing changed in the node set: the retry costs the ensure only.
-	updates := h.lb.count("UpdateLoadBalancer")
+	updates := h.count("UpdateLoadBalancer")
 	if err := h.sync("ns/web"); !errors.Is(err, refused) {
 		t.Fatalf("sync = %v, want the refusal", err)
 	}
-	if got := h.lb.count("UpdateLoadBalancer"); got != updates {
+	if got := h.count("UpdateLoadBalancer"); got != updates {
 		t.Errorf("UpdateLoadBalancer called again (%d, was %d) with the node set unchanged", got, updates)
 	}
 	// n3 leaves: the load balancer follows although the spec is still refused.
 	h.c.nodes.remove("n3")
 	_ = h.sync("ns/web")
-	if got := h.lb.nodesOf("uid-web"); !slices.Equal(got, []string{"n1"}) {
+	if got := h.nodesOf("ns/web"); !slices.Equal(got, []string{"n1"}) {
 		t.Errorf("load balancer nodes = %v, want [n1]", got)
 	}
 	// Once the cloud accepts the spec, it is ensured with the current nodes.
@@ -67,16 +68,17 @@ func TestRefusedSpecKeepsNodesCurrent(t *testing.T) {
 // TestRetryAfterIsNoRefusal: an ensure told to come back later is not a
 // refused spec: no event, no host update.
 func TestRetryAfterIsNoRefusal(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	h.events()
 	svc := h.service("ns", "web")
 	svc.Spec.LoadBalancerIP = "192.0.2.99"
 	h.update(svc)
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", time.Second))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", time.Second))
 	h.c.nodes.upsert(node("n2"))
 	_ = h.sync("ns/web")
-	if h.lb.count("UpdateLoadBalancer") != 0 || hasEvent(h.events(), "Warning "+ReasonSpecNotApplied) {
-		t.Errorf("calls %v: a retry-later answer was taken for a refusal", h.lb.calls)
+	if h.count("UpdateLoadBalancer") != 0 || hasEvent(h.events(), "Warning "+ReasonSpecNotApplied) {
+		t.Errorf("calls %v: a retry-later answer was taken for a refusal", h.calls())
 	}
 }

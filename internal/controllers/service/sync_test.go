@@ -16,9 +16,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 func TestSyncCreate(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"), node("n2"))
 	h.mustSync("ns/web")
 
@@ -26,11 +28,15 @@ func TestSyncCreate(t *testing.T) {
 	if !servicehelper.HasLBFinalizer(svc) {
 		t.Error("finalizer not added")
 	}
-	if got := svc.Status.LoadBalancer.Ingress; len(got) != 1 || got[0].IP != "10.0.0.1" || got[0].IPMode == nil || *got[0].IPMode != corev1.LoadBalancerIPModeVIP {
-		t.Errorf("ingress = %+v, want 10.0.0.1 with ipMode VIP", got)
+	vip := h.vip("ns/web")
+	if got := svc.Status.LoadBalancer.Ingress; len(got) != 1 || got[0].IP != vip || got[0].IPMode == nil || *got[0].IPMode != corev1.LoadBalancerIPModeVIP {
+		t.Errorf("ingress = %+v, want %s (the cloud's) with ipMode VIP", got, vip)
 	}
-	if got := h.lb.nodesOf(svc.UID); !slices.Equal(got, []string{"n1", "n2"}) {
+	if got := h.nodesOf("ns/web"); !slices.Equal(got, []string{"n1", "n2"}) {
 		t.Errorf("nodes = %v", got)
+	}
+	if log := h.lb.CallLog(); len(log) != 1 || !slices.Equal(log[0].Nodes, []string{"n1", "n2"}) {
+		t.Errorf("calls = %+v, want one EnsureLoadBalancer given n1, n2 in order", log)
 	}
 	evs := h.events()
 	if !hasEvent(evs, "Normal EnsuringLoadBalancer") || !hasEvent(evs, "Normal EnsuredLoadBalancer") {
@@ -39,13 +45,14 @@ func TestSyncCreate(t *testing.T) {
 }
 
 func TestSyncUnchangedMakesNoCloudCall(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	h.events()
 	writes := h.writes.Load()
 	h.mustSync("ns/web")
-	if n := len(h.lb.calls); n != 1 {
-		t.Errorf("cloud calls = %v, want one EnsureLoadBalancer", h.lb.calls)
+	if n := len(h.calls()); n != 1 {
+		t.Errorf("cloud calls = %v, want one EnsureLoadBalancer", h.calls())
 	}
 	if n := h.writes.Load() - writes; n != 0 {
 		t.Errorf("API writes on an unchanged sync = %d, want none", n)
@@ -56,6 +63,7 @@ func TestSyncUnchangedMakesNoCloudCall(t *testing.T) {
 }
 
 func TestSyncStatusRestoredWithoutCloudCall(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	svc := h.service("ns", "web")
@@ -65,14 +73,15 @@ func TestSyncStatusRestoredWithoutCloudCall(t *testing.T) {
 	if got := h.service("ns", "web").Status.LoadBalancer.Ingress; len(got) != 1 {
 		t.Errorf("ingress not restored: %+v", got)
 	}
-	if len(h.lb.calls) != 1 {
-		t.Errorf("cloud calls = %v", h.lb.calls)
+	if len(h.calls()) != 1 {
+		t.Errorf("cloud calls = %v", h.calls())
 	}
 }
 
 func TestSyncRetryErrorIsQuiet(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
-	h.lb.failNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("provisioning", 2*time.Second))
 	err := h.sync("ns/web")
 	if d, ok := cloud.RetryAfter(err); !ok || d != 2*time.Second {
 		t.Fatalf("err = %v, want a RetryError of 2s", err)
@@ -95,8 +104,9 @@ func TestSyncRetryErrorIsQuiet(t *testing.T) {
 }
 
 func TestSyncBadInputWarns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
-	h.lb.failNext("EnsureLoadBalancer", errors.New(`port "sctp" (5000/SCTP): protocol SCTP is not supported`))
+	h.lb.FailNext("EnsureLoadBalancer", errors.New(`port "sctp" (5000/SCTP): protocol SCTP is not supported`))
 	err := h.sync("ns/web")
 	if err == nil {
 		t.Fatal("want an error")
@@ -116,16 +126,21 @@ func TestSyncBadInputWarns(t *testing.T) {
 // A provider that does not honour spec.loadBalancerIP must not ignore it
 // in silence; one that does raises no warning.
 func TestSyncLoadBalancerIPNotHonouredWarns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "10.9.9.9" }),
 		lbService("ns", "ok", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "10.0.0.1" }), node("n1"))
+	// The cloud gives ns/ok the address it asks for, ns/web one of its own.
+	h.lb.SetStatus("ns/ok", corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{
+		{IP: "10.0.0.1", IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)}}})
 	h.mustSync("ns/web")
 	h.mustSync("ns/ok")
+	given := h.vip("ns/web")
 	evs := h.events()
 	warned := 0
 	for _, e := range evs {
 		if strings.HasPrefix(e, "Warning LoadBalancerIPIgnored") {
 			warned++
-			if !strings.Contains(e, "spec.loadBalancerIP 10.9.9.9") || !strings.Contains(e, "10.0.0.1") {
+			if !strings.Contains(e, "spec.loadBalancerIP 10.9.9.9") || !strings.Contains(e, given) {
 				t.Errorf("warning %q does not name the field, the value asked and the address given", e)
 			}
 		}
@@ -136,6 +151,7 @@ func TestSyncLoadBalancerIPNotHonouredWarns(t *testing.T) {
 }
 
 func TestSyncNoNodesWarns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"))
 	h.mustSync("ns/web")
 	if evs := h.events(); !hasEvent(evs, "Warning UnAvailableLoadBalancer") {
@@ -144,8 +160,9 @@ func TestSyncNoNodesWarns(t *testing.T) {
 }
 
 func TestSyncImplementedElsewhere(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
-	h.lb.failNext("EnsureLoadBalancer", cloudprovider.ImplementedElsewhere)
+	h.lb.FailNext("EnsureLoadBalancer", cloudprovider.ImplementedElsewhere)
 	h.mustSync("ns/web")
 	if evs := h.events(); hasEvent(evs, "Warning") {
 		t.Errorf("events = %v", evs)
@@ -153,14 +170,15 @@ func TestSyncImplementedElsewhere(t *testing.T) {
 }
 
 func TestSyncNodeChangeUpdatesHostsOnly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	h.c.nodes.upsert(node("n2"))
 	h.mustSync("ns/web")
-	if h.lb.count("EnsureLoadBalancer") != 1 || h.lb.count("UpdateLoadBalancer") != 1 {
-		t.Errorf("calls = %v, want one ensure then one update", h.lb.calls)
+	if h.count("EnsureLoadBalancer") != 1 || h.count("UpdateLoadBalancer") != 1 {
+		t.Errorf("calls = %v, want one ensure then one update", h.calls())
 	}
-	if got := h.lb.nodesOf("uid-web"); !slices.Equal(got, []string{"n1", "n2"}) {
+	if got := h.nodesOf("ns/web"); !slices.Equal(got, []string{"n1", "n2"}) {
 		t.Errorf("nodes = %v", got)
 	}
 	if evs := h.events(); !hasEvent(evs, "Normal UpdatedLoadBalancer") {
@@ -171,17 +189,18 @@ func TestSyncNodeChangeUpdatesHostsOnly(t *testing.T) {
 	n2.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
 	h.c.nodes.upsert(n2)
 	h.mustSync("ns/web")
-	if len(h.lb.calls) != 2 {
-		t.Errorf("calls = %v", h.lb.calls)
+	if len(h.calls()) != 2 {
+		t.Errorf("calls = %v", h.calls())
 	}
 }
 
 func TestSyncUpdateFailureWarns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	h.events()
 	h.c.nodes.upsert(node("n2"))
-	h.lb.failNext("UpdateLoadBalancer", errors.New("boom"))
+	h.lb.FailNext("UpdateLoadBalancer", errors.New("boom"))
 	if err := h.sync("ns/web"); err == nil {
 		t.Fatal("want an error")
 	}
@@ -190,42 +209,50 @@ func TestSyncUpdateFailureWarns(t *testing.T) {
 	}
 	// The retry updates again (the applied set was not recorded).
 	h.mustSync("ns/web")
-	if h.lb.count("UpdateLoadBalancer") != 2 {
-		t.Errorf("calls = %v", h.lb.calls)
+	if h.count("UpdateLoadBalancer") != 2 {
+		t.Errorf("calls = %v", h.calls())
 	}
 }
 
 func TestSyncUpdateOfVanishedLoadBalancerEnsures(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
-	delete(h.lb.exists, "uid-web")
+	// Deleted in the cloud: the update fails, as the cloud has no such load
+	// balancer.
+	b, _ := h.balancer("ns/web")
+	h.lb.DeleteBalancer(h.cluster, b.Name)
 	h.c.nodes.upsert(node("n2"))
-	h.lb.failNext("UpdateLoadBalancer", errors.New("not found"))
 	h.mustSync("ns/web")
 	h.mustSync("ns/web")
-	if h.lb.count("EnsureLoadBalancer") != 2 {
-		t.Errorf("calls = %v, want the load balancer ensured again", h.lb.calls)
+	if h.count("EnsureLoadBalancer") != 2 {
+		t.Errorf("calls = %v, want the load balancer ensured again", h.calls())
 	}
 }
 
 func TestSyncServiceChangeEnsures(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	svc := h.service("ns", "web")
 	svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053})
 	h.update(svc)
 	h.mustSync("ns/web")
-	if h.lb.count("EnsureLoadBalancer") != 2 {
-		t.Errorf("calls = %v", h.lb.calls)
+	if h.count("EnsureLoadBalancer") != 2 {
+		t.Errorf("calls = %v", h.calls())
 	}
 }
 
 func TestSyncDeletion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web", withFinalizer, deleting(time.Now())), node("n1"))
-	h.lb.exists["uid-web"] = true
+	h.lb.PutBalancer(cloudfake.Balancer{Cluster: h.cluster, Service: nn("ns/web"), UID: "uid-web"})
 	h.mustSync("ns/web")
-	if h.lb.count("EnsureLoadBalancerDeleted") != 1 {
-		t.Errorf("calls = %v", h.lb.calls)
+	if h.count("EnsureLoadBalancerDeleted") != 1 {
+		t.Errorf("calls = %v", h.calls())
+	}
+	if b, ok := h.balancer("ns/web"); ok {
+		t.Errorf("the cloud still holds %+v", b)
 	}
 	// Its last finalizer removed, the deleting Service is gone.
 	err := h.cl.Get(context.Background(), nn("ns/web"), &corev1.Service{})
@@ -239,8 +266,9 @@ func TestSyncDeletion(t *testing.T) {
 }
 
 func TestSyncDeletionFailureKeepsFinalizer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web", withFinalizer, deleting(time.Now())), node("n1"))
-	h.lb.failNext("EnsureLoadBalancerDeleted", errors.New("cloud down"))
+	h.lb.FailNext("EnsureLoadBalancerDeleted", errors.New("cloud down"))
 	if err := h.sync("ns/web"); err == nil {
 		t.Fatal("want an error")
 	}
@@ -253,6 +281,7 @@ func TestSyncDeletionFailureKeepsFinalizer(t *testing.T) {
 }
 
 func TestSyncTypeChangeDeletes(t *testing.T) {
+	t.Parallel()
 	svc := lbService("ns", "web", withFinalizer, func(s *corev1.Service) {
 		s.Spec.Type = corev1.ServiceTypeClusterIP
 		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}
@@ -263,12 +292,13 @@ func TestSyncTypeChangeDeletes(t *testing.T) {
 	if servicehelper.HasLBFinalizer(got) || len(got.Status.LoadBalancer.Ingress) != 0 {
 		t.Errorf("finalizers %v, ingress %v; want both cleared", got.Finalizers, got.Status.LoadBalancer.Ingress)
 	}
-	if h.lb.count("EnsureLoadBalancerDeleted") != 1 {
-		t.Errorf("calls = %v", h.lb.calls)
+	if h.count("EnsureLoadBalancerDeleted") != 1 {
+		t.Errorf("calls = %v", h.calls())
 	}
 }
 
 func TestSyncLoadBalancerClass(t *testing.T) {
+	t.Parallel()
 	other := lbService("ns", "other", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") })
 	mine := lbService("ns", "mine", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("stratus.io/lb") })
 	plain := lbService("ns", "plain")
@@ -278,7 +308,7 @@ func TestSyncLoadBalancerClass(t *testing.T) {
 		for _, k := range []string{"ns/other", "ns/mine", "ns/plain"} {
 			h.mustSync(k)
 		}
-		if got := h.lb.calls; !slices.Equal(got, []string{"EnsureLoadBalancer ns/plain"}) {
+		if got := h.calls(); !slices.Equal(got, []string{"EnsureLoadBalancer ns/plain"}) {
 			t.Errorf("calls = %v", got)
 		}
 		if servicehelper.HasLBFinalizer(h.service("ns", "other")) {
@@ -290,7 +320,7 @@ func TestSyncLoadBalancerClass(t *testing.T) {
 		for _, k := range []string{"ns/other", "ns/mine", "ns/plain"} {
 			h.mustSync(k)
 		}
-		if got := h.lb.calls; !slices.Equal(got, []string{"EnsureLoadBalancer ns/mine", "EnsureLoadBalancer ns/plain"}) {
+		if got := h.calls(); !slices.Equal(got, []string{"EnsureLoadBalancer ns/mine", "EnsureLoadBalancer ns/plain"}) {
 			t.Errorf("calls = %v", got)
 		}
 	})
@@ -300,13 +330,14 @@ func TestSyncLoadBalancerClass(t *testing.T) {
 		deleting(time.Now())(svc)
 		h := newHarness(t, Config{}, svc)
 		h.mustSync("ns/other")
-		if len(h.lb.calls) != 0 || !servicehelper.HasLBFinalizer(h.service("ns", "other")) {
-			t.Errorf("calls %v; another implementation's Service was touched", h.lb.calls)
+		if len(h.calls()) != 0 || !servicehelper.HasLBFinalizer(h.service("ns", "other")) {
+			t.Errorf("calls %v; another implementation's Service was touched", h.calls())
 		}
 	})
 }
 
 func TestSyncMissingServiceForgetsState(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	h.mustSync("ns/web")
 	// Gone without the controller seeing its deletion (say, a finalizer
@@ -321,17 +352,18 @@ func TestSyncMissingServiceForgetsState(t *testing.T) {
 	if h.c.state.get(nn("ns/web")) != nil {
 		t.Error("state kept for a deleted Service")
 	}
-	if len(h.lb.calls) != 1 {
-		t.Errorf("calls = %v", h.lb.calls)
+	if len(h.calls()) != 1 {
+		t.Errorf("calls = %v", h.calls())
 	}
 }
 
 func TestSyncNonLoadBalancerIgnored(t *testing.T) {
+	t.Parallel()
 	svc := lbService("ns", "web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
 	h := newHarness(t, Config{}, svc, node("n1"))
 	h.mustSync("ns/web")
-	if len(h.lb.calls) != 0 || len(h.service("ns", "web").Finalizers) != 0 {
-		t.Errorf("calls %v", h.lb.calls)
+	if len(h.calls()) != 0 || len(h.service("ns", "web").Finalizers) != 0 {
+		t.Errorf("calls %v", h.calls())
 	}
 }
 
@@ -350,6 +382,7 @@ func (fakeAnnotations) UnknownAnnotations(svc *corev1.Service) (unknown, known [
 // A misspelt provider annotation must not be ignored in silence: the sync
 // warns naming it and what the provider reads, and still ensures.
 func TestSyncUnknownProviderAnnotationWarns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Config{},
 		lbService("ns", "typo", func(s *corev1.Service) { s.Annotations = map[string]string{"fake.example/knwon": "1"} }),
 		lbService("ns", "ok", func(s *corev1.Service) {
@@ -371,7 +404,7 @@ func TestSyncUnknownProviderAnnotationWarns(t *testing.T) {
 	if warned != 1 {
 		t.Errorf("want exactly one %s warning (for ns/typo), events = %v", ReasonUnknownAnnotation, evs)
 	}
-	if got := h.lb.count("EnsureLoadBalancer"); got != 2 {
+	if got := h.count("EnsureLoadBalancer"); got != 2 {
 		t.Errorf("EnsureLoadBalancer calls = %d, want 2: an unknown annotation does not block the load balancer", got)
 	}
 }

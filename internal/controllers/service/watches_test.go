@@ -9,13 +9,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // TestWatchesMatchSetup pins Watches, which the daemon's controller table
 // reads, to what SetupWithManager really watches.
 func TestWatchesMatchSetup(t *testing.T) {
 	kittest.RequireWatches(t, Watches(), func(_ context.Context, mgr manager.Manager) error {
-		c, err := New(Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), LoadBalancer: newFakeLB(), Recorder: events.NewFakeRecorder(10)},
+		c, err := New(Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), LoadBalancer: cloudfake.New(), Recorder: events.NewFakeRecorder(10)},
 			Config{ClusterName: "test", OrphanInterval: time.Hour})
 		if err != nil {
 			return err

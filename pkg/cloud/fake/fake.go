@@ -1,8 +1,9 @@
 // Package fake is a provider test double for controllers' and providers'
 // unit tests: upstream's cloudprovider.Interface and Stratus' extensions
 // over canned answers (instances, load balancers, routes) held in memory,
-// with a log of every call, an error to return per operation and a gate
-// to hold an operation's calls. It plays the part of upstream's
+// with a log of every call (what it was about, the nodes it was given),
+// errors to return per operation, per object or for the next calls, and a
+// gate to hold an operation's calls. It plays the part of upstream's
 // k8s.io/cloud-provider/fake for the contract as Stratus extends it.
 package fake
 
@@ -11,10 +12,11 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -39,31 +41,47 @@ type Cloud struct {
 	// CreateRoute beyond it fails with cloud.ErrQuotaExceeded, as a full
 	// route table does.
 	RouteQuota int
+	// Protocols, when set, are the protocols its load balancers accept:
+	// EnsureLoadBalancer refuses a Service with a port of another one
+	// with an error wrapping cloud.ErrPortNotSupported, as a cloud
+	// without SCTP does.
+	Protocols []corev1.Protocol
 
 	mu        sync.Mutex
 	instances map[string]cloud.Instance // by ProviderID
 	balancers map[string]*Balancer      // by cluster + "/" + name
 	routes    map[string]*cloudprovider.Route
 	errs      map[string]error
-	errsFor   map[string]error // by op + " " + object
-	hidden    map[string]bool  // providerIDs ListInstances leaves out
+	errsFor   map[string]error   // by op + " " + object
+	queued    map[string][]error // by op: the next calls' answers
+	statuses  map[string]corev1.LoadBalancerStatus
+	hidden    map[string]bool // providerIDs ListInstances leaves out
 	gates     map[string]chan struct{}
-	calls     []string
+	calls     []Call
 	nextIP    int
 	inFlight  map[string]int
 	maxFlight map[string]int
 }
 
-// Balancer is a load balancer the double holds.
-type Balancer struct {
-	Cluster string
-	Name    string
-	Service types.NamespacedName
-	UID     types.UID
-	Ports   []corev1.ServicePort
-	// Hosts are the names of the nodes last given.
-	Hosts  []string
-	Status corev1.LoadBalancerStatus
+// Call is one call the double served, as its log keeps it.
+type Call struct {
+	// Op is the method's name, e.g. "EnsureLoadBalancer".
+	Op string
+	// Object is what the call was about: a Service's "namespace/name", a
+	// Node's providerID (its name when it has none), a route's destination
+	// CIDR; empty for a list.
+	Object string
+	// Nodes are the names of the nodes an EnsureLoadBalancer or
+	// UpdateLoadBalancer was given, in the order given.
+	Nodes []string
+}
+
+// String is "Op Object", or Op alone for a call about no one object.
+func (c Call) String() string {
+	if c.Object == "" {
+		return c.Op
+	}
+	return c.Op + " " + c.Object
 }
 
 var (
@@ -138,6 +156,26 @@ func (c *Cloud) SetErrorFor(op, object string, err error) {
 	c.errsFor[op+" "+object] = err
 }
 
+// FailNext makes the next len(errs) calls of op return errs, in order,
+// before any error SetError or SetErrorFor set: a cloud's answers to
+// successive attempts. They are returned as given, unwrapped, so a test
+// controls the exact text a provider would answer.
+func (c *Cloud) FailNext(op string, errs ...error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.queued == nil {
+		c.queued = map[string][]error{}
+	}
+	c.queued[op] = append(c.queued[op], errs...)
+}
+
+// Throttled is the error a rate-limited cloud answers (HTTP 429 with
+// Retry-After: after): it wraps cloud.ErrThrottled and a RetryError, as
+// the provider contract asks.
+func Throttled(after time.Duration) error {
+	return fmt.Errorf("%w: %w", cloud.ErrThrottled, cloudproviderapi.NewRetryError("429 Too Many Requests", after))
+}
+
 // MaxConcurrent is the most calls of op that were in flight (waiting at
 // its gate included) at once.
 func (c *Cloud) MaxConcurrent(op string) int {
@@ -171,7 +209,24 @@ func (c *Cloud) Gate(op string) (release func()) {
 func (c *Cloud) Calls() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.calls...)
+	out := make([]string, 0, len(c.calls))
+	for _, call := range c.calls {
+		out = append(out, call.Op)
+	}
+	return out
+}
+
+// CallLog returns the calls served so far, in order, with what each was
+// about.
+func (c *Cloud) CallLog() []Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Call, 0, len(c.calls))
+	for _, call := range c.calls {
+		call.Nodes = append([]string(nil), call.Nodes...)
+		out = append(out, call)
+	}
+	return out
 }
 
 // CallCount is how many times op was called.
@@ -192,11 +247,12 @@ func (c *Cloud) ResetCalls() {
 	c.calls = nil
 }
 
-// enter logs a call of op about object, waits at its gate, and returns
-// the error set for it. The lock is not held on return.
-func (c *Cloud) enter(ctx context.Context, op string, object ...string) error {
+// enter logs call, waits at its operation's gate, and returns the error
+// queued or set for it. The lock is not held on return.
+func (c *Cloud) enter(ctx context.Context, call Call) error {
+	op := call.Op
 	c.mu.Lock()
-	c.calls = append(c.calls, op)
+	c.calls = append(c.calls, call)
 	gate := c.gates[op]
 	if c.inFlight == nil {
 		c.inFlight, c.maxFlight = map[string]int{}, map[string]int{}
@@ -218,10 +274,14 @@ func (c *Cloud) enter(ctx context.Context, op string, object ...string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, o := range object {
-		for _, key := range []string{op + " " + o, " " + o} {
+	if q := c.queued[op]; len(q) > 0 {
+		c.queued[op] = q[1:]
+		return q[0]
+	}
+	if call.Object != "" {
+		for _, key := range []string{op + " " + call.Object, " " + call.Object} {
 			if err := c.errsFor[key]; err != nil {
-				return fmt.Errorf("fake %s %s: %w", op, o, err)
+				return fmt.Errorf("fake %s %s: %w", op, call.Object, err)
 			}
 		}
 	}
@@ -316,7 +376,7 @@ func (c *Cloud) lookup(ctx context.Context, op, providerID, name string) (cloud.
 	if object == "" {
 		object = name
 	}
-	if err := c.enter(ctx, op, object); err != nil {
+	if err := c.enter(ctx, Call{Op: op, Object: object}); err != nil {
 		return cloud.Instance{}, false, err
 	}
 	c.mu.Lock()

@@ -3,10 +3,14 @@ package fake_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -110,5 +114,163 @@ func TestUpstreamHidesTheExtensions(t *testing.T) {
 	lb, _ := p.LoadBalancer()
 	if _, ok := lb.(cloud.LoadBalancerLister); ok {
 		t.Error("its LoadBalancer lists load balancers")
+	}
+}
+
+func TestFailNextAnswersTheNextCallsInOrder(t *testing.T) {
+	t.Parallel()
+	c := fake.New()
+	ctx := t.Context()
+	first, second, always := errors.New("first"), errors.New("second"), errors.New("always")
+	c.FailNext("ListInstances", first, second)
+	c.SetError("ListInstances", always)
+	for i, want := range []error{first, second} {
+		// Returned as given: the text is the provider's, not the double's.
+		if _, err := c.ListInstances(ctx); err != want { //nolint:errorlint // identity is the point
+			t.Errorf("call %d = %v, want %v as given", i, err, want)
+		}
+	}
+	if _, err := c.ListInstances(ctx); !errors.Is(err, always) {
+		t.Errorf("after the queue: %v, want the error SetError set", err)
+	}
+	c.SetError("ListInstances", nil)
+	if _, err := c.ListInstances(ctx); err != nil {
+		t.Errorf("with nothing queued or set: %v", err)
+	}
+	if _, err := c.ListRoutes(ctx, "k"); err != nil {
+		t.Errorf("another operation took a queued error: %v", err)
+	}
+}
+
+func TestThrottledIsARateLimitWithRetryAfter(t *testing.T) {
+	t.Parallel()
+	err := fake.Throttled(3 * time.Second)
+	if !errors.Is(err, cloud.ErrThrottled) {
+		t.Errorf("%v does not wrap cloud.ErrThrottled", err)
+	}
+	if d, ok := cloud.RetryAfter(err); !ok || d != 3*time.Second {
+		t.Errorf("RetryAfter(%v) = %v, %v; want 3s", err, d, ok)
+	}
+}
+
+func TestCallLogKeepsObjectsAndNodesAsGiven(t *testing.T) {
+	t.Parallel()
+	c := fake.New()
+	ctx := t.Context()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "u-1"}}
+	if _, err := c.EnsureLoadBalancer(ctx, "k", svc, []*corev1.Node{node("b", "fake://b"), node("a", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UpdateLoadBalancer(ctx, "k", svc, []*corev1.Node{node("c", "fake://c")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListLoadBalancers(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	log := c.CallLog()
+	want := []string{"EnsureLoadBalancer ns/s", "UpdateLoadBalancer ns/s", "ListLoadBalancers"}
+	if len(log) != len(want) {
+		t.Fatalf("log = %v, want %v", log, want)
+	}
+	for i, w := range want {
+		if log[i].String() != w {
+			t.Errorf("call %d = %q, want %q", i, log[i], w)
+		}
+	}
+	if !slices.Equal(log[0].Nodes, []string{"b", "a"}) || !slices.Equal(log[1].Nodes, []string{"c"}) || log[2].Nodes != nil {
+		t.Errorf("nodes given = %v, %v, %v; want [b a], [c], none", log[0].Nodes, log[1].Nodes, log[2].Nodes)
+	}
+	if got := c.Calls(); !slices.Equal(got, []string{"EnsureLoadBalancer", "UpdateLoadBalancer", "ListLoadBalancers"}) {
+		t.Errorf("Calls = %v", got)
+	}
+}
+
+func TestLoadBalancerStatusAllocatedOrCanned(t *testing.T) {
+	t.Parallel()
+	c := fake.New()
+	ctx := t.Context()
+	web := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-web"}}
+	db := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "u-db"}}
+	st1, err1 := c.EnsureLoadBalancer(ctx, "k", web, nil)
+	canned := corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: "db.example"}}}
+	c.SetStatus("ns/db", canned)
+	st2, err2 := c.EnsureLoadBalancer(ctx, "k", db, nil)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if len(st1.Ingress) != 1 || st1.Ingress[0].IP == "" || st1.Ingress[0].IPMode == nil || *st1.Ingress[0].IPMode != corev1.LoadBalancerIPModeVIP {
+		t.Errorf("allocated status = %+v, want one IP with ipMode VIP", st1)
+	}
+	if len(st2.Ingress) != 1 || st2.Ingress[0].Hostname != "db.example" {
+		t.Errorf("canned status = %+v, want %+v", st2, canned)
+	}
+	// Each call hands out its own copy: a caller's edit is not the cloud's.
+	st1.Ingress[0].IP = "edited"
+	if got, _, _ := c.GetLoadBalancer(ctx, "k", web); got.Ingress[0].IP == "edited" {
+		t.Error("an edit of a returned status changed the load balancer")
+	}
+	if b, ok := c.Balancer("k", "ns/web"); !ok || b.Status.Ingress[0].IP == "edited" || b.UID != "u-web" {
+		t.Errorf("Balancer(ns/web) = %+v, %v", b, ok)
+	}
+	if _, ok := c.Balancer("other", "ns/web"); ok {
+		t.Error("another cluster's lookup found the load balancer")
+	}
+}
+
+func TestPutAndDeleteBalancerBehindTheCallersBack(t *testing.T) {
+	t.Parallel()
+	c := fake.New()
+	ctx := t.Context()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "u-1"}}
+	c.PutBalancer(fake.Balancer{Cluster: "k", Service: types.NamespacedName{Namespace: "ns", Name: "s"}, UID: "u-1",
+		Backends: []string{"fake://b", "fake://a"}})
+	c.PutBalancer(fake.Balancer{Cluster: "k", Name: "lb-untagged"})
+	if n := len(c.Calls()); n != 0 {
+		t.Errorf("PutBalancer logged %d calls", n)
+	}
+	list, err := c.ListLoadBalancers(ctx, "k")
+	if err != nil || len(list) != 2 {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	// Unnamed, it takes the name the double's own calls use.
+	if _, exists, _ := c.GetLoadBalancer(ctx, "k", svc); !exists {
+		t.Error("GetLoadBalancer does not find the load balancer put for the Service")
+	}
+	for _, lb := range list {
+		if lb.ServiceUID == "u-1" && !slices.Equal(lb.Backends, []string{"fake://b", "fake://a"}) {
+			t.Errorf("backends listed = %v, want them as put", lb.Backends)
+		}
+	}
+	if _, err := c.EnsureLoadBalancer(ctx, "k", svc, []*corev1.Node{node("b", "fake://b"), node("x", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := c.Balancer("k", "ns/s"); !slices.Equal(b.Backends, []string{"fake://b"}) || !slices.Equal(b.Hosts, []string{"b", "x"}) {
+		t.Errorf("after ensure: backends %v (want the providerIDs given), hosts %v", b.Backends, b.Hosts)
+	}
+	c.DeleteBalancer("k", "lb-untagged")
+	if list, _ := c.ListLoadBalancers(ctx, "k"); len(list) != 1 || list[0].ServiceUID != "u-1" {
+		t.Errorf("after DeleteBalancer: %+v", list)
+	}
+}
+
+func TestProtocolsRefusesOtherPortsBeforeAnyChange(t *testing.T) {
+	t.Parallel()
+	c := &fake.Cloud{Protocols: []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP}}
+	ctx := t.Context()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "u-1"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+			{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53},
+			{Name: "sig", Protocol: corev1.ProtocolSCTP, Port: 3868},
+		}}}
+	_, err := c.EnsureLoadBalancer(ctx, "k", svc, nil)
+	if !errors.Is(err, cloud.ErrPortNotSupported) || !strings.Contains(err.Error(), `"sig" (3868/SCTP)`) {
+		t.Errorf("ensure with an SCTP port = %v, want cloud.ErrPortNotSupported naming the port", err)
+	}
+	if len(c.Balancers()) != 0 {
+		t.Errorf("a refused ensure left %+v", c.Balancers())
+	}
+	svc.Spec.Ports = svc.Spec.Ports[:1]
+	if _, err := c.EnsureLoadBalancer(ctx, "k", svc, nil); err != nil || len(c.Balancers()) != 1 {
+		t.Errorf("ensure with UDP only = %v, balancers %+v", err, c.Balancers())
 	}
 }

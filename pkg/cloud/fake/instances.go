@@ -44,7 +44,7 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, n *corev1.Node) (*cloudpro
 
 // ListInstances returns every instance held, sorted by ProviderID.
 func (c *Cloud) ListInstances(ctx context.Context) ([]cloud.Instance, error) {
-	if err := c.enter(ctx, "ListInstances"); err != nil {
+	if err := c.enter(ctx, Call{Op: "ListInstances"}); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -104,7 +104,7 @@ func (c *Cloud) InstanceTypeByProviderID(ctx context.Context, id string) (string
 
 // AddSSHKeyToAllInstances is not implemented, as in most providers.
 func (c *Cloud) AddSSHKeyToAllInstances(ctx context.Context, _ string, _ []byte) error {
-	if err := c.enter(ctx, "AddSSHKeyToAllInstances"); err != nil {
+	if err := c.enter(ctx, Call{Op: "AddSSHKeyToAllInstances"}); err != nil {
 		return err
 	}
 	return cloudprovider.NotImplemented
@@ -112,7 +112,7 @@ func (c *Cloud) AddSSHKeyToAllInstances(ctx context.Context, _ string, _ []byte)
 
 // CurrentNodeName returns hostname.
 func (c *Cloud) CurrentNodeName(ctx context.Context, hostname string) (types.NodeName, error) {
-	return types.NodeName(hostname), c.enter(ctx, "CurrentNodeName")
+	return types.NodeName(hostname), c.enter(ctx, Call{Op: "CurrentNodeName"})
 }
 
 // InstanceExistsByProviderID reports whether the instance is held.
@@ -138,7 +138,7 @@ func (c *Cloud) legacy(ctx context.Context, op, id, name string) (cloud.Instance
 // GetZone is not implemented: Stratus never runs on the machine it asks
 // about.
 func (c *Cloud) GetZone(ctx context.Context) (cloudprovider.Zone, error) {
-	if err := c.enter(ctx, "GetZone"); err != nil {
+	if err := c.enter(ctx, Call{Op: "GetZone"}); err != nil {
 		return cloudprovider.Zone{}, err
 	}
 	return cloudprovider.Zone{}, cloudprovider.NotImplemented

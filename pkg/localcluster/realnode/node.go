@@ -257,6 +257,10 @@ func (n *Node) StopKubelet(ctx context.Context) {
 // Log is the path of one daemon's log: containerd, kubelet or kube-proxy.
 func (n *Node) Log(daemon string) string { return n.paths.log(daemon) }
 
+// ContainerdSocket is the node's containerd socket, for
+// `ctr --address SOCKET -n k8s.io images import`.
+func (n *Node) ContainerdSocket() string { return n.paths.containerdSocket() }
+
 // NetNS is the path of the node's network namespace, for nsenter --net=.
 func (n *Node) NetNS() string { return netnsPath(n.ns) }
 

@@ -30,9 +30,10 @@ import (
 // RequireWatches adds a controller to a running manager with setup and
 // fails t unless the kinds it reads through the manager's cache (informers,
 // indexes, cached reads) are exactly want, the controller package's
-// Watches. The daemon warms the informers of Watches on every replica
-// before it leads, so a kind read but not declared is a cold informer on
-// failover, and a kind declared but not read is memory spent for nothing.
+// Watches. The daemon starts the informers of Watches on a standby before
+// it can take the lease, so a kind read but not declared is a cold
+// informer on failover, and a kind declared but not read is memory spent
+// for nothing.
 // The cache is a fake one: no API server is needed.
 func RequireWatches(t *testing.T, want []client.Object, setup func(context.Context, manager.Manager) error) {
 	t.Helper()

@@ -78,6 +78,9 @@ type CloudOptions struct {
 	// quota exactly.
 	RequestQPS   float64
 	RequestBurst int
+	// Listen is the API's address, 127.0.0.1:0 if empty: a pod on a real
+	// node reaches the cloud at the node slot's own address on the machine.
+	Listen string
 }
 
 // StartCloud starts localcloud with knobs until t ends.
@@ -87,7 +90,7 @@ func StartCloud(t testing.TB, knobs api.Knobs, lim CloudOptions) *Cloud {
 	if lim.VIPPool.IsValid() {
 		pools.VIP = lim.VIPPool
 	}
-	srv, err := server.New(server.Config{StateDir: t.TempDir(), Knobs: &knobs, Pools: pools})
+	srv, err := server.New(server.Config{StateDir: t.TempDir(), Knobs: &knobs, Pools: pools, Listen: lim.Listen})
 	if err != nil {
 		t.Fatal(err)
 	}

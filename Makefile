@@ -49,7 +49,7 @@ tools: deps $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm $(
 # containerd 2 with its runc shim and ctr, the CNI plugins, and the images
 # the nodes run without a registry.
 KUBE_NODE_CMDS := kubelet kube-proxy kube-controller-manager kube-scheduler
-node-tools: $(addprefix $(BIN)/,$(KUBE_NODE_CMDS)) $(BIN)/containerd $(BIN)/cni/bridge images
+node-tools: $(addprefix $(BIN)/,$(KUBE_NODE_CMDS)) $(BIN)/containerd $(BIN)/cni/bridge images $(BIN)/images/coredns.tar
 
 .PHONY: deps node-tools images
 deps:
@@ -100,6 +100,18 @@ $(BIN)/images/%.tar: $(IMAGES_SRC)
 	mkdir -p $(BIN)/images
 	cd hack/images && CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/$* ./$* && \
 		$(GO) run ./cmd/ociimage -binary $(BIN)/images/$* -tag stratus.local/$*:v1 -out $@
+
+# coredns is the real nodes' cluster DNS (kube-system/kube-dns): CoreDNS
+# with only the plugins a cluster's DNS needs, from hack/tools/coredns, a
+# module of its own so that CoreDNS' dependencies never move the versions
+# kube-apiserver and the kubelet are built with; static, like the images.
+COREDNS_SRC := hack/tools/coredns/go.mod hack/tools/coredns/go.sum hack/tools/coredns/main.go
+$(BIN)/coredns: $(COREDNS_SRC)
+	cd hack/tools/coredns && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ .
+
+$(BIN)/images/coredns.tar: $(BIN)/coredns $(IMAGES_SRC)
+	mkdir -p $(BIN)/images
+	cd hack/images && $(GO) run ./cmd/ociimage -binary $(BIN)/coredns -tag stratus.local/coredns:v1 -out $@
 
 $(BIN)/etcd: $(TOOLS_MOD) hack/tools/etcd/main.go
 	cd hack/tools && $(GO) build -o $@ ./etcd

@@ -51,7 +51,7 @@ func autoRealNodes(env realNodeEnv) (int, string) {
 	}
 	var missing []string
 	for _, b := range []string{"kubelet", "kube-proxy", "kube-controller-manager", "kube-scheduler", "containerd",
-		"containerd-shim-runc-v2", "ctr", "cni/bridge", "cni/host-local", "cni/loopback", "images/pause.tar", "images/demo.tar"} {
+		"containerd-shim-runc-v2", "ctr", "cni/bridge", "cni/host-local", "cni/loopback", "images/pause.tar", "images/demo.tar", "images/coredns.tar"} {
 		if _, err := os.Stat(filepath.Join(env.binDir, b)); err != nil {
 			missing = append(missing, b)
 		}

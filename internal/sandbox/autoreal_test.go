@@ -15,7 +15,7 @@ func TestAutoRealNodes(t *testing.T) {
 	t.Parallel()
 	full := t.TempDir()
 	for _, b := range []string{"kubelet", "kube-proxy", "kube-controller-manager", "kube-scheduler", "containerd",
-		"containerd-shim-runc-v2", "ctr", "cni/bridge", "cni/host-local", "cni/loopback", "images/pause.tar", "images/demo.tar"} {
+		"containerd-shim-runc-v2", "ctr", "cni/bridge", "cni/host-local", "cni/loopback", "images/pause.tar", "images/demo.tar", "images/coredns.tar"} {
 		p := filepath.Join(full, b)
 		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 			t.Fatal(err)

@@ -111,7 +111,7 @@ func (s *sandbox) takeRealSlot(ctx context.Context) error {
 	}
 	cluster, err := realnode.Start(ctx, realnode.Config{BinDir: s.o.BinDir, APIServerPort: s.o.APIServerPort,
 		Credentials: s.plane.UserConfig, NodeLabels: map[string]string{RealNodeLabel: "true"},
-		NodeLeaseSeconds: s.leaseSeconds(), Images: images})
+		NodeLeaseSeconds: s.leaseSeconds(), Images: images, ClusterDNS: ClusterDNSAddr(), ClusterDomain: ClusterDomain})
 	if err != nil {
 		return fmt.Errorf("sandbox: real nodes: %w", err)
 	}

@@ -148,6 +148,9 @@ func (s *sandbox) plan() []stage {
 			{"waiting for the nodes to be initialized", s.waitNodes},
 		}...)
 	}
+	if o.RealNodes > 0 {
+		steps = append(steps, stage{"starting the cluster DNS (CoreDNS as kube-system/kube-dns) on a real node", s.startClusterDNS})
+	}
 	if !o.NoDemo {
 		steps = append(steps, stage{"creating the demo Services hello and hello-local (externalTrafficPolicy Local) and waiting for their load balancers", s.demo})
 		if o.RealNodes > 0 {

@@ -13,19 +13,21 @@ import (
 )
 
 // conformanceSubset is the part of `make conformance` that `make test`
-// runs: two of Kubernetes' own LoadBalancer specs, through
+// runs: three of Kubernetes' own LoadBalancer specs, through
 // hack/conformance/run.sh as `make conformance` runs them all: pods
-// reaching an externalTrafficPolicy Local load balancer, and the cleanup
-// finalizer.
+// reaching an externalTrafficPolicy Local load balancer, the cleanup
+// finalizer, and a load balancer with TCP and UDP on one port, which exec
+// pods reach by the Service's name (the cluster DNS; about 15 s).
 const conformanceSubset = `ExternalTrafficPolicy: Local \[Feature:LoadBalancer\] \[Slow\] should work from pods|` +
-	`\[Feature:LoadBalancer\] should handle load balancer cleanup finalizer for service`
+	`\[Feature:LoadBalancer\] should handle load balancer cleanup finalizer for service|` +
+	`\[sig-network\] Services should serve endpoints on same port and different protocol for internal traffic on Type LoadBalancer`
 
 // TestConformanceSubset runs Kubernetes' e2e.test, with the provider
 // setting third-party CCMs use, against a sandbox of real nodes with
 // Stratus and localcloud, and wants its report to show the subset passed.
 func TestConformanceSubset(t *testing.T) {
 	bin := testbed.RequireBinaries(t, "stratus", "e2e.test", "images/e2e/agnhost.tar", "images/e2e/pause.tar",
-		"kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd")
+		"kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "images/coredns.tar")
 	if os.Geteuid() != 0 {
 		t.Fatal("real nodes need root (network namespaces, cgroups)")
 	}
@@ -47,7 +49,7 @@ func TestConformanceSubset(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no report: %v\n%s\n%s", err, output, tailFile(filepath.Join(out, "sandbox.log")))
 	}
-	if runErr != nil || !strings.Contains(string(report), "2 passed, 0 failed, 0 skipped of 2 selected") {
+	if runErr != nil || !strings.Contains(string(report), "3 passed, 0 failed, 0 skipped of 3 selected") {
 		t.Fatalf("run.sh: %v\n%s\n%s", runErr, report, tailFile(filepath.Join(out, "e2e.log")))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/internal/sandbox"
@@ -24,10 +26,11 @@ import (
 // TestSandboxRealNodes: `stratus sandbox --real-nodes 2` beside kwok nodes.
 // Stratus initializes the real nodes; hello-real answers from real pods
 // through its load balancer; kube-controller-manager finishes a namespace
-// deletion; a stopped instance's kubelet stops and its node is tainted
-// shutdown; after SIGTERM nothing of the real nodes is left.
+// deletion; a pod finds hello-real by name through the cluster DNS; a
+// stopped instance's kubelet stops and its node is tainted shutdown; after
+// SIGTERM nothing of the real nodes is left.
 func TestSandboxRealNodes(t *testing.T) {
-	testbed.RequireBinaries(t, "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "images/demo.tar")
+	testbed.RequireBinaries(t, "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "images/demo.tar", "images/coredns.tar")
 	r := newSandboxRun(t)
 	p := r.start(t, "sandbox.log", "--nodes=2", "--real-nodes=2")
 	ctx := testbed.Context(t, 8*time.Minute)
@@ -51,6 +54,8 @@ func TestSandboxRealNodes(t *testing.T) {
 	if err != nil || !strings.HasPrefix(line, "hello from pod "+sandbox.DemoRealService) {
 		t.Errorf("%s answered %q, %v; want a real pod's greeting", sandbox.DemoRealService, line, err)
 	}
+
+	checkClusterDNS(ctx, t, cs)
 
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -80,18 +85,60 @@ func TestSandboxRealNodes(t *testing.T) {
 	checkKilledRealNodesCleaned(ctx, t, r)
 }
 
+// checkClusterDNS: a pod on real-01 with the kubelet's DNS settings (the
+// default dnsPolicy, ClusterFirst) reaches hello-real by its short name,
+// which only kube-dns resolves, through the search path the kubelet wrote.
+func checkClusterDNS(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "dns-check", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "real-01", RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "get", Image: "stratus.local/demo:v1", ImagePullPolicy: corev1.PullNever,
+				Args: []string{"-get", "http://" + sandbox.DemoRealService + "/", "-want", "hello from pod " + sandbox.DemoRealService, "-timeout", "60s"}}}},
+	}
+	if _, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var phase corev1.PodPhase
+	waitCond(ctx, t, "the DNS check pod to finish", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil {
+			phase = p.Status.Phase
+		}
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
+	})
+	if phase != corev1.PodSucceeded {
+		logs, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		t.Errorf("a pod could not reach %s by name through kube-dns: %s (log: %s, %v)", sandbox.DemoRealService, phase, logs, err)
+	}
+}
+
+// checkNoRealNodes looks at the slot the sandbox took, which its log
+// names: other clusters on the machine may hold other slots meanwhile.
 func checkNoRealNodes(t *testing.T, p *testbed.Process, after string) {
 	t.Helper()
-	if m, _ := filepath.Glob("/run/netns/stratus-rn*-real-0*"); len(m) > 0 {
-		t.Errorf("real nodes' namespaces left after %s: %v", after, m)
+	b, err := os.ReadFile(p.LogFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if left := leftovers(realnode.DefaultRoot + "/"); len(left) > 0 {
+	m := slotTaken.FindAllStringSubmatch(string(b), -1)
+	if len(m) == 0 {
+		t.Fatalf("the sandbox's log names no real-node slot:\n%s", b)
+	}
+	slot, index := m[len(m)-1][1], m[len(m)-1][2]
+	if ns, _ := filepath.Glob("/run/netns/" + slot + "-*"); len(ns) > 0 {
+		t.Errorf("real nodes' namespaces left after %s: %v", after, ns)
+	}
+	if left := leftovers(realnode.DefaultRoot + "/slot-" + index + "/"); len(left) > 0 {
 		t.Errorf("real nodes' processes left after %s: %v", after, left)
 	}
-	if b, err := os.ReadFile(p.LogFile); err == nil && strings.Contains(string(b), "stopping the real nodes:") {
+	if strings.Contains(string(b), "stopping the real nodes:") {
 		t.Errorf("stopping the real nodes reported an error:\n%s", b)
 	}
 }
+
+// slotTaken is the log line of realnode.Start naming the slot taken.
+var slotTaken = regexp.MustCompile(`"Real-node slot taken" slot="(stratus-rn([0-9]+))"`)
 
 // checkKilledRealNodesCleaned: a sandbox killed with SIGKILL leaves its
 // real node's shim, container and namespace; its next start removes them

@@ -44,6 +44,20 @@ type Config struct {
 	// with a grace period shorter than the renewal interval would see
 	// live nodes go silent.
 	NodeLeaseSeconds int
+	// ClusterDNS is the cluster DNS Service's address the kubelets give
+	// pods (clusterDNS), with ClusterDomain ("cluster.local" if empty) as
+	// their search domain. The zero Addr sets none: whoever runs the
+	// cluster DNS names its address.
+	ClusterDNS netip.Addr
+	// ClusterDomain is the kubelets' clusterDomain when ClusterDNS is set.
+	ClusterDomain string
+}
+
+// defaultDNS gives a cluster DNS the usual domain when none is named.
+func (cfg *Config) defaultDNS() {
+	if cfg.ClusterDNS.IsValid() && cfg.ClusterDomain == "" {
+		cfg.ClusterDomain = "cluster.local"
+	}
 }
 
 // Cluster is a set of real nodes sharing one slot of the machine.
@@ -65,6 +79,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Root == "" {
 		cfg.Root = DefaultRoot
 	}
+	cfg.defaultDNS()
 	switch cfg.ProxyMode {
 	case "":
 		cfg.ProxyMode = "iptables"

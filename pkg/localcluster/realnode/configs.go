@@ -102,7 +102,10 @@ var cniTemplate = template.Must(template.New("cni").Delims("[[", "]]").Parse(`{
 // kubeletYAML: cgroupfs under a cgroup of the slot's (this machine has
 // no systemd and may have cgroup v1, hence failCgroupV1: false), serving
 // on the node's address only, no eviction (a busy shared disk must not
-// evict the cluster's pods), no swap check.
+// evict the cluster's pods), no swap check; with a cluster DNS, pods of
+// dnsPolicy ClusterFirst get its address and the cluster domain's search
+// list in their resolv.conf, as in any cluster (resolvConf "" keeps the
+// machine's own resolvers out of every pod).
 var kubeletYAML = template.Must(template.New("kubelet").Parse(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: {{.NodeIP}}
@@ -135,6 +138,10 @@ podLogsDir: {{.Dir}}/pod-logs
 {{- if .LeaseSeconds}}
 nodeLeaseDurationSeconds: {{.LeaseSeconds}}
 {{- end}}
+{{- if .ClusterDNS}}
+clusterDNS: [{{.ClusterDNS}}]
+clusterDomain: {{.ClusterDomain}}
+{{- end}}
 serializeImagePulls: false
 `))
 
@@ -165,6 +172,7 @@ conntrack:
 type configValues struct {
 	Dir, Socket, Runc, CNIBin, CNIConfDir, CNITemplate, SandboxImage string
 	NodeIP, CgroupRoot, Kubeconfig, Name, Mode                       string
+	ClusterDNS, ClusterDomain                                        string
 	LeaseSeconds                                                     int
 }
 

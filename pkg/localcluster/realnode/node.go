@@ -123,14 +123,23 @@ func (n *Node) makeCgroupRoot() error {
 	return nil
 }
 
-func (n *Node) writeConfigs() error {
-	c := n.cluster
+// nodeConfigValues are what n's configuration files are rendered from.
+func (c *Cluster) nodeConfigValues(n *Node) configValues {
 	v := configValues{
 		Dir: n.paths.dir, Socket: n.paths.containerdSocket(), Runc: c.cfg.Runc,
 		CNIBin: filepath.Join(c.cfg.BinDir, "cni"), CNIConfDir: n.paths.cniConfDir(), CNITemplate: n.paths.cniTemplate(),
 		SandboxImage: SandboxImage, NodeIP: n.IP.String(), CgroupRoot: n.cgroupRoot(), Name: n.Name, Mode: c.cfg.ProxyMode,
 		Kubeconfig: n.paths.proxyKubeconfig(), LeaseSeconds: c.cfg.NodeLeaseSeconds,
 	}
+	if c.cfg.ClusterDNS.IsValid() {
+		v.ClusterDNS, v.ClusterDomain = c.cfg.ClusterDNS.String(), c.cfg.ClusterDomain
+	}
+	return v
+}
+
+func (n *Node) writeConfigs() error {
+	c := n.cluster
+	v := c.nodeConfigValues(n)
 	if err := writeTemplate(containerdTOML, n.paths.containerdConfig(), v); err != nil {
 		return err
 	}

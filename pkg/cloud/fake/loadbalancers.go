@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -204,11 +205,7 @@ func (c *Cloud) Balancer(cluster, service string) (Balancer, bool) {
 func (c *Cloud) Balancers() []Balancer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	keys := make([]string, 0, len(c.balancers))
-	for k := range c.balancers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(c.balancers))
 	out := make([]Balancer, 0, len(keys))
 	for _, k := range keys {
 		b := *c.balancers[k]

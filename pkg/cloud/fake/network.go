@@ -3,6 +3,8 @@ package fake
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,11 +20,7 @@ func (c *Cloud) ListRoutes(ctx context.Context, cluster string) ([]*cloudprovide
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	keys := make([]string, 0, len(c.routes))
-	for k := range c.routes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(c.routes))
 	var out []*cloudprovider.Route
 	for _, k := range keys {
 		if strings.HasPrefix(k, cluster+"/") {

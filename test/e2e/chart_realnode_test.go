@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/yaml"
@@ -75,7 +74,7 @@ func TestChartOnRealNodes(t *testing.T) {
 	}
 
 	c.helmInstall(helm, ref)
-	t.Cleanup(c.logChartPods)
+	t.Cleanup(func() { logChartPods(t, c.cs) })
 	pods := c.waitChartPods(nodes)
 	for name := range nodes {
 		c.waitInitialized(name)
@@ -289,39 +288,26 @@ func (c *realCluster) explainNode(ctx context.Context, pod *corev1.Pod, nodeName
 	// probes accept it; the client certificate is what is checked here.
 	tlsCfg.RootCAs, tlsCfg.InsecureSkipVerify = nil, true
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: true}}
-	u := url.URL{Scheme: "https", Host: net.JoinHostPort(pod.Status.PodIP, "10258"), Path: explain.Path,
-		RawQuery: url.Values{"kind": {explain.KindNode}, "name": {nodeName}}.Encode()}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return e, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return e, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return e, fmt.Errorf("%s: %s", u.String(), resp.Status)
-	}
-	return e, json.NewDecoder(resp.Body).Decode(&e)
+	return explainAt(ctx, client, pod.Status.PodIP, nodeName)
 }
 
-// logChartPods logs, when the test failed, what the chart's containers
-// wrote in their current and previous runs.
-func (c *realCluster) logChartPods() {
-	if !c.t.Failed() {
+// logChartPods logs, when the test failed, where the chart's pods are and
+// what their containers wrote in their current and previous runs.
+func logChartPods(t *testing.T, cs kubernetes.Interface) {
+	if !t.Failed() {
 		return
 	}
 	ctx := context.Background()
-	list, err := c.cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + chartRelease})
+	list, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + chartRelease})
 	if err != nil {
-		c.t.Logf("the chart's pods: %v", err)
+		t.Logf("the chart's pods: %v", err)
 		return
 	}
+	t.Logf("the chart's pods: %s", describePods(list.Items))
 	for _, p := range list.Items {
 		for _, previous := range []bool{true, false} {
-			log, err := c.cs.CoreV1().Pods("kube-system").GetLogs(p.Name, &corev1.PodLogOptions{Previous: previous}).DoRaw(ctx)
-			c.t.Logf("pod %s on %s (previous run: %t): %v\n%s", p.Name, p.Spec.NodeName, previous, err, log)
+			log, err := cs.CoreV1().Pods("kube-system").GetLogs(p.Name, &corev1.PodLogOptions{Previous: previous}).DoRaw(ctx)
+			t.Logf("pod %s on %s (previous run: %t): %v\n%s", p.Name, p.Spec.NodeName, previous, err, log)
 		}
 	}
 }

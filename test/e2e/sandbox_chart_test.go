@@ -72,7 +72,7 @@ func TestSandboxChart(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the documented import and helm install: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { logSandboxChartPods(t, cs) })
+	t.Cleanup(func() { logChartPods(t, cs) })
 
 	for _, name := range names {
 		waitCond(ctx, t, "node "+name+" initialized by the chart's pod", 4*time.Minute, func(ctx context.Context) (bool, error) {
@@ -100,43 +100,8 @@ func TestSandboxChart(t *testing.T) {
 	})
 	t.Logf("%s answered: %s", vip, strings.TrimSpace(line))
 
-	sockets := envValue(t, r.state, "STRATUS_REAL_NODE_SOCKETS")
 	stopAndCheck(t, p, r)
-	checkSlotGone(t, p, sockets)
-}
-
-// envValue is what the sandbox's env file exports as name.
-func envValue(t *testing.T, state, name string) string {
-	t.Helper()
-	out, err := exec.Command("/bin/sh", "-c", `. "$1" && printenv "$2"`, "sh", filepath.Join(state, "env"), name).CombinedOutput()
-	if err != nil || len(out) == 0 {
-		t.Fatalf("%s from the env file: %v %q", name, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// checkSlotGone checks that nothing is left of the sandbox's real nodes,
-// found by their containerd sockets (SLOTDIR/NODE/containerd.sock): no
-// network namespace (stratus-rnN-NODE), no process under the slot's
-// directory, no error stopping them. Other real-node clusters on the
-// machine, in other slots, are not this test's.
-func checkSlotGone(t *testing.T, p *testbed.Process, sockets string) {
-	t.Helper()
-	for _, sock := range strings.Fields(sockets) {
-		nodeDir := filepath.Dir(sock)
-		slotDir := filepath.Dir(nodeDir)
-		index := strings.TrimPrefix(filepath.Base(slotDir), "slot-")
-		ns := filepath.Join("/run/netns", "stratus-rn"+index+"-"+filepath.Base(nodeDir))
-		if _, err := os.Stat(ns); err == nil {
-			t.Errorf("network namespace %s left after SIGTERM", ns)
-		}
-		if left := leftovers(slotDir + "/"); len(left) > 0 {
-			t.Errorf("real nodes' processes left after SIGTERM: %v", left)
-		}
-	}
-	if b, err := os.ReadFile(p.LogFile); err == nil && strings.Contains(string(b), "stopping the real nodes:") {
-		t.Errorf("stopping the real nodes reported an error:\n%s", b)
-	}
+	checkNoRealNodes(t, p, "SIGTERM")
 }
 
 // kwokNode is the name of the one Node without the real-node label.
@@ -206,7 +171,7 @@ func checkPodLeads(ctx context.Context, t *testing.T, state string, cs kubernete
 	waitCond(ctx, t, "one chart pod leading and holding the Lease", time.Minute, func(ctx context.Context) (bool, error) {
 		leaders = leaders[:0]
 		for _, p := range pods {
-			e, err := explainAt(ctx, client, p.Status.PodIP)
+			e, err := explainAt(ctx, client, p.Status.PodIP, "real-01")
 			if err != nil {
 				last = err.Error()
 				return false, nil
@@ -225,10 +190,12 @@ func checkPodLeads(ctx context.Context, t *testing.T, state string, cs kubernete
 	t.Logf("%s", last)
 }
 
-func explainAt(ctx context.Context, client *http.Client, ip string) (explain.Explanation, error) {
+// explainAt asks the replica listening at ip, on the chart's secure port,
+// to explain the Node nodeName.
+func explainAt(ctx context.Context, client *http.Client, ip, nodeName string) (explain.Explanation, error) {
 	var e explain.Explanation
 	u := url.URL{Scheme: "https", Host: net.JoinHostPort(ip, "10258"), Path: explain.Path,
-		RawQuery: url.Values{"kind": {explain.KindNode}, "name": {"real-01"}}.Encode()}
+		RawQuery: url.Values{"kind": {explain.KindNode}, "name": {nodeName}}.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return e, err
@@ -242,23 +209,4 @@ func explainAt(ctx context.Context, client *http.Client, ip string) (explain.Exp
 		return e, fmt.Errorf("%s: %s", u.String(), resp.Status)
 	}
 	return e, json.NewDecoder(resp.Body).Decode(&e)
-}
-
-// logSandboxChartPods logs, when the test failed, what the chart's
-// containers wrote.
-func logSandboxChartPods(t *testing.T, cs kubernetes.Interface) {
-	if !t.Failed() {
-		return
-	}
-	ctx := context.Background()
-	list, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + chartRelease})
-	if err != nil {
-		t.Logf("the chart's pods: %v", err)
-		return
-	}
-	t.Logf("the chart's pods: %s", describePods(list.Items))
-	for _, p := range list.Items {
-		log, err := cs.CoreV1().Pods("kube-system").GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		t.Logf("pod %s on %s: %v\n%s", p.Name, p.Spec.NodeName, err, log)
-	}
 }

@@ -37,8 +37,9 @@ func KwokArgs(kubeconfig, stagesFile string) []string {
 }
 
 // StartKwok starts kwok with the project's stages written into
-// workDir, its output going to logFile.
-func StartKwok(ctx context.Context, binary, kubeconfig, workDir, logFile string) (*Kwok, error) {
+// workDir, its output going to logFile. extraArgs follow KwokArgs, so a
+// flag given there again (such as --node-lease-duration-seconds) wins.
+func StartKwok(ctx context.Context, binary, kubeconfig, workDir, logFile string, extraArgs ...string) (*Kwok, error) {
 	stages := filepath.Join(workDir, "kwok-stages.yaml")
 	if err := os.WriteFile(stages, KwokStages, 0o600); err != nil {
 		return nil, fmt.Errorf("write kwok stages: %w", err)
@@ -47,7 +48,7 @@ func StartKwok(ctx context.Context, binary, kubeconfig, workDir, logFile string)
 	if err != nil {
 		return nil, fmt.Errorf("kwok log: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, binary, KwokArgs(kubeconfig, stages)...)
+	cmd := exec.CommandContext(ctx, binary, append(KwokArgs(kubeconfig, stages), extraArgs...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	// Pdeathsig: kwok dies with whatever started it (a sandbox, a test
 	// binary, the benchmark runner), also when that is killed outright.

@@ -143,8 +143,20 @@ func TestXLargeScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.S
-	if s.Nodes != 10000 || s.IdleNodes != 10000 || s.Services != 2000 || s.LBNodes != 300 || s.JoinNodes != 100 {
+	if s.Nodes != 10000 || s.IdleNodes != 10000 || s.Services != 2000 || s.LBNodes != 300 || s.JoinNodes != 100 ||
+		s.IdleServices != 300 || s.SteadyServices() != 300 || s.Reps != 1 {
 		t.Fatalf("sizes = %+v", s)
+	}
+	// The other scales idle with the load-balancer scenario's Services, and
+	// BENCH_IDLE_SERVICES is a size of the run's own.
+	if d, err := Load(env(nil), "/r"); err != nil || d.S.SteadyServices() != d.S.Services {
+		t.Fatalf("default: idle Services %d, Services %d, %v", d.S.SteadyServices(), d.S.Services, err)
+	}
+	if o, err := Load(env(map[string]string{"BENCH_SCALE": "xlarge", "BENCH_IDLE_SERVICES": "50"}), "/r"); err != nil || o.S.SteadyServices() != 50 || o.Published {
+		t.Fatalf("BENCH_IDLE_SERVICES=50: %d, published %v, %v", o.S.SteadyServices(), o.Published, err)
+	}
+	if _, err := Load(env(map[string]string{"BENCH_IDLE_SERVICES": "5000"}), "/r"); err == nil || !strings.Contains(err.Error(), "BENCH_IDLE_SERVICES") {
+		t.Fatalf("BENCH_IDLE_SERVICES=5000: %v", err)
 	}
 	if strings.Join(s.Scenarios, ",") != "nodeinit,lb,steady" || strings.Join(s.Contestants, ",") != "upstream,stratus" || c.SteadyParallel {
 		t.Fatalf("scenarios %v, contestants %v, side by side %v", s.Scenarios, s.Contestants, c.SteadyParallel)

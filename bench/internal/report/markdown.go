@@ -75,9 +75,11 @@ const reproduce = "**Reproduce**: `make bench` (builds the tools, `bin/stratus` 
 	"`BENCH_CONTESTANTS=upstream,upstream-tuned,stratus-std,stratus` selects contestants (the others keep their previous figures too), `BENCH_REPS` (default 3), " +
 	"`BENCH_STEADY_WINDOW` (default 15m, the longest a steady window waits for whole refresh cycles), `BENCH_STEADY_REPS` (default 1) and `BENCH_LIMITDROP_REPS` (default 2) set the repetitions, " +
 	"`BENCH_STEADY_PARALLEL=0` runs the steady and limit-drop contestants one after the other instead of side by side, " +
-	"`BENCH_SCALE=large` registers 5,000 nodes instead of 1,000 (and leaves out steady5k, which steady then repeats), `BENCH_QUICK=1` is a smoke run at tiny scale written under " +
+	"`BENCH_SCALE=large` registers 5,000 nodes instead of 1,000 (and leaves out steady5k, which steady then repeats), " +
+	"`BENCH_SCALE=xlarge` runs node initialization, load balancers and the idle cluster at 10,000 nodes, one repetition, upstream against Stratus, one cluster at a time, `BENCH_QUICK=1` is a smoke run at tiny scale written under " +
 	"`bench/results/quick/` instead of here, and `BENCH_KEEP=1` keeps every run's logs and scratch directory (with the limit drop's rate readings). " +
 	"Other sizes and another cloud: `BENCH_NODES`, `BENCH_SERVICES`, `BENCH_IDLE_NODES`, `BENCH_LB_NODES`, `BENCH_JOIN_NODES`, `BENCH_FAILOVER_NODES` (the failover cluster's nodes, default `BENCH_LB_NODES`), " +
+	"`BENCH_IDLE_SERVICES` (the steady scenarios' Services, default `BENCH_SERVICES`; 300 at xlarge), " +
 	"`BENCH_LATENCY` (the realistic cloud's latency, default 20ms), `BENCH_RATE_LIMIT` and `BENCH_RATE_BURST` (its limit, default 50 requests/s with a burst of 10), " +
 	"`BENCH_LOW_RATE_LIMIT` (the limit drop's, default 10) and `BENCH_PROVIDER_QPS` (every contestant's provider-side pacing, default 50; 0 is none); " +
 	"such a run writes under `bench/results/custom/` and `bench/results/custom-<scale>.json`, leaving these figures alone. " +

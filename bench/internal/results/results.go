@@ -52,9 +52,12 @@ type Settings struct {
 	// earlier once it holds a whole refresh cycle of every operation.
 	SteadyWindow time.Duration `json:"steadyWindowNs"`
 	// IdleNodes is the node count of the steady5k scenario.
-	IdleNodes    int           `json:"idleNodes,omitempty"`
-	Nodes        int           `json:"nodes"`
-	Services     int           `json:"services"`
+	IdleNodes int `json:"idleNodes,omitempty"`
+	Nodes     int `json:"nodes"`
+	Services  int `json:"services"`
+	// IdleServices is the Service count of the steady scenarios; 0 (a
+	// results file from before it existed) means Services.
+	IdleServices int           `json:"idleServices,omitempty"`
 	LBNodes      int           `json:"lbNodes"`
 	JoinNodes    int           `json:"joinNodes"`
 	FailoverSvcs int           `json:"failoverServices"`
@@ -130,6 +133,21 @@ const (
 	FigFailover      = "failover_s"    // failover: kill → all Services have ingress
 	FigTakeover      = "takeover_s"    // failover: kill → standby leads
 	FigDuplicates    = "duplicate_lbs" // failover: load balancers beyond one per Service
+)
+
+// Node initialization: where the time goes against the API client's floor.
+// FigAPIFloor is the floor itself, 2 writes per node at the contestant's
+// --kube-api-qps less what its burst lets through at once (a setting, not
+// a measurement); FigFloorRatio is the time to converge over it. The
+// others come from the contestant's client-go metrics over the phase:
+// FigAPILimiterWait sums the seconds its requests waited in the client's
+// rate limiter (rest_client_rate_limiter_duration_seconds), FigAPILatency
+// is the mean request latency (rest_client_request_duration_seconds).
+const (
+	FigAPIFloor       = "api_floor_s"
+	FigFloorRatio     = "floor_ratio"
+	FigAPILimiterWait = "api_limiter_wait_s"
+	FigAPILatency     = "api_latency_ms"
 )
 
 // FigFirstAction (failover): from the standby leading until its first load
@@ -229,4 +247,12 @@ func Reported(all, running []string, runs []Run) []string {
 		}
 	}
 	return out
+}
+
+// SteadyServices is the Service count the steady scenarios idle with.
+func (s Settings) SteadyServices() int {
+	if s.IdleServices > 0 {
+		return s.IdleServices
+	}
+	return s.Services
 }

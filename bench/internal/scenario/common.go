@@ -104,6 +104,32 @@ type meter struct {
 	cpu0    float64
 	cloud   *harness.Cluster
 	runner0 map[string]int64
+	// client0 is the client-go metrics' sums and counts at the start.
+	client0 clientStats
+}
+
+// clientStats are the sums and counts of the API client's latency and
+// rate-limiter histograms, from one scrape.
+type clientStats struct {
+	latencySum, latencyCount, limiterSum float64
+}
+
+func readClientStats(text string) clientStats {
+	return clientStats{
+		latencySum:   harness.SumMetric(text, "rest_client_request_duration_seconds_sum"),
+		latencyCount: harness.SumMetric(text, "rest_client_request_duration_seconds_count"),
+		limiterSum:   harness.SumMetric(text, "rest_client_rate_limiter_duration_seconds_sum"),
+	}
+}
+
+// clientFigures records, into figs, the API client's rate-limiter wait and
+// mean request latency between two scrapes; nothing when the contestant
+// exports neither histogram.
+func clientFigures(figs map[string]float64, before, after clientStats) {
+	if n := after.latencyCount - before.latencyCount; n > 0 {
+		figs[results.FigAPILatency] = 1000 * (after.latencySum - before.latencySum) / n
+		figs[results.FigAPILimiterWait] = after.limiterSum - before.limiterSum
+	}
 }
 
 // sample reads the cloud's counters since the meter started (the runner's
@@ -128,6 +154,9 @@ func startMeter(ctx context.Context, cl *harness.Cluster, ccm *harness.CCM, toke
 	var err error
 	if m.api0, err = ccm.APIRequests(ctx, token); err != nil {
 		return nil, err
+	}
+	if text, err := ccm.Metrics(ctx, token); err == nil {
+		m.client0 = readClientStats(text)
 	}
 	u, err := ccm.Usage()
 	if err != nil {
@@ -181,6 +210,9 @@ func (m *meter) finish(ctx context.Context, figs map[string]float64) (map[string
 	api1, err := m.ccm.APIRequests(ctx, m.token)
 	if err != nil {
 		return nil, err
+	}
+	if text, err := m.ccm.Metrics(ctx, m.token); err == nil {
+		clientFigures(figs, m.client0, readClientStats(text))
 	}
 	u, err := m.ccm.Usage()
 	if err != nil {

@@ -22,3 +22,36 @@ func TestKnobsPaceEveryContestantOnlyInTheRealisticCloud(t *testing.T) {
 		t.Fatalf("ideal knobs = %+v", i)
 	}
 }
+
+func TestAPIFloor(t *testing.T) {
+	for _, c := range []struct {
+		n, qps, burst int
+		want          float64
+	}{{10000, 200, 300, 98.5}, {1000, 200, 300, 8.5}, {100, 200, 300, 0}, {1000, 0, 300, 0}} {
+		if got := apiFloor(c.n, c.qps, c.burst); got != c.want {
+			t.Errorf("apiFloor(%d, %d, %d) = %g, want %g", c.n, c.qps, c.burst, got, c.want)
+		}
+	}
+}
+
+func TestClientFigures(t *testing.T) {
+	scrape := func(latSum, latCount, limSum string) clientStats {
+		return readClientStats("# TYPE rest_client_request_duration_seconds histogram\n" +
+			`rest_client_request_duration_seconds_sum{host="a",verb="PATCH"} ` + latSum + "\n" +
+			`rest_client_request_duration_seconds_count{host="a",verb="PATCH"} ` + latCount + "\n" +
+			`rest_client_request_duration_seconds_sum{host="a",verb="GET"} 1` + "\n" +
+			`rest_client_request_duration_seconds_count{host="a",verb="GET"} 10` + "\n" +
+			`rest_client_rate_limiter_duration_seconds_sum{host="a",verb="PATCH"} ` + limSum + "\n")
+	}
+	figs := map[string]float64{}
+	clientFigures(figs, scrape("2", "40", "3"), scrape("12", "140", "53"))
+	if figs[results.FigAPILatency] != 100 || figs[results.FigAPILimiterWait] != 50 {
+		t.Fatalf("figures = %v, want latency 100 ms and 50 s in the limiter", figs)
+	}
+	// A contestant without the histograms gets no figures, not zeros.
+	none := map[string]float64{}
+	clientFigures(none, clientStats{}, readClientStats("process_cpu_seconds_total 3\n"))
+	if len(none) != 0 {
+		t.Fatalf("figures from no histograms = %v", none)
+	}
+}

@@ -36,6 +36,20 @@ func (e *Env) nodeInit(ctx context.Context, c harness.Contestant, cloud, dir str
 		return nil, nil, err
 	}
 	figs := map[string]float64{results.FigConverge: took.Seconds()}
+	if floor := apiFloor(len(nodes), e.S.KubeAPIQPS, e.S.KubeAPIBurst); floor > 0 {
+		figs[results.FigAPIFloor], figs[results.FigFloorRatio] = floor, took.Seconds()/floor
+	}
 	ops, err := m.finish(ctx, figs)
 	return figs, ops, err
+}
+
+// apiFloor is the least time n nodes take to initialize through an API
+// client limited to qps requests a second with burst: two writes per node
+// (the Node, then its status), the first burst of them at once. 0 when
+// the burst covers them all.
+func apiFloor(n, qps, burst int) float64 {
+	if qps <= 0 {
+		return 0
+	}
+	return max(0, float64(2*n-burst)) / float64(qps)
 }

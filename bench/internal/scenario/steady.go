@@ -55,7 +55,7 @@ func (e *Env) prepareSteady(ctx context.Context, r *steadyRun, pool int) error {
 		return err
 	}
 	ids := r.ids
-	svcs := names(harness.ServiceName, 1, e.S.Services)
+	svcs := names(harness.ServiceName, 1, e.S.SteadyServices())
 	tr := r.cl.TrackServices()
 	defer tr.Stop()
 	if err := r.cl.CreateServices(ctx, svcs); err != nil {
@@ -68,7 +68,7 @@ func (e *Env) prepareSteady(ctx context.Context, r *steadyRun, pool int) error {
 	for _, id := range ids {
 		want = append(want, id)
 	}
-	if _, err := e.waitBackends(ctx, r.cl, e.S.Services, want, 2*time.Second, e.PhaseTimeout, alive(r.ccm)); err != nil {
+	if _, err := e.waitBackends(ctx, r.cl, len(svcs), want, 2*time.Second, e.PhaseTimeout, alive(r.ccm)); err != nil {
 		return err
 	}
 	return nil
@@ -97,7 +97,7 @@ func (e *Env) steady(ctx context.Context, groups []steadyGroup, rep int, paralle
 		r.started = time.Now()
 		if err := guarded(func() error {
 			defer r.stop()
-			e.logf("steady: preparing %s (%d nodes, %d Services)", r.c.Name, r.nodes, e.S.Services)
+			e.logf("steady: preparing %s (%d nodes, %d Services)", r.c.Name, r.nodes, e.S.SteadyServices())
 			if _, r.err = e.runDir(filepath.Base(r.dir)); r.err != nil {
 				return nil
 			}

@@ -34,6 +34,9 @@ func (s *Store) Paced(ctx context.Context, op string, wait time.Duration, why st
 	e.waiting = &Wait{Controller: controller, Operation: op, Since: now, Until: now.Add(wait), Why: bound(why)}
 	p := e.paced[controller]
 	if p == nil {
+		if e.paced == nil {
+			e.paced = map[string]*pacedSum{}
+		}
 		p = &pacedSum{}
 		e.paced[controller] = p
 	}

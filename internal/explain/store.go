@@ -108,13 +108,19 @@ const (
 )
 
 type entry struct {
-	syncs map[string]*Sync
+	// syncs holds one Sync per controller: a handful at most, so a slice
+	// searched in order weighs less than a map.
+	syncs []*Sync
 	// paced sums, per controller, the pacer's waits since its last sync;
 	// waiting is the last wait, shown while it lasts.
 	paced   map[string]*pacedSum
 	waiting *Wait
-	ops     [OpsPerObject]CloudOp
-	nOps    int // calls recorded in all; the ring holds the last OpsPerObject
+	// ops is a ring of the last OpsPerObject cloud calls, grown as calls
+	// come: most Nodes never have a call of their own (the node
+	// controllers list instances in batches), and a full ring is some
+	// 850 bytes, half of what an entry weighs.
+	ops  []CloudOp
+	nOps int // calls recorded in all
 	touched time.Time
 }
 
@@ -162,10 +168,16 @@ func (s *Store) Synced(ref Ref, controller string, o Outcome) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entryLocked(ref, now)
-	st := e.syncs[controller]
+	var st *Sync
+	for _, x := range e.syncs {
+		if x.Controller == controller {
+			st = x
+			break
+		}
+	}
 	if st == nil {
 		st = &Sync{Controller: controller}
-		e.syncs[controller] = st
+		e.syncs = append(e.syncs, st)
 	}
 	st.Time, st.NextRetry, st.RetryWhy, st.Pacing = now, nil, "", e.takePaced(controller)
 	if o.RetryIn > 0 {
@@ -214,7 +226,11 @@ func (s *Store) CloudCall(ctx context.Context, op, result string, latency time.D
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entryLocked(ref, c.Time)
-	e.ops[e.nOps%OpsPerObject] = c
+	if len(e.ops) < OpsPerObject {
+		e.ops = append(e.ops, c)
+	} else {
+		e.ops[e.nOps%OpsPerObject] = c
+	}
 	e.nOps++
 }
 
@@ -224,7 +240,8 @@ func (s *Store) entryLocked(ref Ref, now time.Time) *entry {
 		if len(s.entries) >= s.max {
 			s.evictLocked()
 		}
-		e = &entry{syncs: map[string]*Sync{}, paced: map[string]*pacedSum{}}
+		// paced is made on the first wait: few objects ever wait.
+		e = &entry{}
 		s.entries[ref] = e
 	}
 	e.touched = now

@@ -27,10 +27,13 @@ func StrippedNodeStatus() []string {
 
 // CacheTransform is the transform every cached object goes through before
 // it is stored: managedFields dropped from every object (a CCM never reads
-// them, and they are about half of a cached Node), and the unread status
-// fields StrippedNodeStatus names dropped from Nodes. The object is the
-// decoder's own, not yet shared, so it is changed in place.
+// them, and they are about half of a cached Node), the unread status
+// fields StrippedNodeStatus names dropped from Nodes, and the strings that
+// Nodes repeat (label keys, zones, condition reasons, versions) shared
+// through one table per call of CacheTransform (interner). The object is
+// the decoder's own, not yet shared, so it is changed in place.
 func CacheTransform() toolscache.TransformFunc {
+	strs := newInterner()
 	return func(in any) (any, error) {
 		// Nil-checked: setting nil on an object without managedFields
 		// would allocate nothing but still write (kubernetes#124337).
@@ -39,6 +42,7 @@ func CacheTransform() toolscache.TransformFunc {
 		}
 		if n, ok := in.(*corev1.Node); ok {
 			stripNodeStatus(&n.Status)
+			strs.node(n)
 		}
 		return in, nil
 	}

@@ -107,6 +107,9 @@ func Load(getenv func(string) string, root string) (Config, error) {
 	if v := getenv("BENCH_QUICK"); v != "" && v != "0" {
 		s.Quick, s.Scale = true, "quick"
 		s.Nodes, s.Services, s.LBNodes, s.JoinNodes, s.FailoverSvcs, s.IdleNodes = 50, 20, 5, 5, 12, 100
+		if s.IdleServices > 0 {
+			s.IdleServices = s.Services
+		}
 		s.Reps, s.LimitDropReps, s.SteadyWindow = 1, 1, 30*time.Second
 		s.LimitDropAfter, s.LimitLowFor = time.Second, 5*time.Second
 		c.PhaseTimeout = 5 * time.Minute

@@ -35,12 +35,12 @@ var Scenarios = []Scenario{
 			return fmt.Sprintf("%d instances exist in localcloud; the controller manager leads; then %d Nodes register at once as kubelets with "+
 				"`--cloud-provider=external` do. Time from the first registration until every node has a providerID and no uninitialized taint. "+
 				"\"÷ API floor\": that time over the API client's floor, two writes per node at `--kube-api-qps` less the burst (%d nodes at %d/s, burst %d: %.1f s); "+
-				"\"waited in API rate limiter\": the seconds the contestant's API requests spent in client-go's rate limiter in all, "+
-				"\"API latency\": their mean latency (its `rest_client_*` histograms; empty for runs from before they were read).", s.Nodes, s.Nodes,
+				"\"waited in API rate limiter\": the seconds the contestant's API writes (POST, PUT, PATCH) spent in client-go's rate limiter in all, "+
+				"\"API write latency\": their mean latency (its `rest_client_*` histograms; empty for runs from before they were read).", s.Nodes, s.Nodes,
 				s.Nodes, s.KubeAPIQPS, s.KubeAPIBurst, max(0, float64(2*s.Nodes-s.KubeAPIBurst))/float64(max(1, s.KubeAPIQPS)))
 		},
 		Columns: []Column{{results.FigConverge, "time to converge (s)", 1}, {results.FigFloorRatio, "÷ API floor", 2}, {results.FigCloudCalls, "cloud requests", 0}, {results.FigCloudThrottle, "of which 429", 0},
-			{results.FigAPIRequests, "API server requests", 0}, {results.FigAPILimiterWait, "waited in API rate limiter (s)", 1}, {results.FigAPILatency, "API latency (ms, mean)", 0},
+			{results.FigAPIRequests, "API server requests", 0}, {results.FigAPILimiterWait, "waited in API rate limiter (s)", 1}, {results.FigAPILatency, "API write latency (ms, mean)", 0},
 			{results.FigCPU, "CPU (s)", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}},
 		Charts: []string{results.FigConverge, results.FigCloudCalls},
 	},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/stratus-ccm/stratus/bench/internal/harness"
@@ -114,12 +115,20 @@ type clientStats struct {
 	latencySum, latencyCount, limiterSum float64
 }
 
+// readClientStats reads the writes' (POST, PUT, PATCH) series only: the
+// lists, watches and lease reads a contestant also makes have latencies of
+// their own that would blur what node initialization waits for.
 func readClientStats(text string) clientStats {
-	return clientStats{
-		latencySum:   harness.SumMetric(text, "rest_client_request_duration_seconds_sum"),
-		latencyCount: harness.SumMetric(text, "rest_client_request_duration_seconds_count"),
-		limiterSum:   harness.SumMetric(text, "rest_client_rate_limiter_duration_seconds_sum"),
+	var st clientStats
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.Contains(line, `verb="POST"`) && !strings.Contains(line, `verb="PUT"`) && !strings.Contains(line, `verb="PATCH"`) {
+			continue
+		}
+		st.latencySum += harness.SumMetric(line, "rest_client_request_duration_seconds_sum")
+		st.latencyCount += harness.SumMetric(line, "rest_client_request_duration_seconds_count")
+		st.limiterSum += harness.SumMetric(line, "rest_client_rate_limiter_duration_seconds_sum")
 	}
+	return st
 }
 
 // clientFigures records, into figs, the API client's rate-limiter wait and

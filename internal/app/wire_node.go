@@ -58,10 +58,8 @@ func startCloudNodeController(_ context.Context, cc ControllerContext) (bool, st
 		Ownership: pol,
 		Explain:   cc.Explain,
 	}, node.Config{
-		// Initialization may get more workers than the flag's value
-		// (NodeInitWorkers); the refresh keeps the flags' meaning.
-		Workers:       cc.Options.NodeInitWorkers(),
-		StatusWorkers: statusWorkers(cc.Options.ConcurrentNodeStatusUpdates, cc.Options.ConcurrentNodeSyncs),
+		Workers:       int(cc.Options.ConcurrentNodeSyncs),
+		StatusWorkers: int(cc.Options.ConcurrentNodeStatusUpdates),
 		RefreshPeriod: cc.Options.NodeStatusUpdateFrequency,
 		// Only the legacy adapter may leave a providerID empty.
 		ProviderIDOptional: !hasInstancesV2(cc),
@@ -120,13 +118,4 @@ func deletionCap(o *options.Options) nodelifecycle.DeletionCap {
 		MaxZoneShare: o.Safety.NodeDeletionMaxZoneShare,
 		Min:          o.Safety.NodeDeletionMin,
 	}
-}
-
-// statusWorkers is --concurrent-node-status-updates, or
-// --concurrent-node-syncs when it is 0, as upstream reads them.
-func statusWorkers(updates, syncs int32) int {
-	if updates > 0 {
-		return int(updates)
-	}
-	return int(syncs)
 }

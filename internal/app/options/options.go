@@ -80,12 +80,9 @@ type Options struct {
 	Migration               MigrationOptions
 	Observe                 bool
 
-	NodeMonitorPeriod         time.Duration
-	NodeStatusUpdateFrequency time.Duration
-	ConcurrentNodeSyncs       int32
-	// nodeSyncsGiven is true when --concurrent-node-syncs was on the
-	// command line (NodeInitWorkers).
-	nodeSyncsGiven              bool
+	NodeMonitorPeriod           time.Duration
+	NodeStatusUpdateFrequency   time.Duration
+	ConcurrentNodeSyncs         int32
 	ConcurrentNodeStatusUpdates int32
 	ConcurrentServiceSyncs      int32
 
@@ -236,8 +233,7 @@ func (o *Options) addGenericFlags(fs *pflag.FlagSet) {
 func (o *Options) addControllerFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", o.NodeMonitorPeriod, "The period for checking NotReady nodes against the cloud (node lifecycle).")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "How often node addresses and labels are refreshed from the cloud.")
-	fs.Var(&givenInt32{p: &o.ConcurrentNodeSyncs, given: &o.nodeSyncsGiven}, "concurrent-node-syncs",
-		"Workers initializing nodes concurrently (upstream default 1). When not given, node initialization uses this default or --kube-api-qps / 10 workers, whichever is more (at most 100).")
+	fs.Int32Var(&o.ConcurrentNodeSyncs, "concurrent-node-syncs", o.ConcurrentNodeSyncs, "Workers initializing nodes concurrently (upstream default 1).")
 	fs.Int32Var(&o.ConcurrentNodeStatusUpdates, "concurrent-node-status-updates", o.ConcurrentNodeStatusUpdates, "Workers refreshing node status concurrently; 0 means --concurrent-node-syncs.")
 	fs.Int32Var(&o.ConcurrentServiceSyncs, "concurrent-service-syncs", o.ConcurrentServiceSyncs, "Services synchronized concurrently (upstream default 1).")
 }

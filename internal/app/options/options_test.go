@@ -2,7 +2,6 @@ package options_test
 
 import (
 	"errors"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -381,38 +380,5 @@ func TestDelegationKubeconfigHelpSaysFallback(t *testing.T) {
 		if !strings.Contains(usage, "--kubeconfig is used") || strings.Contains(usage, "anonymous") || strings.Contains(usage, "forbidden") {
 			t.Errorf("--%s help = %q; want the fallback to --kubeconfig", name, usage)
 		}
-	}
-}
-
-// Node initialization's workers follow --kube-api-qps unless
-// --concurrent-node-syncs is given.
-func TestNodeInitWorkers(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want int
-	}{
-		{nil, options.DefaultConcurrentNodeSyncs},                          // 20 QPS: the default is more
-		{[]string{"--kube-api-qps=200"}, 20},                               // derived from the client's rate
-		{[]string{"--kube-api-qps=205"}, 21},                               // rounded up
-		{[]string{"--kube-api-qps=5000"}, options.MaxNodeInitWorkers},      // bounded
-		{[]string{"--kube-api-qps=200", "--concurrent-node-syncs=3"}, 3},   // given: as given
-		{[]string{"--concurrent-node-syncs=10", "--kube-api-qps=200"}, 10}, // given as the default: still as given
-	} {
-		o := app.NewOptions()
-		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-		o.AddFlags(fs)
-		if err := fs.Parse(c.args); err != nil {
-			t.Fatalf("%v: %v", c.args, err)
-		}
-		if got := o.NodeInitWorkers(); got != c.want {
-			t.Errorf("%v: NodeInitWorkers() = %d, want %d", c.args, got, c.want)
-		}
-	}
-	// The flag still refuses what is not a number, naming it.
-	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	app.NewOptions().AddFlags(fs)
-	if err := fs.Parse([]string{"--concurrent-node-syncs=many"}); err == nil || !strings.Contains(err.Error(), "concurrent-node-syncs") {
-		t.Fatalf("--concurrent-node-syncs=many: %v", err)
 	}
 }

@@ -223,3 +223,50 @@ func CheckBinaries(binDir string, names ...string) error {
 	}
 	return nil
 }
+
+// MachineCPU is the machine's CPU time from /proc/stat's first line, in
+// clock ticks: busy (user, nice, system, irq, softirq, steal) and in all
+// (idle and iowait added).
+type MachineCPU struct {
+	Busy, Total int64
+}
+
+// ReadMachineCPU reads /proc/stat.
+func ReadMachineCPU() (MachineCPU, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return MachineCPU{}, fmt.Errorf("harness: machine cpu: %w", err)
+	}
+	return parseMachineCPU(string(b))
+}
+
+func parseMachineCPU(stat string) (MachineCPU, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return MachineCPU{}, fmt.Errorf("harness: /proc/stat: unexpected first line %.80q", line)
+	}
+	var m MachineCPU
+	// user nice system idle iowait irq softirq steal (guest time is
+	// already inside user and nice).
+	for i, s := range f[1:9] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return MachineCPU{}, fmt.Errorf("harness: /proc/stat: %w", err)
+		}
+		m.Total += v
+		if i != 3 && i != 4 {
+			m.Busy += v
+		}
+	}
+	return m, nil
+}
+
+// BusyShare is the share of the machine's CPU time that was busy between
+// two readings, 0 to 1 (0 when no time passed).
+func BusyShare(before, after MachineCPU) float64 {
+	if after.Total <= before.Total {
+		return 0
+	}
+	return float64(after.Busy-before.Busy) / float64(after.Total-before.Total)
+}

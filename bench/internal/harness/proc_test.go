@@ -56,3 +56,23 @@ rest_client_request_duration_seconds_count 7
 		t.Fatalf("SumMetric = %v, want 15", got)
 	}
 }
+
+func TestMachineCPU(t *testing.T) {
+	a, err := parseMachineCPU("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8\n")
+	if err != nil || a.Busy != 150 || a.Total != 1000 {
+		t.Fatalf("first reading = %+v, %v", a, err)
+	}
+	b, _ := parseMachineCPU("cpu  250 0 100 850 50 0 0 0 0 0\n")
+	if got := BusyShare(a, b); got != 0.8 {
+		t.Fatalf("busy share = %g, want 0.8 (200 busy ticks of 250)", got)
+	}
+	if BusyShare(b, b) != 0 {
+		t.Fatal("no time passed should be 0")
+	}
+	if _, err := parseMachineCPU("intr 1 2 3\n"); err == nil {
+		t.Fatal("a malformed /proc/stat was accepted")
+	}
+	if _, err := ReadMachineCPU(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -36,12 +36,13 @@ var Scenarios = []Scenario{
 				"`--cloud-provider=external` do. Time from the first registration until every node has a providerID and no uninitialized taint. "+
 				"\"÷ API floor\": that time over the API client's floor, two writes per node at `--kube-api-qps` less the burst (%d nodes at %d/s, burst %d: %.1f s); "+
 				"\"waited in API rate limiter\": the seconds the contestant's API writes (POST, PUT, PATCH) spent in client-go's rate limiter in all, "+
-				"\"API write latency\": their mean latency (its `rest_client_*` histograms; empty for runs from before they were read).", s.Nodes, s.Nodes,
+				"\"API write latency\": their mean latency (its `rest_client_*` histograms); \"machine CPU busy\": the share of the machine's CPU time busy during the phase "+
+				"(/proc/stat), near 100 when kube-apiserver, etcd, kwok and the contestant together use the whole machine (empty for runs from before these were read).", s.Nodes, s.Nodes,
 				s.Nodes, s.KubeAPIQPS, s.KubeAPIBurst, max(0, float64(2*s.Nodes-s.KubeAPIBurst))/float64(max(1, s.KubeAPIQPS)))
 		},
 		Columns: []Column{{results.FigConverge, "time to converge (s)", 1}, {results.FigFloorRatio, "÷ API floor", 2}, {results.FigCloudCalls, "cloud requests", 0}, {results.FigCloudThrottle, "of which 429", 0},
 			{results.FigAPIRequests, "API server requests", 0}, {results.FigAPILimiterWait, "waited in API rate limiter (s)", 1}, {results.FigAPILatency, "API write latency (ms, mean)", 0},
-			{results.FigCPU, "CPU (s)", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}},
+			{results.FigMachineBusy, "machine CPU busy (%)", 0}, {results.FigCPU, "CPU (s)", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}},
 		Charts: []string{results.FigConverge, results.FigCloudCalls},
 	},
 	{

@@ -148,6 +148,11 @@ const (
 	FigFloorRatio     = "floor_ratio"
 	FigAPILimiterWait = "api_limiter_wait_s"
 	FigAPILatency     = "api_latency_ms"
+	// FigMachineBusy is the share of the machine's CPU time that was busy
+	// during the phase, in percent: near 100, the apiserver, etcd, kwok
+	// and the contestant together are what bounds the phase, not the
+	// contestant's client.
+	FigMachineBusy = "machine_busy_pct"
 )
 
 // FigFirstAction (failover): from the standby leading until its first load

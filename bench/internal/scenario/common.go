@@ -107,6 +107,8 @@ type meter struct {
 	runner0 map[string]int64
 	// client0 is the client-go metrics' sums and counts at the start.
 	client0 clientStats
+	// machine0 is the machine's CPU time at the start.
+	machine0 harness.MachineCPU
 }
 
 // clientStats are the sums and counts of the API client's latency and
@@ -176,6 +178,7 @@ func startMeter(ctx context.Context, cl *harness.Cluster, ccm *harness.CCM, toke
 		return nil, err
 	}
 	m.runner0 = cl.CloudCounter.Snapshot()
+	m.machine0, _ = harness.ReadMachineCPU()
 	return m, nil
 }
 
@@ -222,6 +225,9 @@ func (m *meter) finish(ctx context.Context, figs map[string]float64) (map[string
 	}
 	if text, err := m.ccm.Metrics(ctx, m.token); err == nil {
 		clientFigures(figs, m.client0, readClientStats(text))
+	}
+	if mc, err := harness.ReadMachineCPU(); err == nil && m.machine0.Total > 0 {
+		figs[results.FigMachineBusy] = 100 * harness.BusyShare(m.machine0, mc)
 	}
 	u, err := m.ccm.Usage()
 	if err != nil {

@@ -151,7 +151,7 @@ func report(e *Env, r results.Run) {
 
 func brief(f map[string]float64) string {
 	out := ""
-	for _, k := range []string{results.FigConverge, results.FigFloorRatio, results.FigAPILimiterWait, results.FigAPILatency, results.FigJoin, results.FigFailover, results.FigTakeover, results.FigFirstAction, results.FigDuplicates,
+	for _, k := range []string{results.FigConverge, results.FigFloorRatio, results.FigAPILimiterWait, results.FigAPILatency, results.FigMachineBusy, results.FigJoin, results.FigFailover, results.FigTakeover, results.FigFirstAction, results.FigDuplicates,
 		results.FigCloudCalls, results.FigJoinUpdates, results.FigBackUnder, results.FigLowThrottle, results.FigCloudThrottle,
 		results.FigCloudPerHour, results.FigCycle, results.FigWindow, results.FigAPIRequests, results.FigCPU, results.FigIdlePeakRSS, results.FigLeaderRSS, results.FigStandbyRSS, results.FigPeakRSS} {
 		if v, ok := f[k]; ok {

@@ -119,8 +119,8 @@ type entry struct {
 	// come: most Nodes never have a call of their own (the node
 	// controllers list instances in batches), and a full ring is some
 	// 850 bytes, half of what an entry weighs.
-	ops  []CloudOp
-	nOps int // calls recorded in all
+	ops     []CloudOp
+	nOps    int // calls recorded in all
 	touched time.Time
 }
 

@@ -46,10 +46,6 @@ func (in *interner) str(s string) string {
 	return s
 }
 
-// uniqueLabels are label keys whose value names the one Node: interning
-// them would only fill the table.
-var uniqueLabels = map[string]bool{corev1.LabelHostname: true}
-
 // node interns n's repeated strings in place. Values that name the Node
 // itself (its name, UID, addresses, provider ID, pod CIDRs, machine and
 // boot IDs, annotation values) are left alone.
@@ -57,7 +53,9 @@ func (in *interner) node(n *corev1.Node) {
 	if len(n.Labels) > 0 {
 		labels := make(map[string]string, len(n.Labels))
 		for k, v := range n.Labels {
-			if !uniqueLabels[k] {
+			// The hostname label's value names the one Node: interning
+			// it would only fill the table.
+			if k != corev1.LabelHostname {
 				v = in.str(v)
 			}
 			labels[in.str(k)] = v
@@ -87,7 +85,7 @@ func (in *interner) node(n *corev1.Node) {
 	}
 	ni := &n.Status.NodeInfo
 	ni.KernelVersion, ni.OSImage, ni.ContainerRuntimeVersion = in.str(ni.KernelVersion), in.str(ni.OSImage), in.str(ni.ContainerRuntimeVersion)
-	ni.KubeletVersion, ni.KubeProxyVersion = in.str(ni.KubeletVersion), in.str(ni.KubeProxyVersion)
+	ni.KubeletVersion = in.str(ni.KubeletVersion)
 	ni.OperatingSystem, ni.Architecture = in.str(ni.OperatingSystem), in.str(ni.Architecture)
 	n.Status.Phase = corev1.NodePhase(in.str(string(n.Status.Phase)))
 }

@@ -1,6 +1,8 @@
 package kit
 
 import (
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,9 +29,48 @@ const (
 type interner struct {
 	mu sync.Mutex
 	m  map[string]string
+	// lists holds one ResourceList per distinct content: the Nodes of one
+	// instance type report the same capacity and allocatable, and a
+	// three-entry map of Quantities weighs some 600 bytes. Cached objects
+	// are read, never changed in place (a write starts from a DeepCopy,
+	// which copies the map), so Nodes can share it.
+	lists map[string]corev1.ResourceList
 }
 
-func newInterner() *interner { return &interner{m: map[string]string{}} }
+func newInterner() *interner {
+	return &interner{m: map[string]string{}, lists: map[string]corev1.ResourceList{}}
+}
+
+// resources returns the table's ResourceList equal to l, adding l when
+// there is none and the table has room.
+func (in *interner) resources(l corev1.ResourceList) corev1.ResourceList {
+	if len(l) == 0 {
+		return l
+	}
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, string(k))
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		q := l[corev1.ResourceName(k)]
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(q.String())
+		b.WriteByte(';')
+	}
+	key := b.String()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.lists[key]; ok {
+		return v
+	}
+	if len(in.lists) < maxInterned {
+		in.lists[key] = l
+	}
+	return l
+}
 
 func (in *interner) str(s string) string {
 	if s == "" || len(s) > maxInternLen {
@@ -88,4 +129,6 @@ func (in *interner) node(n *corev1.Node) {
 	ni.KubeletVersion = in.str(ni.KubeletVersion)
 	ni.OperatingSystem, ni.Architecture = in.str(ni.OperatingSystem), in.str(ni.Architecture)
 	n.Status.Phase = corev1.NodePhase(in.str(string(n.Status.Phase)))
+	n.Status.Capacity = in.resources(n.Status.Capacity)
+	n.Status.Allocatable = in.resources(n.Status.Allocatable)
 }

@@ -2,11 +2,13 @@ package kit
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -118,5 +120,37 @@ func TestCacheTransformInternsNodes(t *testing.T) {
 	}
 	if same(a.Status.Conditions[0].Message, c.Status.Conditions[0].Message) {
 		t.Fatal("two transforms share one table")
+	}
+}
+
+// Nodes with equal capacity share one ResourceList; a different one, or
+// one past the bound, is kept as it was; a DeepCopy (where every write
+// starts) gets a map of its own.
+func TestInternerSharesEqualResourceLists(t *testing.T) {
+	in := newInterner()
+	list := func(cpu, mem string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+	}
+	a, b, c := kubeletNode("a"), kubeletNode("b"), kubeletNode("c")
+	a.Status.Capacity, b.Status.Capacity, c.Status.Capacity = list("4", "16Gi"), list("4", "16Gi"), list("8", "16Gi")
+	in.node(a)
+	in.node(b)
+	in.node(c)
+	if reflect.ValueOf(a.Status.Capacity).UnsafePointer() != reflect.ValueOf(b.Status.Capacity).UnsafePointer() {
+		t.Fatal("equal capacities are two maps")
+	}
+	if reflect.ValueOf(a.Status.Capacity).UnsafePointer() == reflect.ValueOf(c.Status.Capacity).UnsafePointer() {
+		t.Fatal("different capacities share a map")
+	}
+	if got := c.Status.Capacity[corev1.ResourceCPU]; got.String() != "8" {
+		t.Fatalf("c's cpu = %s", got.String())
+	}
+	w := a.DeepCopy()
+	w.Status.Capacity[corev1.ResourceCPU] = resource.MustParse("2")
+	if got := b.Status.Capacity[corev1.ResourceCPU]; got.String() != "4" {
+		t.Fatalf("a write to a copy reached a shared list: b's cpu = %s", got.String())
+	}
+	if in.resources(nil) != nil {
+		t.Fatal("an empty list was interned")
 	}
 }

@@ -66,15 +66,16 @@ func (cl *Cluster) CreateInstances(ctx context.Context, names []string) (map[str
 	return ids, nil
 }
 
-// CreateNodes registers the named nodes with up to 64 requests in flight.
-func (cl *Cluster) CreateNodes(ctx context.Context, names []string) error {
+// CreateNodes registers the named nodes with up to 64 requests in flight,
+// each with the labels labels gives it (nil: none).
+func (cl *Cluster) CreateNodes(ctx context.Context, names []string, labels map[string]map[string]string) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(64)
 	for _, n := range names {
 		g.Go(func() error {
 			// The test bed's node: the uninitialized taint, no providerID, no
 			// addresses, annotated for kwok to keep it Ready.
-			_, err := localcluster.CreateNode(gctx, cl.Kube, n, localcluster.NodeOptions{})
+			_, err := localcluster.CreateNode(gctx, cl.Kube, n, localcluster.NodeOptions{Labels: labels[n]})
 			return err
 		})
 	}

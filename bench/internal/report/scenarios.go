@@ -61,7 +61,7 @@ var Scenarios = []Scenario{
 	{
 		Name: "steady", Title: "3. Steady state",
 		Explain: func(s results.Settings) string {
-			return fmt.Sprintf("%d initialized nodes and %d published Services (every load balancer holding every node) left idle. ", s.Nodes, s.SteadyServices()) +
+			return fmt.Sprintf("%d initialized nodes and %d published Services (every load balancer holding every node, or the first 5,000 where there are more: the cloud's limit per load balancer, the rest labelled `node.kubernetes.io/exclude-from-external-load-balancers`) left idle. ", s.Nodes, s.SteadyServices()) +
 				steadyMethod(s)
 		},
 		Columns: steadyColumns, Charts: steadyCharts, OpsTitle: steadyOpsTitle,

@@ -287,21 +287,21 @@ func (r *ready) stop() {
 }
 
 // readyCluster starts a cluster, creates the instances, starts c as the
-// leader and registers the nodes named in initialized, waiting until they
-// are initialized. On error, what was started is stopped and the error
-// says which step failed.
-func (e *Env) readyCluster(ctx context.Context, dir, cloud string, pool int, c harness.Contestant, instances, initialized []string) (*ready, error) {
+// leader and registers the nodes named in initialized (with labels, nil
+// for none), waiting until they are initialized. On error, what was
+// started is stopped and the error says which step failed.
+func (e *Env) readyCluster(ctx context.Context, dir, cloud string, pool int, c harness.Contestant, instances, initialized []string, labels map[string]map[string]string) (*ready, error) {
 	// The results are not named: a `return nil, err` must not clear the
 	// value the cleanup below stops.
 	r := &ready{}
-	if err := e.fill(ctx, r, dir, cloud, pool, c, instances, initialized); err != nil {
+	if err := e.fill(ctx, r, dir, cloud, pool, c, instances, initialized, labels); err != nil {
 		r.stop()
 		return nil, err
 	}
 	return r, nil
 }
 
-func (e *Env) fill(ctx context.Context, r *ready, dir, cloud string, pool int, c harness.Contestant, instances, initialized []string) error {
+func (e *Env) fill(ctx context.Context, r *ready, dir, cloud string, pool int, c harness.Contestant, instances, initialized []string, labels map[string]map[string]string) error {
 	var err error
 	if r.cl, r.token, err = e.startCluster(ctx, dir, cloud, pool); err != nil {
 		return fmt.Errorf("start the cluster: %w", err)
@@ -312,7 +312,7 @@ func (e *Env) fill(ctx context.Context, r *ready, dir, cloud string, pool int, c
 	if r.ccm, err = e.startLeader(ctx, r.cl, c); err != nil {
 		return fmt.Errorf("start %s: %w", c.Name, err)
 	}
-	if _, err = e.initNodes(ctx, r.cl, initialized, r.ccm); err != nil {
+	if _, err = e.initNodes(ctx, r.cl, initialized, labels, r.ccm); err != nil {
 		return fmt.Errorf("initialize %d nodes: %w", len(initialized), err)
 	}
 	return nil
@@ -331,12 +331,13 @@ func (e *Env) startLeader(ctx context.Context, cl *harness.Cluster, c harness.Co
 	return ccm, nil
 }
 
-// initNodes creates the named nodes and waits until they are initialized.
-func (e *Env) initNodes(ctx context.Context, cl *harness.Cluster, nodes []string, ccms ...*harness.CCM) (time.Duration, error) {
+// initNodes creates the named nodes (with labels, nil for none) and waits
+// until they are initialized.
+func (e *Env) initNodes(ctx context.Context, cl *harness.Cluster, nodes []string, labels map[string]map[string]string, ccms ...*harness.CCM) (time.Duration, error) {
 	tr := cl.TrackNodes()
 	defer tr.Stop()
 	t0 := time.Now()
-	if err := cl.CreateNodes(ctx, nodes); err != nil {
+	if err := cl.CreateNodes(ctx, nodes, labels); err != nil {
 		return 0, err
 	}
 	last, err := tr.Wait(ctx, nodes, e.PhaseTimeout, alive(ccms...))

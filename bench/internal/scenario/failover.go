@@ -43,7 +43,7 @@ func (e *Env) failover(ctx context.Context, c harness.Contestant, cloud, dir str
 		return nil, nil, err
 	}
 	defer standby.Stop(30 * time.Second)
-	if _, err := e.initNodes(ctx, cl, nodes, leader, standby); err != nil {
+	if _, err := e.initNodes(ctx, cl, nodes, nil, leader, standby); err != nil {
 		return nil, nil, err
 	}
 	m, err := startMeter(ctx, cl, standby, token)

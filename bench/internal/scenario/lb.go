@@ -35,7 +35,7 @@ const joinTimeout = 3 * time.Minute
 func (e *Env) lb(ctx context.Context, c harness.Contestant, cloud, dir string) (map[string]float64, map[string]int64, error) {
 	first := names(harness.NodeName, 1, e.S.LBNodes)
 	joined := names(harness.NodeName, 1+e.S.LBNodes, e.S.JoinNodes)
-	r, err := e.readyCluster(ctx, dir, cloud, 0, c, append(append([]string{}, first...), joined...), first)
+	r, err := e.readyCluster(ctx, dir, cloud, 0, c, append(append([]string{}, first...), joined...), first, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,7 +87,7 @@ func (e *Env) join(ctx context.Context, cl *harness.Cluster, joined []string, id
 	errc := make(chan error, 1)
 	go func() {
 		for _, n := range joined {
-			if err := cl.CreateNodes(ctx, []string{n}); err != nil {
+			if err := cl.CreateNodes(ctx, []string{n}, nil); err != nil {
 				errc <- err
 				return
 			}

@@ -79,7 +79,7 @@ func (e *Env) limitDrop(ctx context.Context, cs []harness.Contestant, rep int, p
 // an ingress.
 func (e *Env) limitDropOne(ctx context.Context, c harness.Contestant, dir string, pool int) (map[string]float64, map[string]int64, error) {
 	nodes := names(harness.NodeName, 1, e.S.LBNodes)
-	r, err := e.readyCluster(ctx, dir, results.CloudRealistic, pool, c, nodes, nodes)
+	r, err := e.readyCluster(ctx, dir, results.CloudRealistic, pool, c, nodes, nodes, nil)
 	if err != nil {
 		return nil, nil, err
 	}

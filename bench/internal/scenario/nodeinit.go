@@ -31,7 +31,7 @@ func (e *Env) nodeInit(ctx context.Context, c harness.Contestant, cloud, dir str
 	if err != nil {
 		return nil, nil, err
 	}
-	took, err := e.initNodes(ctx, cl, nodes, ccm)
+	took, err := e.initNodes(ctx, cl, nodes, nil, ccm)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -38,7 +38,7 @@ func TestReadyClusterFailureReportsItsCause(t *testing.T) {
 	}
 	broken := harness.Contestant{Name: "broken", Binary: "stratus", Subcommand: "controller-manager", Args: []string{"--no-such-flag"}}
 	nodes := names(harness.NodeName, 1, 3)
-	r, err := e.readyCluster(context.Background(), dir, results.CloudIdeal, 0, broken, nodes, nodes)
+	r, err := e.readyCluster(context.Background(), dir, results.CloudIdeal, 0, broken, nodes, nodes, nil)
 	if err == nil {
 		r.stop()
 		t.Fatal("readyCluster with a contestant that cannot start succeeded")

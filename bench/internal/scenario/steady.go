@@ -9,8 +9,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/stratus-ccm/stratus/bench/internal/harness"
 	"github.com/stratus-ccm/stratus/bench/internal/results"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 )
 
 // steadySettle is the pause between convergence and the window, so that
@@ -50,11 +53,17 @@ func (r *steadyRun) stop() {
 // and S published Services whose load balancers hold every node.
 func (e *Env) prepareSteady(ctx context.Context, r *steadyRun, pool int) error {
 	nodes := names(harness.NodeName, 1, r.nodes)
+	labels := beyondBackendLimit(nodes, api.MaxBackends)
 	var err error
-	if r.ready, err = e.readyCluster(ctx, r.dir, results.CloudRealistic, pool, r.c, nodes, nodes); err != nil {
+	if r.ready, err = e.readyCluster(ctx, r.dir, results.CloudRealistic, pool, r.c, nodes, nodes, labels); err != nil {
 		return err
 	}
-	ids := r.ids
+	ids := make(map[string]string, len(r.ids))
+	for n, id := range r.ids {
+		if labels[n] == nil {
+			ids[n] = id
+		}
+	}
 	svcs := names(harness.ServiceName, 1, e.S.SteadyServices())
 	tr := r.cl.TrackServices()
 	defer tr.Stop()
@@ -75,6 +84,22 @@ func (e *Env) prepareSteady(ctx context.Context, r *steadyRun, pool int) error {
 }
 
 // steadyGroup is a steady scenario's contestants and node count.
+// beyondBackendLimit labels the nodes past the first limit with
+// node.kubernetes.io/exclude-from-external-load-balancers, which both
+// contestants honour: the cloud lets a load balancer hold at most limit
+// backends (localcloud's api.MaxBackends, 5,000; real clouds cap a pool
+// lower), so at 10,000 nodes every load balancer holds the first 5,000.
+func beyondBackendLimit(nodes []string, limit int) map[string]map[string]string {
+	if len(nodes) <= limit {
+		return nil
+	}
+	out := make(map[string]map[string]string, len(nodes)-limit)
+	for _, n := range nodes[limit:] {
+		out[n] = map[string]string{corev1.LabelNodeExcludeBalancers: "true"}
+	}
+	return out
+}
+
 type steadyGroup struct {
 	scenario string
 	nodes    int

@@ -45,3 +45,13 @@ func TestSteadyGroups(t *testing.T) {
 		t.Fatalf("groups %+v, want none", g)
 	}
 }
+
+func TestBeyondBackendLimit(t *testing.T) {
+	if beyondBackendLimit([]string{"a", "b"}, 2) != nil {
+		t.Fatal("nodes within the limit were labelled")
+	}
+	got := beyondBackendLimit([]string{"a", "b", "c", "d"}, 2)
+	if len(got) != 2 || got["a"] != nil || got["c"]["node.kubernetes.io/exclude-from-external-load-balancers"] != "true" || got["d"] == nil {
+		t.Fatalf("labels = %v", got)
+	}
+}

@@ -4,14 +4,14 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export STRATUS_BIN_DIR := $(BIN)
 
-KUBE_VERSION := v1.36.3
+KUBE_VERSION := v1.37.2
 KWOK_VERSION := v0.8.0
 CONTAINERD_VERSION := v2.4.2
 CNI_PLUGINS_VERSION := v1.9.1
 GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS_MOD := hack/tools/go.mod hack/tools/go.sum
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
-	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
 STRATUS_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 STRATUS_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X github.com/stratus-ccm/stratus/internal/version.version=$(STRATUS_VERSION) \
@@ -152,7 +152,7 @@ $(BIN)/e2e.test: hack/conformance/go.mod hack/conformance/go.sum
 # and netcat-openbsd's nc with their libraries, which the specs run in it as
 # upstream's Alpine-based image has them; and the pause image under
 # upstream's name.
-AGNHOST_IMAGE := registry.k8s.io/e2e-test-images/agnhost:2.63.0
+AGNHOST_IMAGE := registry.k8s.io/e2e-test-images/agnhost:2.66.1
 PAUSE_IMAGE := registry.k8s.io/pause:3.10.2
 .PHONY: e2e-images
 e2e-images: $(BIN)/images/e2e/agnhost.tar $(BIN)/images/e2e/pause.tar

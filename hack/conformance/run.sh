@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs Kubernetes' own LoadBalancer e2e specs (bin/e2e.test, v1.36.3)
+# Runs Kubernetes' own LoadBalancer e2e specs (bin/e2e.test, v1.37.2)
 # against a sandbox whose nodes are all real (kubelet, containerd and
 # kube-proxy in network namespaces) with Stratus and localcloud, and writes
 # what passed, failed and was skipped, and why, to $CONFORMANCE_DIR/report.md.

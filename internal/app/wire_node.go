@@ -100,7 +100,7 @@ func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext
 		// Hybrid clusters: which Nodes are the provider's.
 		Ownership: pol,
 		Explain:   cc.Explain,
-	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod, Cap: deletionCap(cc.Options)})
+	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod, Workers: int(cc.Options.ConcurrentNodeLifecycleSyncs), Cap: deletionCap(cc.Options)})
 	if err != nil {
 		return false, "", err
 	}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Upstream kube-controller-manager v1.36's node-lifecycle defaults
+// Upstream kube-controller-manager v1.37's node-lifecycle defaults
 // (pkg/controller/nodelifecycle/config/v1alpha1/defaults.go).
 const (
 	DefaultNodeMonitorPeriod      = 5 * time.Second

@@ -85,6 +85,9 @@ type Options struct {
 	ConcurrentNodeSyncs         int32
 	ConcurrentNodeStatusUpdates int32
 	ConcurrentServiceSyncs      int32
+	// ConcurrentNodeLifecycleSyncs is upstream's (v0.37) worker count of
+	// the node lifecycle controller: NotReady Nodes checked in parallel.
+	ConcurrentNodeLifecycleSyncs int32
 
 	ClusterCIDR               string
 	ServiceClusterIPRange     string
@@ -161,6 +164,7 @@ func New(known []Controller) *Options {
 		NodeStatusUpdateFrequency:    5 * time.Minute,
 		ConcurrentNodeSyncs:          DefaultConcurrentNodeSyncs,
 		ConcurrentServiceSyncs:       DefaultConcurrentServiceSyncs,
+		ConcurrentNodeLifecycleSyncs: 1,
 		CIDRAllocatorType:            RangeAllocator,
 		NodeCIDRMaskSizeIPv4:         24,
 		NodeCIDRMaskSizeIPv6:         64,
@@ -236,6 +240,7 @@ func (o *Options) addControllerFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(&o.ConcurrentNodeSyncs, "concurrent-node-syncs", o.ConcurrentNodeSyncs, "Workers initializing nodes concurrently (upstream default 1).")
 	fs.Int32Var(&o.ConcurrentNodeStatusUpdates, "concurrent-node-status-updates", o.ConcurrentNodeStatusUpdates, "Workers refreshing node status concurrently; 0 means --concurrent-node-syncs.")
 	fs.Int32Var(&o.ConcurrentServiceSyncs, "concurrent-service-syncs", o.ConcurrentServiceSyncs, "Services synchronized concurrently (upstream default 1).")
+	fs.Int32Var(&o.ConcurrentNodeLifecycleSyncs, "concurrent-node-lifecycle-syncs", o.ConcurrentNodeLifecycleSyncs, "Workers checking NotReady nodes against the cloud in parallel within one --node-monitor-period (cloud-node-lifecycle-controller); deletions stay one at a time under the deletion cap.")
 }
 
 func (o *Options) addNetworkFlags(fs *pflag.FlagSet) {

@@ -15,7 +15,7 @@ import (
 )
 
 // upstreamFlags returns the flag set of upstream's cloud-controller-manager
-// v0.36.3, built by upstream's own options package as its command does
+// v0.37.2, built by upstream's own options package as its command does
 // (named flag sets, then the global logging flags and --version).
 func upstreamFlags(t *testing.T) *pflag.FlagSet {
 	t.Helper()

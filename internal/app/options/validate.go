@@ -71,6 +71,9 @@ func (o *Options) ValidateFor(table []Controller) error {
 	if o.ConcurrentNodeStatusUpdates < 0 {
 		bad("concurrent-node-status-updates", o.ConcurrentNodeStatusUpdates, "must not be negative")
 	}
+	if o.ConcurrentNodeLifecycleSyncs < 1 {
+		bad("concurrent-node-lifecycle-syncs", o.ConcurrentNodeLifecycleSyncs, "must be at least 1")
+	}
 	if o.ConcurrentServiceSyncs < 1 {
 		bad("concurrent-service-syncs", o.ConcurrentServiceSyncs, "must be at least 1")
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ccmconfigv1alpha1 "k8s.io/cloud-provider/config/v1alpha1"
 	nodeconfigv1alpha1 "k8s.io/cloud-provider/controllers/node/config/v1alpha1"
+	nodelifecycleconfigv1alpha1 "k8s.io/cloud-provider/controllers/nodelifecycle/config/v1alpha1"
 	serviceconfigv1alpha1 "k8s.io/cloud-provider/controllers/service/config/v1alpha1"
 	componentbaseconfigv1alpha1 "k8s.io/component-base/config/v1alpha1"
 	cmconfigv1alpha1 "k8s.io/controller-manager/config/v1alpha1"
@@ -37,7 +38,6 @@ func componentConfig(o *options.Options, known []options.Controller, migration *
 			UseServiceAccountCredentials: o.UseServiceAccountCredentials,
 			AllowUntaggedCloud:           o.AllowUntaggedCloud,
 			RouteReconciliationPeriod:    metav1.Duration{Duration: o.RouteReconciliationPeriod},
-			NodeMonitorPeriod:            metav1.Duration{Duration: o.NodeMonitorPeriod},
 			ClusterName:                  o.ClusterName,
 			ClusterCIDR:                  o.ClusterCIDR,
 			AllocateNodeCIDRs:            o.AllocateNodeCIDRs,
@@ -48,6 +48,10 @@ func componentConfig(o *options.Options, known []options.Controller, migration *
 		NodeController: nodeconfigv1alpha1.NodeControllerConfiguration{
 			ConcurrentNodeSyncs:         o.ConcurrentNodeSyncs,
 			ConcurrentNodeStatusUpdates: o.ConcurrentNodeStatusUpdates,
+		},
+		NodeLifecycleController: nodelifecycleconfigv1alpha1.NodeLifecycleControllerConfiguration{
+			ConcurrentNodeLifecycleSyncs: o.ConcurrentNodeLifecycleSyncs,
+			NodeMonitorPeriod:            metav1.Duration{Duration: o.NodeMonitorPeriod},
 		},
 		ServiceController:         serviceconfigv1alpha1.ServiceControllerConfiguration{ConcurrentServiceSyncs: o.ConcurrentServiceSyncs},
 		NodeStatusUpdateFrequency: metav1.Duration{Duration: o.NodeStatusUpdateFrequency},

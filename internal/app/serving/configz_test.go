@@ -45,6 +45,7 @@ func upstreamConfig(t *testing.T, args ...string) *ccmconfigv1alpha1.CloudContro
 	for _, apply := range []func() error{
 		func() error { return s.KubeCloudShared.ApplyTo(&internal.KubeCloudShared) },
 		func() error { return s.ServiceController.ApplyTo(&internal.ServiceController) },
+		func() error { return s.NodeLifecycleController.ApplyTo(&internal.NodeLifecycleController) },
 		func() error { return s.Webhook.ApplyTo(&internal.Webhook) },
 	} {
 		if err := apply(); err != nil {
@@ -84,6 +85,7 @@ func TestConfigzMatchesUpstream(t *testing.T) {
 			"--use-service-account-credentials", "--node-status-update-frequency=1m", "--kubeconfig=/etc/kubeconfig",
 			"--kube-api-qps=50", "--leader-elect=false", "--profiling=false", "--webhooks=*", "--allow-untagged-cloud",
 			"--route-reconciliation-period=30s", "--node-monitor-period=7s", "--controller-start-interval=1s",
+			"--concurrent-node-lifecycle-syncs=4",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

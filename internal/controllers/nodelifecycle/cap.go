@@ -79,7 +79,7 @@ func (d DeletionCap) limit(share float64, nodes int) int {
 // ledger remembers the controller's own deletions within the window. It
 // is in memory: a new leader starts with an empty one, so the cap bounds
 // what one leader deletes per window (a leader change within a window can
-// at most double it). Only the one monitor worker touches it.
+// at most double it). The workers take turns with it (Controller.deleting).
 type ledger struct {
 	cap   DeletionCap
 	clock clock.PassiveClock

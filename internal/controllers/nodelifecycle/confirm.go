@@ -34,6 +34,7 @@ func (c *Controller) secondOpinion(ctx context.Context, n *corev1.Node, sum *Sum
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
 	defer cancel()
 	exists, err = c.instances.InstanceExists(cctx, n)
+	c.metrics.observeExists(exists, err)
 	log := klog.FromContext(ctx).WithValues("node", klog.KObj(n), "providerID", n.Spec.ProviderID)
 	switch {
 	case errors.Is(err, cloudprovider.NotImplemented):

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
@@ -95,6 +97,9 @@ type Deps struct {
 type Config struct {
 	// Period is --node-monitor-period.
 	Period time.Duration
+	// Workers is --concurrent-node-lifecycle-syncs: NotReady Nodes checked
+	// at once within a period; zero means 1, upstream's default.
+	Workers int
 	// CloudTimeout bounds one cloud call.
 	CloudTimeout time.Duration
 	// Cap bounds the deletions per window; zero values take its defaults.
@@ -116,6 +121,8 @@ type Controller struct {
 	queue    kit.Queue[pass]
 	explain  *explain.Store
 	verdicts verdicts
+	// deleting serializes the workers' deletions (gone).
+	deleting sync.Mutex
 }
 
 // New builds the controller; it starts nothing.
@@ -131,6 +138,12 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	}
 	if cfg.CloudTimeout <= 0 {
 		cfg.CloudTimeout = DefaultCloudTimeout
+	}
+	if cfg.Workers < 0 {
+		return nil, fmt.Errorf("node lifecycle controller: workers %d must not be negative", cfg.Workers)
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 1
 	}
 	capc, err := cfg.Cap.withDefaults()
 	if err != nil {
@@ -216,7 +229,11 @@ type Summary struct {
 // sync runs one monitor period over every Node.
 func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 	start := c.clock.Now()
-	defer func() { c.metrics.duration.Observe(c.clock.Since(start).Seconds()) }()
+	defer func() {
+		d := c.clock.Since(start).Seconds()
+		c.metrics.duration.Observe(d)
+		c.metrics.upstreamDuration.Observe(d)
+	}()
 	// Only the Nodes that need attention, from the index; uncopied, since
 	// they are only read (a patch works on its own copy).
 	var list corev1.NodeList
@@ -263,22 +280,48 @@ func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 		sum.Undecided = len(notReady)
 		return sum, errors.Join(append(errs, err)...)
 	}
-	var ps periodState
 	for _, n := range notReady {
 		judged[n.Name] = true
-		v, err := c.monitor(explain.WithObject(ctx, nodeRef(n.Name)), n, check, &ps, &sum)
-		if err != nil {
-			errs = append(errs, err)
-		}
+	}
+	// NotReady Nodes are checked in parallel (--concurrent-node-lifecycle-syncs,
+	// as upstream's monitor does since v1.37); each worker counts into its
+	// own Summary, and deletions take turns (gone), so the cap holds
+	// exactly whatever the worker count.
+	var ps periodState
+	sums := make([]Summary, len(notReady))
+	nodeErrs := make([]error, len(notReady))
+	workqueue.ParallelizeUntil(ctx, c.cfg.Workers, len(notReady), func(i int) {
+		n := notReady[i]
+		v, err := c.monitor(explain.WithObject(ctx, nodeRef(n.Name)), n, check, &ps, &sums[i])
+		nodeErrs[i] = err
 		c.judged(n.Name, v)
+	})
+	for i := range sums {
+		sum.add(&sums[i])
 	}
 	c.metrics.heldNow.Set(float64(sum.Held))
-	return sum, errors.Join(errs...)
+	return sum, errors.Join(append(errs, nodeErrs...)...)
+}
+
+// add counts o's per-Node figures into s (not NotReady, counted once by
+// the period).
+func (s *Summary) add(o *Summary) {
+	s.Deleted += o.Deleted
+	s.Tainted += o.Tainted
+	s.Untainted += o.Untainted
+	s.Undecided += o.Undecided
+	s.Unknowable += o.Unknowable
+	s.CloudListCalls += o.CloudListCalls
+	s.Confirmations += o.Confirmations
+	s.Disagreements += o.Disagreements
+	s.Held += o.Held
+	s.Foreign += o.Foreign
+	s.NoPlatform += o.NoPlatform
 }
 
 // monitor decides one NotReady Node, and says what it decided.
 func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFunc, ps *periodState, sum *Summary) (verdict, error) {
-	exists, shutdown, err := check(ctx, n)
+	exists, shutdown, err := check(ctx, n, sum)
 	if errors.Is(err, errCannotTell) {
 		// Upstream logs an error for such a Node every period and leaves
 		// it; Stratus leaves it too, without the noise: nothing will
@@ -321,6 +364,10 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 // gone deletes a Node whose instance the cloud confirmed gone, unless the
 // deletion cap holds it back.
 func (c *Controller) gone(ctx context.Context, n *corev1.Node, ps *periodState, sum *Summary) (verdict, error) {
+	// One deletion at a time: the cap's count, the delete and the ledger
+	// entry must not interleave with another worker's.
+	c.deleting.Lock()
+	defer c.deleting.Unlock()
 	held, why, err := c.capHolds(ctx, n, ps, sum)
 	if err != nil {
 		return verdict{line: "NotReady, its instance gone; the deletion cap could not be checked", err: err}, err
@@ -341,7 +388,7 @@ func (c *Controller) gone(ctx context.Context, n *corev1.Node, ps *periodState, 
 }
 
 // checkFunc answers whether a Node's machine exists and is shut down.
-type checkFunc func(ctx context.Context, n *corev1.Node) (exists, shutdown bool, err error)
+type checkFunc func(ctx context.Context, n *corev1.Node, sum *Summary) (exists, shutdown bool, err error)
 
 // checker returns how this period asks the cloud: one list for all Nodes
 // when the provider can list (a failed list decides nothing), with a
@@ -355,11 +402,12 @@ func (c *Controller) checker(ctx context.Context, sum *Summary) (checkFunc, erro
 	defer cancel()
 	sum.CloudListCalls++
 	insts, err := c.lister.ListInstances(lctx)
+	c.metrics.observeCall(opListInstances, err)
 	if err != nil {
 		return nil, err // the cloud wrapper names the operation
 	}
 	idx := newIndex(insts)
-	return func(ctx context.Context, n *corev1.Node) (bool, bool, error) {
+	return func(ctx context.Context, n *corev1.Node, sum *Summary) (bool, bool, error) {
 		exists, shutdown, err := idx.lookup(n)
 		if err != nil || exists {
 			return exists, shutdown, err
@@ -372,10 +420,11 @@ func (c *Controller) checker(ctx context.Context, sum *Summary) (checkFunc, erro
 var errCannotTell = errors.New("the cloud provider cannot tell (NotImplemented)")
 
 // checkOne asks the cloud about one Node with the standard calls.
-func (c *Controller) checkOne(ctx context.Context, n *corev1.Node) (exists, shutdown bool, err error) {
+func (c *Controller) checkOne(ctx context.Context, n *corev1.Node, _ *Summary) (exists, shutdown bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
 	defer cancel()
 	exists, err = c.instances.InstanceExists(ctx, n)
+	c.metrics.observeExists(exists, err)
 	if errors.Is(err, cloudprovider.NotImplemented) {
 		return false, false, fmt.Errorf("%w: %w", errCannotTell, err)
 	}
@@ -386,6 +435,7 @@ func (c *Controller) checkOne(ctx context.Context, n *corev1.Node) (exists, shut
 		return false, false, nil
 	}
 	shutdown, err = c.instances.InstanceShutdown(ctx, n)
+	c.metrics.observeCall(opInstanceShutdown, err)
 	if errors.Is(err, cloudprovider.InstanceNotFound) {
 		// Gone between the two calls: the next period sees it gone.
 		return true, false, nil

@@ -1,9 +1,12 @@
 package nodelifecycle
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/internal/metricsutil"
 )
@@ -23,6 +26,27 @@ const (
 	// many Nodes the last period held back.
 	MetricDeletionsHeld    = "stratus_node_lifecycle_deletions_held_total"
 	MetricDeletionsHeldNow = "stratus_node_lifecycle_deletions_held"
+
+	// Upstream's names (k8s.io/cloud-provider v0.37's node lifecycle
+	// controller, alpha), beside Stratus' own so that an operator's
+	// dashboards and alerts written for upstream keep working.
+	MetricMonitorNodesDuration = "cloud_node_lifecycle_controller_monitor_nodes_duration_seconds"
+	MetricCloudProviderCalls   = "cloud_node_lifecycle_controller_cloud_provider_calls_total"
+)
+
+// The operation and result labels of MetricCloudProviderCalls: upstream's
+// values, plus list_instances for the one list call per period that the
+// instance-list extension makes in place of the per-node ones.
+const (
+	opInstanceExists   = "instance_exists"
+	opInstanceShutdown = "instance_shutdown"
+	opListInstances    = "list_instances"
+
+	callSuccess        = "success"
+	callError          = "error"
+	callNotFound       = "instance_not_found"
+	callNotImplemented = "not_implemented"
+	callCanceled       = "canceled"
 )
 
 type metrics struct {
@@ -34,6 +58,35 @@ type metrics struct {
 	secondOpinions *prometheus.CounterVec
 	held           *prometheus.CounterVec
 	heldNow        prometheus.Gauge
+
+	upstreamDuration prometheus.Histogram
+	calls            *prometheus.CounterVec
+}
+
+// observeCall counts one cloud call by its answer, as upstream's
+// observeInstanceOp classifies it.
+func (m *metrics) observeCall(op string, err error) {
+	result := callSuccess
+	switch {
+	case errors.Is(err, cloudprovider.NotImplemented):
+		result = callNotImplemented
+	case errors.Is(err, cloudprovider.InstanceNotFound):
+		result = callNotFound
+	case errors.Is(err, context.Canceled):
+		result = callCanceled
+	case err != nil:
+		result = callError
+	}
+	m.calls.WithLabelValues(op, result).Inc()
+}
+
+// observeExists counts an InstanceExists call; "does not exist" counts as
+// instance_not_found, as upstream counts it.
+func (m *metrics) observeExists(exists bool, err error) {
+	if err == nil && !exists {
+		err = cloudprovider.InstanceNotFound
+	}
+	m.observeCall(opInstanceExists, err)
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -67,6 +120,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricDeletionsHeldNow,
 			Help: "Nodes whose instance is gone that the last monitor period did not delete because the deletion cap held.",
 		}),
+		upstreamDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    MetricMonitorNodesDuration,
+			Help:    "[ALPHA] A metric measuring the duration in seconds of a single MonitorNodes loop execution.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricCloudProviderCalls,
+			Help: "[ALPHA] The total number of cloud provider API calls, labeled by operation and result.",
+		}, []string{"operation", "result"}),
 	}
 	if err := metricsutil.Register(reg,
 		m.deletions,
@@ -76,6 +138,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.secondOpinions,
 		m.held,
 		m.heldNow,
+		m.upstreamDuration,
+		m.calls,
 	); err != nil {
 		return nil, fmt.Errorf("node lifecycle controller metrics: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -117,6 +118,9 @@ type Controller struct {
 	explain   *explain.Store
 	// states is the last pass's routes per Node, for explain.
 	states *routeStates
+	// nodeChanged is set by a Node event that queued a pass, and taken by
+	// the pass: the trigger label of upstream's route_sync_total.
+	nodeChanged atomic.Bool
 }
 
 // New validates cfg and builds the controller. It has no side effects
@@ -187,6 +191,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 // events that can change the routes.
 func (c *Controller) nodeHandler() handler.TypedEventHandler[*corev1.Node, pass] {
 	enqueue := func(q workqueue.TypedRateLimitingInterface[pass]) {
+		c.nodeChanged.Store(true)
 		q.AddAfter(pass{}, c.cfg.Coalesce)
 	}
 	return handler.TypedFuncs[*corev1.Node, pass]{
@@ -220,7 +225,12 @@ func routesMayChange(old, cur *corev1.Node) bool {
 // a failure; any other error retries with backoff.
 func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
 	ctx = kit.WithController(ctx, ControllerName)
-	err := c.sync(ctx, p)
+	trigger := triggerPeriodic
+	if c.nodeChanged.Swap(false) {
+		trigger = triggerNodeChange
+	}
+	changed, err := c.sync(ctx, p)
+	c.m.observeSync(trigger, changed, err)
 	if res, ok := kit.RetryLater(ctx, err); ok {
 		return res, nil
 	}

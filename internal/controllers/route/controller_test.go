@@ -165,7 +165,7 @@ func TestCreationsRunInParallelWithABound(t *testing.T) {
 	}
 	f := newFixture(t, cloud, Config{Concurrency: 4}, nodes...)
 	done := make(chan error, 1)
-	go func() { done <- f.c.sync(f.ctx, pass{}) }()
+	go func() { _, err := f.c.sync(f.ctx, pass{}); done <- err }()
 	// The creations block in the cloud until the gate opens: the pass
 	// must have started exactly as many as the bound allows.
 	if err := wait.PollUntilContextTimeout(f.ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
@@ -190,7 +190,7 @@ func TestListFailureChangesNothing(t *testing.T) {
 	cloud := newFakeRoutes(&cloudprovider.Route{Name: "x", TargetNode: "gone", DestinationCIDR: "10.244.9.0/24"})
 	cloud.listErr = errors.New("cloud unavailable")
 	f := newFixture(t, cloud, Config{}, node("a", "lc://a", "10.244.0.0/24"))
-	if err := f.c.sync(f.ctx, pass{}); err == nil || !errors.Is(err, cloud.listErr) {
+	if _, err := f.c.sync(f.ctx, pass{}); err == nil || !errors.Is(err, cloud.listErr) {
 		t.Fatalf("sync error = %v, want it to wrap the list error", err)
 	}
 	if _, creates, deletes := cloud.counts(); creates+deletes != 0 {

@@ -128,7 +128,7 @@ func newFixture(t *testing.T, fr *fakeRoutes, cfg Config, nodes ...*corev1.Node)
 
 func (f *fixture) mustSync() {
 	f.t.Helper()
-	if err := f.c.sync(f.ctx, pass{}); err != nil {
+	if _, err := f.c.sync(f.ctx, pass{}); err != nil {
 		f.t.Fatalf("sync: %v", err)
 	}
 }

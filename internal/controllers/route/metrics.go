@@ -15,6 +15,20 @@ const (
 	MetricQuotaExceededTotal = "stratus_routes_quota_exceeded_total"
 	MetricRoutesBackingOff   = "stratus_route_create_backoff_routes"
 	labelResult              = "result"
+
+	// MetricRouteSyncs is upstream's name (k8s.io/cloud-provider v0.37,
+	// alpha): passes by outcome (changed, noop, error) and trigger
+	// (periodic, node_change), kept so that upstream's dashboards work.
+	MetricRouteSyncs = "route_controller_route_sync_total"
+)
+
+// The label values of MetricRouteSyncs, upstream's.
+const (
+	triggerPeriodic   = "periodic"
+	triggerNodeChange = "node_change"
+	outcomeChanged    = "changed"
+	outcomeNoop       = "noop"
+	outcomeError      = "error"
 )
 
 type metrics struct {
@@ -22,6 +36,20 @@ type metrics struct {
 	deletes   *prometheus.CounterVec
 	quota     prometheus.Counter
 	backedOff prometheus.Gauge
+	syncs     *prometheus.CounterVec
+}
+
+// observeSync counts one pass as upstream's recordRouteSync does: error if
+// it failed, changed if a route was created or deleted, else noop.
+func (m *metrics) observeSync(trigger string, changed bool, err error) {
+	outcome := outcomeNoop
+	switch {
+	case err != nil:
+		outcome = outcomeError
+	case changed:
+		outcome = outcomeChanged
+	}
+	m.syncs.WithLabelValues(outcome, trigger).Inc()
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -42,12 +70,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricRoutesBackingOff,
 			Help: "Routes whose creation failed and waits for its backoff before the next attempt.",
 		}),
+		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRouteSyncs,
+			Help: "[ALPHA] A metric counting the number of route reconciles with the cloud provider, labeled by the trigger (periodic or node_change) and the outcome (error if the reconcile failed, changed if at least one route was created or deleted, otherwise noop).",
+		}, []string{"outcome", "trigger"}),
 	}
 	if err := metricsutil.Register(reg,
 		m.creates,
 		m.deletes,
 		m.quota,
 		m.backedOff,
+		m.syncs,
 	); err != nil {
 		return nil, fmt.Errorf("route metrics: %w", err)
 	}

@@ -25,7 +25,7 @@ func TestPassRunsWhenCloudRecovers(t *testing.T) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[pass]())
 	defer q.ShutDown()
 	c.queue.Set(q)
-	if err := c.sync(f.ctx, pass{}); err != nil {
+	if _, err := c.sync(f.ctx, pass{}); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
 	k := routeKey{cidr: netip.MustParsePrefix("10.244.0.0/24"), node: "a"}

@@ -25,31 +25,33 @@ import (
 
 // sync runs one full pass: list the table once, delete what no Node
 // accounts for, create what routable Nodes miss, then bring every routable
-// Node's NetworkUnavailable condition in line.
-func (c *Controller) sync(ctx context.Context, _ pass) error {
+// Node's NetworkUnavailable condition in line. It reports whether a route
+// was created or deleted.
+func (c *Controller) sync(ctx context.Context, _ pass) (bool, error) {
 	log := klog.FromContext(ctx)
 	var nodes corev1.NodeList
 	if err := c.client.List(ctx, &nodes); err != nil {
-		return fmt.Errorf("route controller: list nodes: %w", err)
+		return false, fmt.Errorf("route controller: list nodes: %w", err)
 	}
 	// Another platform routes its own Nodes: a foreign Node gets no route
 	// and its NetworkUnavailable condition is not written.
 	nodes.Items = slices.DeleteFunc(nodes.Items, func(n corev1.Node) bool { return c.ownership.Of(&n) == ownership.Foreign })
 	routes, err := c.routes.ListRoutes(ctx, c.cfg.ClusterName)
 	if err != nil {
-		return fmt.Errorf("route controller: list routes of cluster %s: %w", c.cfg.ClusterName, err)
+		return false, fmt.Errorf("route controller: list routes of cluster %s: %w", c.cfg.ClusterName, err)
 	}
 	p := buildPlan(nodes.Items, routes, c.cfg.ClusterCIDRs)
 	log.V(4).Info("Route pass", "nodes", len(nodes.Items), "routes", len(routes), "delete", len(p.remove), "create", len(p.create))
 
-	if c.deleteRoutes(ctx, p.remove) > 0 {
+	deleted := c.deleteRoutes(ctx, p.remove)
+	if deleted > 0 {
 		// Room was made in the table: failed creations may succeed now.
 		c.backoff.reset()
 	}
 	created := c.createRoutes(ctx, p)
 	c.m.backedOff.Set(float64(c.backoff.retain(p.wanted)))
 	c.explainPass(p, created)
-	return c.updateConditions(ctx, p)
+	return deleted > 0 || len(created) > 0, c.updateConditions(ctx, p)
 }
 
 // parallel runs fn for every item with at most c.cfg.Concurrency at once.

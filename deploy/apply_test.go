@@ -141,7 +141,13 @@ func checkServiceAccountCan(ctx context.Context, t *testing.T, cfg *rest.Config)
 		{daemon, authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: deploy.Namespace, Name: "kube-scheduler"}, false},
 		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "kube-system", Name: "node-controller"}, true},
 		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "kube-system", Name: "cloud-node-controller"}, false},
-		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Namespace: "kube-system"}, false},
+		// The daemon creates a controller's missing ServiceAccount, as
+		// upstream's does: the manifests ship none, so that deleting them
+		// leaves kube-controller-manager's node-controller and the others
+		// a different manager may share.
+		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Namespace: "kube-system"}, true},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Namespace: "default"}, false},
+		{daemon, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "serviceaccounts", Namespace: "kube-system", Name: "node-controller"}, false},
 		{daemon, authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: deploy.Namespace}, false},
 		{nodeCtl, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes"}, true},
 		{nodeCtl, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "nodes"}, true},

@@ -35,3 +35,22 @@ func TestParseRejectsADocumentWithoutKind(t *testing.T) {
 		t.Fatal("Parse accepted a document without kind")
 	}
 }
+
+// TestNoSharedServiceAccountIsDeclared: `kubectl delete -f` of any
+// rendered file must leave the controllers' ServiceAccounts, which
+// kube-controller-manager (node-controller) or another cloud controller
+// manager shares: no file declares them (the daemon creates a missing one).
+func TestNoSharedServiceAccountIsDeclared(t *testing.T) {
+	shared := []string{"node-controller", "service-controller", "route-controller"}
+	for _, name := range []string{deploy.Default, deploy.DaemonSet, deploy.Monitoring, deploy.AllControllersRBAC} {
+		objs, err := deploy.Objects(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if o.GetKind() == "ServiceAccount" && slices.Contains(shared, o.GetName()) {
+				t.Errorf("%s declares the ServiceAccount %s/%s: deleting the file would delete it", name, o.GetNamespace(), o.GetName())
+			}
+		}
+	}
+}

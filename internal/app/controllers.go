@@ -53,7 +53,8 @@ type Clients struct {
 	Reader client.Reader
 	// APIReader reads from the API server directly.
 	APIReader client.Reader
-	// Recorder emits events reported by the controller's name.
+	// Recorder emits events reported by the controller's event source
+	// (EventSource: upstream's for the built-in controllers).
 	Recorder events.EventRecorder
 	// Config is the controller's REST config, for a controller written
 	// against client-go's typed clients.
@@ -78,7 +79,7 @@ func managerClients(mgr manager.Manager, name string) Clients {
 		Client:    mgr.GetClient(),
 		Reader:    mgr.GetCache(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(name),
+		Recorder:  mgr.GetEventRecorder(EventSource(name)),
 		Config:    mgr.GetConfig(),
 	}
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -40,6 +39,27 @@ func ServiceAccountName(controller string) string {
 		return "service-controller"
 	case route.ControllerName:
 		return "route-controller"
+	}
+	return controller
+}
+
+// EventSource is the source component (and so the reportingController) of
+// the events a controller records: upstream's for each of the built-in
+// controllers, which operators' event filters and alerts select on, so
+// that they see Stratus' events as they saw upstream's. The node
+// controllers' names are upstream's own; the service and route
+// controllers report as upstream's do, under names other than the ones
+// --controllers takes; node IPAM as kube-controller-manager's range
+// allocator, whose job it takes over. A provider's own controller reports
+// under its own name.
+func EventSource(controller string) string {
+	switch controller {
+	case service.ControllerName:
+		return "service-controller"
+	case route.ControllerName:
+		return "route_controller"
+	case nodeipam.ControllerName:
+		return "cidrAllocator"
 	}
 	return controller
 }
@@ -121,7 +141,7 @@ func (ids *identities) forController(ctx context.Context, name string) (Clients,
 		Client:    cached,
 		Reader:    ids.mgr.GetCache(),
 		APIReader: direct,
-		Recorder:  record.NewEventRecorderAdapter(b.NewRecorder(ids.mgr.GetScheme(), corev1.EventSource{Component: name})),
+		Recorder:  record.NewEventRecorderAdapter(b.NewRecorder(ids.mgr.GetScheme(), corev1.EventSource{Component: EventSource(name)})),
 		Config:    cfg,
 	}, nil
 }
@@ -136,17 +156,14 @@ func (ids *identities) config(ctx context.Context, name string) (*rest.Config, s
 	}
 	sa := ServiceAccountName(name)
 	sas := ids.sas.CoreV1().ServiceAccounts(ServiceAccountNamespace)
+	// The source creates the ServiceAccount when it is missing, as
+	// upstream's client builder does, so that upstream's RBAC (which
+	// grants create on ServiceAccounts) and kube-apiserver's bootstrap
+	// roles are all a cluster needs, and no manifest of Stratus' need
+	// declare a ServiceAccount that kube-controller-manager or another
+	// manager shares (its uninstall would delete it).
 	src := transport.NewCachedTokenSource(&saTokenSource{ctx: ctx, sas: sas, name: sa, now: time.Now})
-	_, err := src.Token()
-	if errors.Is(err, errServiceAccountMissing) {
-		// Created when missing, as upstream's client builder does, so
-		// that upstream's RBAC (which grants create on ServiceAccounts)
-		// and kube-apiserver's bootstrap roles are all a cluster needs.
-		if err = createServiceAccount(ctx, sas, sa); err == nil {
-			_, err = src.Token()
-		}
-	}
-	if err != nil {
+	if _, err := src.Token(); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
 	// The daemon's credentials are dropped: only the token speaks. Its

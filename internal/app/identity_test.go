@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -20,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/node"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/internal/controllers/route"
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
@@ -142,6 +145,56 @@ func TestControllerIdentities(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatalf("no core event from %s under a role granting only core events: %v", probe, err)
+		}
+	})
+
+	// Each built-in controller's events carry the source upstream's
+	// controller records them under (in source.component and
+	// reportingController), which operators' event filters and alerts
+	// select on, whatever --controllers calls the controller.
+	t.Run("events under upstream's sources", func(t *testing.T) {
+		ids, err := newIdentities(mgr, env.Config, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ids.shutdown()
+		n, err := env.Clientset.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "sourced"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Upstream's: k8s.io/cloud-provider's controllers and
+		// kube-controller-manager's range allocator.
+		for ctrl, want := range map[string]string{
+			node.ControllerName:          "cloud-node-controller",
+			nodelifecycle.ControllerName: "cloud-node-lifecycle-controller",
+			service.ControllerName:       "service-controller",
+			route.ControllerName:         "route_controller",
+			nodeipam.ControllerName:      "cidrAllocator",
+			"mycloud-firewall":           "mycloud-firewall",
+		} {
+			id, err := ids.forController(ctx, ctrl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id.Recorder.Eventf(n, nil, corev1.EventTypeNormal, "Probe", "Probe", "from %s", ctrl)
+			err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				evs, err := env.Clientset.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=sourced"})
+				if err != nil {
+					return false, err
+				}
+				for _, e := range evs.Items {
+					if e.Message == "from "+ctrl {
+						if e.Source.Component != want || e.ReportingController != want {
+							return false, fmt.Errorf("source %q, reportingController %q, want %q", e.Source.Component, e.ReportingController, want)
+						}
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				t.Errorf("%s's event: %v", ctrl, err)
+			}
 		}
 	})
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/stratus-ccm/stratus/internal/app/serving"
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -179,6 +181,13 @@ func plan(ctx context.Context, o *options.Options, deps Deps) (*runPlan, error) 
 	enabled, err := options.ResolveControllers(o.Controllers, vocabulary(table))
 	if err != nil {
 		return nil, err
+	}
+	if o.AllocateNodeCIDRs && !slices.Contains(enabled, nodeipam.ControllerName) {
+		// Upstream's manager has no node IPAM and ignores the flag without
+		// a word; manifests carry it for kube-controller-manager's
+		// allocator, or expecting Stratus to allocate.
+		klog.FromContext(ctx).Info("Warning: flag has no effect", "reason",
+			"--allocate-node-cidrs=true: this process allocates no pod CIDRs, as node IPAM runs only when --controllers names it (--controllers=*,"+nodeipam.ControllerName+")")
 	}
 	migration, err := options.LoadMigration(o, vocabulary(table))
 	if err != nil {

@@ -36,9 +36,11 @@ const (
 var errServiceAccountMissing = errors.New("service account missing")
 
 // saTokenSource mints tokens for one ServiceAccount through TokenRequest,
-// with the daemon's own client. A missing ServiceAccount is reported as
-// errServiceAccountMissing; identities creates it then, as upstream's
-// builder does.
+// with the daemon's own client. A missing ServiceAccount is created, at
+// every request as upstream's client builder does (not only at start), so
+// that one deleted meanwhile (by hand, or by uninstalling manifests that
+// had shipped it) comes back at the next renewal or the first 401; one
+// that cannot be created is reported as errServiceAccountMissing.
 type saTokenSource struct {
 	// ctx bounds every token request: oauth2.TokenSource has no context of
 	// its own, and a request after shutdown is pointless.
@@ -53,9 +55,13 @@ var _ oauth2.TokenSource = (*saTokenSource)(nil)
 func (s *saTokenSource) Token() (*oauth2.Token, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, tokenRequestTimeout)
 	defer cancel()
-	tr, err := s.sas.CreateToken(ctx, s.name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(tokenExpirationSeconds)},
-	}, metav1.CreateOptions{})
+	tr, err := s.request(ctx)
+	if apierrors.IsNotFound(err) {
+		if err := createServiceAccount(ctx, s.sas, s.name); err != nil {
+			return nil, err
+		}
+		tr, err = s.request(ctx)
+	}
 	who := ServiceAccountNamespace + "/" + s.name
 	switch {
 	case apierrors.IsNotFound(err):
@@ -73,6 +79,12 @@ func (s *saTokenSource) Token() (*oauth2.Token, error) {
 	expiry := now.Add(lifetime - lifetime*tokenLeewayPercent/100)
 	klog.FromContext(s.ctx).V(2).Info("Obtained a ServiceAccount token", "serviceAccount", who, "renewAt", expiry)
 	return &oauth2.Token{AccessToken: tr.Status.Token, TokenType: "Bearer", Expiry: expiry}, nil
+}
+
+func (s *saTokenSource) request(ctx context.Context) (*authenticationv1.TokenRequest, error) {
+	return s.sas.CreateToken(ctx, s.name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(tokenExpirationSeconds)},
+	}, metav1.CreateOptions{})
 }
 
 // createServiceAccount creates the ServiceAccount kube-system/name, as

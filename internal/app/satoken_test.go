@@ -99,3 +99,33 @@ func TestTokenErrorsNameTheServiceAccount(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenSourceRecreatesADeletedServiceAccount: as upstream's client
+// builder, the source creates the ServiceAccount whenever a token request
+// finds it missing, not only at start, so that one deleted while Stratus
+// runs (by hand, or by uninstalling manifests that had shipped it) comes
+// back at the next request.
+func TestTokenSourceRecreatesADeletedServiceAccount(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cs := fake.NewClientset()
+	sas := cs.CoreV1().ServiceAccounts(ServiceAccountNamespace)
+	cs.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		if _, err := cs.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, ServiceAccountNamespace, "node-controller"); err != nil {
+			return true, nil, err
+		}
+		return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{Token: "tok", ExpirationTimestamp: metav1.NewTime(now.Add(time.Hour))}}, nil
+	})
+	src := &saTokenSource{ctx: context.Background(), sas: sas, name: "node-controller", now: func() time.Time { return now }}
+	for i := range 2 {
+		tok, err := src.Token()
+		if err != nil || tok.AccessToken != "tok" {
+			t.Fatalf("request %d: %v, %v", i, tok, err)
+		}
+		if err := sas.Delete(context.Background(), "node-controller", metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("request %d left no ServiceAccount: %v", i, err)
+		}
+	}
+}

@@ -74,7 +74,7 @@ func TestLeaderMigrationWithUpstream(t *testing.T) {
 	if h, _, _ := c.lease(ctx, migrationLease); h != upstreamID {
 		t.Fatalf("migration lease held by %q, want upstream %q", h, upstreamID)
 	}
-	assertServedBy(t, c, "first", "service-controller")
+	assertServedBy(t, c, "first", "upstream")
 	c.removeMachine(goneFirst)
 	c.waitFor("upstream's node lifecycle controller to delete "+goneFirst, time.Minute, c.nodeDeleted(goneFirst), up, st)
 	text, err := st.metrics(ctx)
@@ -103,7 +103,7 @@ func TestLeaderMigrationWithUpstream(t *testing.T) {
 	stratusFrom := acquired
 	c.createServices([]*corev1.Service{lbService("second", "TCP", nil)})
 	c.waitFor("Stratus to publish the second load balancer", time.Minute, c.hasIngress("second"), st)
-	assertServedBy(t, c, "second", "service-lb-controller")
+	assertServedBy(t, c, "second", "stratus")
 	c.removeMachine(goneSecond)
 	c.waitFor("Stratus' node lifecycle controller to delete "+goneSecond, time.Minute, c.nodeDeleted(goneSecond), st)
 	if text, err = st.metrics(ctx); err != nil {
@@ -144,7 +144,7 @@ func TestLeaderMigrationWithUpstream(t *testing.T) {
 	t.Logf("migration lease back to upstream %.1fs after Stratus stopped (Stratus releases it)", acquired.Sub(stopped).Seconds())
 	c.createServices([]*corev1.Service{lbService("third", "TCP", nil)})
 	c.waitFor("upstream to publish the third load balancer", time.Minute, c.hasIngress("third"), up2)
-	assertServedBy(t, c, "third", "service-controller")
+	assertServedBy(t, c, "third", "upstream")
 	c.assertMigratedWritesByHolder(t, began, stratusFrom, stopped, acquired, goneFirst, goneSecond)
 }
 
@@ -201,10 +201,12 @@ func (c *cluster) hasIngress(name string) func(context.Context) (bool, error) {
 	}
 }
 
-// assertServedBy checks, from the Service's events, that exactly the named
-// service controller (upstream's "service-controller" or Stratus'
-// "service-lb-controller") and not the other acted on it.
-func assertServedBy(t *testing.T, c *cluster, svc, controller string) {
+// assertServedBy checks that exactly one implementation ("upstream" or
+// "stratus") and not the other acted on the Service: every write of its
+// status, in the API server's audit log, came from that process. Its events
+// come from "service-controller" either way: Stratus reports them under
+// upstream's source, which event filters select on.
+func assertServedBy(t *testing.T, c *cluster, svc, impl string) {
 	t.Helper()
 	evs, err := c.cs.CoreV1().Events(namespace).List(c.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + svc})
 	if err != nil {
@@ -216,16 +218,28 @@ func assertServedBy(t *testing.T, c *cluster, svc, controller string) {
 		if src == "" {
 			src = e.Source.Component
 		}
-		if src != "service-controller" && src != "service-lb-controller" {
-			continue // the API server's own controllers (ClusterIP repair) report on Services too
-		}
-		from = append(from, e.Reason+" from "+src)
-		if src != controller {
-			t.Errorf("service %s: event %s from %q, want only %q", svc, e.Reason, src, controller)
+		switch src {
+		case "service-controller":
+			from = append(from, e.Reason)
+		case "service-lb-controller":
+			t.Errorf("service %s: event %s from %q, want upstream's source service-controller", svc, e.Reason, src)
 		}
 	}
 	if len(from) == 0 {
-		t.Errorf("service %s: no events from %s", svc, controller)
+		t.Errorf("service %s: no events from service-controller", svc)
 	}
-	t.Logf("service %s: %s", svc, strings.Join(from, ", "))
+	var writers []string
+	for _, w := range c.auditWrites(t, time.Time{}, time.Now()) {
+		if w.what != "services/status "+namespace+"/"+svc || w.dryRun {
+			continue
+		}
+		writers = append(writers, w.process)
+		if w.process != impl {
+			t.Errorf("service %s: %s, want only %s's writes", svc, w, impl)
+		}
+	}
+	if len(writers) == 0 {
+		t.Errorf("service %s: no status write in the audit log", svc)
+	}
+	t.Logf("service %s: events %s from service-controller, status written by %s", svc, strings.Join(from, ", "), strings.Join(writers, ", "))
 }

@@ -36,18 +36,7 @@ func TestChartInstallsBesideAnUpstreamCCM(t *testing.T) {
 	helm := filepath.Join(testbed.RequireBinaries(t, "helm"), "helm")
 	env := testbed.Start(t)
 	ctx := testbed.Context(t, 3*time.Minute)
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := localcluster.WriteKubeconfig(env.Config, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", kubeconfig, "-n", "kube-system")...)
-		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"),
-			"HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"))
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	run := helmCLI(ctx, t, env, helm)
 	if out, err := run("install", "upstream-ccm", upstreamChart(t)); err != nil {
 		t.Fatalf("helm install upstream-ccm: %v\n%s", err, out)
 	}
@@ -72,6 +61,24 @@ func TestChartInstallsBesideAnUpstreamCCM(t *testing.T) {
 		t.Errorf("helm install printed\n%s\nwithout the Secret the install needs", out)
 	}
 	checkInstalledBeside(ctx, t, env, handMade)
+}
+
+// helmCLI returns a runner of the helm CLI against env, in kube-system,
+// with its own cache, config and data directories.
+func helmCLI(ctx context.Context, t *testing.T, env *testbed.Env, helm string) func(args ...string) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := localcluster.WriteKubeconfig(env.Config, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", kubeconfig, "-n", "kube-system")...)
+		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"),
+			"HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
 }
 
 func checkInstalledBeside(ctx context.Context, t *testing.T, env *testbed.Env, handMade string) {

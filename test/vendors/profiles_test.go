@@ -53,6 +53,10 @@ type outcome struct {
 	// events are the node controller's events on the Node it initialized,
 	// as the API server stored them (core v1, under the vendor's RBAC).
 	events string
+	// serviceEvent is the service controller's EnsuredLoadBalancer event
+	// on a LoadBalancer Service of its own: its source, reporting
+	// controller and type.
+	serviceEvent string
 }
 
 // TestVendorProfilesBesideUpstream runs each vendor manifest's arguments
@@ -69,8 +73,10 @@ type outcome struct {
 // (and record the node controller's Synced event on it) with no pod CIDR
 // of their own (kube-controller-manager allocates: the
 // test sets one as it would), create the same routes for it where the args
-// configure cloud routes and the provider has them, and give the
-// provider's Initialize a client of the same identity. With the vendor's
+// configure cloud routes and the provider has them, record the service
+// controller's event on a LoadBalancer Service under the same source (what
+// operators' event filters select on), and give the provider's Initialize
+// a client of the same identity. With the vendor's
 // required input taken away (a credential, the cloud config), both refuse
 // to start with the provider's message. A difference fails unless
 // docs/operations.md lists it; it lists one here: the exit code.
@@ -95,7 +101,7 @@ func TestVendorProfilesBesideUpstream(t *testing.T) {
 			upstream := c.outcome(ctx, t, env, "upstream", bins["upstream"], pd)
 			ours := c.outcome(ctx, t, env, "stratus", bins["stratus"], pd)
 			compareOutcomes(t, ours, upstream)
-			t.Logf("both started %v; Node %q, event %q; routes %q; Initialize %+v", ours.started, ours.node, ours.events, ours.routes, ours.initialized)
+			t.Logf("both started %v; Node %q, event %q; routes %q; Service event %q; Initialize %+v", ours.started, ours.node, ours.events, ours.routes, ours.serviceEvent, ours.initialized)
 		})
 	}
 }
@@ -116,6 +122,9 @@ func compareOutcomes(t *testing.T, ours, upstream outcome) {
 	}
 	if ours.events != upstream.events {
 		t.Errorf("events on the Node: Stratus %q, upstream %q", ours.events, upstream.events)
+	}
+	if ours.serviceEvent != upstream.serviceEvent {
+		t.Errorf("the service controller's event on a Service: Stratus %q, upstream %q", ours.serviceEvent, upstream.serviceEvent)
 	}
 	if ours.initialized != upstream.initialized {
 		t.Errorf("the provider's Initialize: Stratus %+v, upstream %+v", ours.initialized, upstream.initialized)
@@ -240,6 +249,7 @@ func (c swap) outcome(ctx context.Context, t *testing.T, env *testbed.Env, impl,
 	}
 	out.ccmPodCIDRs = allocatePodCIDR(ctx, t, env, name)
 	c.routed(poll, state, name, &out)
+	out.serviceEvent = loadBalancerEvent(ctx, t, env, poll, impl+"-web")
 	out.started = startedControllers(p.LogFile)
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -322,6 +332,31 @@ func syncedEvent(env *testbed.Env, poll func(string, func(context.Context) (bool
 		}
 		e := evs.Items[0]
 		out = e.Source.Component + " " + e.Type + " " + e.Reason
+		return true, nil
+	})
+	return out
+}
+
+// loadBalancerEvent creates a LoadBalancer Service and waits for the
+// service controller's EnsuredLoadBalancer event on it, whose source
+// operators' event filters and alerts select on; it returns the event's
+// source, reporting controller and type.
+func loadBalancerEvent(ctx context.Context, t *testing.T, env *testbed.Env, poll func(string, func(context.Context) (bool, error)), name string) string {
+	t.Helper()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := env.Clientset.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	poll("the service controller's EnsuredLoadBalancer event on Service "+name, func(ctx context.Context) (bool, error) {
+		evs, err := env.Clientset.CoreV1().Events(svc.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=Service,involvedObject.name=" + name + ",reason=EnsuredLoadBalancer"})
+		if err != nil || len(evs.Items) == 0 {
+			return false, err
+		}
+		e := evs.Items[0]
+		out = e.Source.Component + " " + e.ReportingController + " " + e.Type
 		return true, nil
 	})
 	return out

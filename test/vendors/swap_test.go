@@ -227,7 +227,7 @@ func checkPerController(ctx context.Context, t *testing.T, env *testbed.Env, pol
 	})
 	for _, ev := range []struct{ ns, kind, name, reason, source string }{
 		{metav1.NamespaceDefault, "Node", "worker", "Synced", "cloud-node-controller"},
-		{svc.Namespace, "Service", svc.Name, "EnsuredLoadBalancer", "service-lb-controller"},
+		{svc.Namespace, "Service", svc.Name, "EnsuredLoadBalancer", "service-controller"},
 	} {
 		poll(fmt.Sprintf("a core %s event on %s %s", ev.reason, ev.kind, ev.name), func(ctx context.Context) (bool, error) {
 			evs, err := env.Clientset.CoreV1().Events(ev.ns).List(ctx, metav1.ListOptions{

@@ -35,17 +35,18 @@ to the daemon's. Controllers that share a ServiceAccount keep a role each,
 so what each holds stays its own rules.
 */}}
 {{/*
-stratus.ownsControllerServiceAccount renders "true" unless the controller
-ServiceAccount kube-system/.name already exists and belongs to no release
-of this name and namespace: an upstream-based CCM beside this release, or
-kube-controller-manager, may have created it, and Helm would refuse to
-install over it. Its token and roles work the same either way. (helm
-template, which asks no cluster, always renders it.)
+stratus.ownsControllerServiceAccount renders "true" when the controller
+ServiceAccount kube-system/.name exists and belongs to a release of this
+name and namespace: one an earlier version of this chart shipped. The chart
+ships none any more (the daemon creates a missing one, and an uninstall
+must not delete one kube-controller-manager or another manager shares), but
+one it did ship must stay declared, with the keep policy, or upgrading
+would delete it. (helm template, which asks no cluster, never renders it.)
 */}}
 {{- define "stratus.ownsControllerServiceAccount" -}}
 {{- $sa := lookup "v1" "ServiceAccount" "kube-system" .name -}}
 {{- $ann := dig "metadata" "annotations" dict $sa -}}
-{{- if or (not $sa) (and (eq (get $ann "meta.helm.sh/release-name") .root.Release.Name) (eq (get $ann "meta.helm.sh/release-namespace") .root.Release.Namespace)) }}true{{ end -}}
+{{- if and $sa (eq (get $ann "meta.helm.sh/release-name") .root.Release.Name) (eq (get $ann "meta.helm.sh/release-namespace") .root.Release.Namespace) }}true{{ end -}}
 {{- end -}}
 
 {{- define "stratus.controllerRBAC" -}}

@@ -44,7 +44,7 @@ func TestRBACFollowsTheControllers(t *testing.T) {
 		"observe mode": {map[string]any{"extraArgs": []any{"--observe"}},
 			[]string{"resources: [\"nodes\", \"nodes/status\"]\n    verbs: [\"get\"]", "resources: [\"services/status\"]\n    verbs: [\"get\"]"}, nil},
 		"a provider's own controller": {map[string]any{"rbac": map[string]any{"extraControllers": []any{"mycloud-firewall"}}},
-			[]string{`"service-controller","mycloud-firewall"]`, "name: mycloud-firewall\n  namespace: kube-system"}, nil},
+			[]string{`"service-controller","mycloud-firewall"]`}, []string{"kind: ServiceAccount\nmetadata:\n  name: mycloud-firewall"}},
 		"daemon credentials": {map[string]any{"useServiceAccountCredentials": false},
 			[]string{"stratus:cloud-node-controller"}, []string{"stratus:controller-tokens", "serviceaccounts/token", "name: node-controller\n"}},
 	} {
@@ -61,5 +61,28 @@ func TestRBACFollowsTheControllers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestControllerServiceAccountsAreNotShipped: the chart declares none of
+// the controllers' ServiceAccounts (upstream's node-controller is
+// kube-controller-manager's own, and each may be shared with another
+// manager: uninstalling Stratus must not delete them); the daemon creates a
+// missing one, as upstream's does, so its token Role grants create on
+// ServiceAccounts in kube-system. Rendered without a cluster, as the plain
+// manifests are, the chart declares no ServiceAccount but the daemon's.
+func TestControllerServiceAccountsAreNotShipped(t *testing.T) {
+	network := map[string]any{"allocateNodeCIDRs": true, "configureCloudRoutes": true, "clusterCIDR": "10.244.0.0/16",
+		"rbac": map[string]any{"extraControllers": []any{"mycloud-firewall"}}}
+	out := renderRBAC(t, network)
+	if n := strings.Count(out, "apiVersion: v1\nkind: ServiceAccount\n"); n != 1 || !strings.Contains(out, "kind: ServiceAccount\nmetadata:\n  name: cloud-controller-manager\n") {
+		t.Errorf("renders %d ServiceAccounts, want only the daemon's:\n%s", n, out)
+	}
+	role := "resources: [\"serviceaccounts\"]\n    verbs: [\"create\"]"
+	if !strings.Contains(out, role) {
+		t.Errorf("the token Role lacks %q", role)
+	}
+	if out := renderRBAC(t, map[string]any{"useServiceAccountCredentials": false}); strings.Contains(out, role) {
+		t.Errorf("without per-controller credentials the daemon may still create ServiceAccounts")
 	}
 }

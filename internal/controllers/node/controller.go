@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -157,6 +158,9 @@ type Controller struct {
 	// whose initialization failed is tried again.
 	limiter workqueue.TypedRateLimiter[reconcile.Request]
 	explain *explain.Store
+	// updateOnly is set once the API server has refused to patch a Node:
+	// Nodes are then written with update (write.go).
+	updateOnly atomic.Bool
 }
 
 // New builds the controller; it starts nothing.

@@ -119,6 +119,9 @@ func (c *Controller) refreshNode(ctx context.Context, node *corev1.Node, snap *s
 		return 0, 0, errSkip
 	}
 	addrs, err := desiredAddresses(node, md.NodeAddresses)
+	// A role that does not grant the status write fails the addresses
+	// every period, as upstream's; the labels are still refreshed.
+	var statusErr error
 	switch {
 	case errors.Is(err, errNoAddresses):
 		// As upstream: keep the addresses the Node has.
@@ -126,10 +129,13 @@ func (c *Controller) refreshNode(ctx context.Context, node *corev1.Node, snap *s
 		c.event(node, corev1.EventTypeWarning, ReasonInvalidNodeIP, actionRefresh, "Addresses not refreshed: %v", err)
 		log.Info("Addresses not refreshed", "err", err)
 	case !slices.Equal(node.Status.Addresses, addrs):
-		patched := node.DeepCopy()
-		patched.Status.Addresses = addrs
-		if err := c.client.Status().Patch(ctx, patched, client.MergeFrom(node)); err != nil {
-			return 0, 0, ignoreNotFound(fmt.Errorf("patch addresses of node %s: %w", node.Name, err))
+		patched, err := c.patchAddresses(ctx, node, addrs)
+		if err != nil && !statusForbidden(err) {
+			return 0, 0, ignoreNotFound(err)
+		}
+		if err != nil {
+			statusErr = err
+			break
 		}
 		log.V(2).Info("Updated node addresses", "addresses", addrs)
 		c.metrics.refreshWrites.WithLabelValues("status").Inc()
@@ -138,19 +144,19 @@ func (c *Controller) refreshNode(ctx context.Context, node *corev1.Node, snap *s
 	}
 	set, _ := labelChanges(node, md)
 	if len(set) == 0 {
-		return statusWrites, 0, nil
+		return statusWrites, 0, statusErr
 	}
 	want := node.DeepCopy()
 	if want.Labels == nil {
 		want.Labels = map[string]string{}
 	}
 	maps.Copy(want.Labels, set)
-	if err := c.client.Patch(ctx, want, client.MergeFrom(node)); err != nil {
-		return statusWrites, 0, ignoreNotFound(fmt.Errorf("patch labels of node %s: %w", node.Name, err))
+	if err := c.writeNode(ctx, want, node, client.MergeFrom(node)); err != nil {
+		return statusWrites, 0, ignoreNotFound(fmt.Errorf("write labels of node %s: %w", node.Name, err))
 	}
 	log.V(2).Info("Updated node labels", "labels", set)
 	c.metrics.refreshWrites.WithLabelValues("metadata").Inc()
-	return statusWrites, 1, nil
+	return statusWrites, 1, statusErr
 }
 
 func (c *Controller) refreshMetadata(ctx context.Context, node *corev1.Node, snap *snapshot) (*cloudprovider.InstanceMetadata, error) {

@@ -28,8 +28,8 @@ func (e *apiError) Unwrap() error { return e.err }
 // sync initializes one Node, if it still carries the uninitialized taint.
 // It reads the Node from the cache and writes at most twice: the
 // addresses (status), then providerID, labels and the taint's removal in
-// one patch, so that the Node becomes schedulable only once its addresses
-// are in place.
+// one write, so that the Node becomes schedulable only once its addresses
+// are in place (where the role lets the controller write them).
 func (c *Controller) sync(ctx context.Context, name string) error {
 	node := &corev1.Node{}
 	if err := c.client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
@@ -131,20 +131,24 @@ func checkMetadata(node *corev1.Node, md *cloudprovider.InstanceMetadata, idOpti
 
 // writeInit writes the addresses if they differ, then providerID, labels
 // and the taint's removal. The status patch answers with the updated Node,
-// which is the base of the second patch: no GET in between.
+// which is the base of the second write: no GET in between. A role that
+// does not grant the status write leaves the Node with the addresses it
+// has, as upstream's controller does (it logs the refused write and
+// initializes the Node); see write.go for the second write's verbs.
 func (c *Controller) writeInit(ctx context.Context, node *corev1.Node, md *cloudprovider.InstanceMetadata, addrs []corev1.NodeAddress) error {
 	cur := node
 	rvs := []string{node.ResourceVersion}
 	if !slices.Equal(node.Status.Addresses, addrs) {
-		patched := node.DeepCopy()
-		patched.Status.Addresses = addrs
-		// A JSON merge patch replaces the list: the strategic merge key of
-		// addresses (type) cannot express two addresses of one type.
-		if err := c.client.Status().Patch(ctx, patched, client.MergeFrom(node)); err != nil {
-			return &apiError{fmt.Errorf("patch addresses of node %s: %w", node.Name, err)}
+		patched, err := c.patchAddresses(ctx, node, addrs)
+		switch {
+		case statusForbidden(err):
+			logger(ctx, node).Info("Writing the Node's addresses is forbidden: initializing it with the addresses it has, as upstream's node controller does; grant patch on nodes/status", "err", err)
+		case err != nil:
+			return err
+		default:
+			cur = patched
+			rvs = append(rvs, cur.ResourceVersion)
 		}
-		cur = patched
-		rvs = append(rvs, cur.ResourceVersion)
 	}
 	want := cur.DeepCopy()
 	if want.Spec.ProviderID == "" {
@@ -161,8 +165,8 @@ func (c *Controller) writeInit(ctx context.Context, node *corev1.Node, md *cloud
 	want.Spec.Taints = withoutTaint(want.Spec.Taints, cloudproviderapi.TaintExternalCloudProvider)
 	// A strategic merge patch removes only the uninitialized taint, so a
 	// taint another controller adds meanwhile is kept without a conflict.
-	if err := c.client.Patch(ctx, want, client.StrategicMergeFrom(cur)); err != nil {
-		return &apiError{fmt.Errorf("patch node %s: %w", node.Name, err)}
+	if err := c.writeNode(ctx, want, cur, client.StrategicMergeFrom(cur)); err != nil {
+		return &apiError{fmt.Errorf("write node %s: %w", node.Name, err)}
 	}
 	c.markWritten(node.Name, rvs...)
 	*node = *want

@@ -42,7 +42,7 @@ FORCE:
 # tools builds only what is missing or older than hack/tools' go.mod/go.sum,
 # after installing the few system programs a real node needs and Go cannot
 # build (hack/install-deps.sh: runc, iptables, nftables, conntrack).
-tools: deps $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm $(BIN)/helm node-tools
+tools: deps $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm $(BIN)/helm node-tools skew-tools
 
 # The real nodes' programs: kubelet, kube-proxy, kube-controller-manager and
 # kube-scheduler from the same k8s.io/kubernetes as kube-apiserver,
@@ -115,6 +115,34 @@ $(BIN)/images/coredns.tar: $(BIN)/coredns $(IMAGES_SRC)
 
 $(BIN)/etcd: $(TOOLS_MOD) hack/tools/etcd/main.go
 	cd hack/tools && $(GO) build -o $@ ./etcd
+
+# skew-tools: the oldest kube-apiserver the version-skew policy supports,
+# one minor before the test bed's (docs/providers.md, "Kubernetes
+# versions"), for test/daemon's TestOldestSupportedAPIServer.
+# hack/tools/skew is a module of its own that pins k8s.io/kubernetes at
+# SKEW_KUBE_VERSION and every staging module at the matching v0.x, so the
+# binary is rebuilt only when that go.mod/go.sum changes. Its etcd is the
+# test bed's: Stratus never talks to etcd, and etcd v3.7 serves the v3.6
+# client a 1.36 kube-apiserver links.
+SKEW_KUBE_VERSION := v1.36.3
+SKEW_MOD := hack/tools/skew/go.mod hack/tools/skew/go.sum
+SKEW_BIN := $(BIN)/skew/$(SKEW_KUBE_VERSION)
+SKEW_KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(SKEW_KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(SKEW_KUBE_VERSION)))
+
+.PHONY: skew-tools
+skew-tools: $(SKEW_BIN)/kube-apiserver $(SKEW_BIN)/etcd
+
+$(SKEW_BIN)/kube-apiserver: $(SKEW_MOD)
+	@grep -q '^require k8s.io/kubernetes $(SKEW_KUBE_VERSION)$$' hack/tools/skew/go.mod || \
+		{ echo "hack/tools/skew/go.mod does not pin k8s.io/kubernetes $(SKEW_KUBE_VERSION) (SKEW_KUBE_VERSION)"; exit 1; }
+	mkdir -p $(SKEW_BIN)
+	cd hack/tools/skew && $(GO) build -ldflags "$(SKEW_KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+$(SKEW_BIN)/etcd: $(BIN)/etcd
+	mkdir -p $(SKEW_BIN)
+	ln -sf ../../etcd $@
 
 # kwok installs as its own module, at the version pinned here; the stamp
 # file makes a version bump rebuild it and nothing else.

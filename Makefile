@@ -207,7 +207,7 @@ $(BIN)/golangci-lint:
 
 # Modules of their own that build against this one through a replace:
 # provider authors' examples, each with its own test.
-EXAMPLES := examples/fake-provider
+EXAMPLES := examples/fake-provider examples/aws-provider
 
 # test: unit and integration tests against the real apiserver, with -race,
 # then each example module's tests, and the benchmark runner's tests (its

@@ -40,7 +40,9 @@ type Config struct {
 	Gone []*corev1.Node
 	// Service is the LoadBalancer Service the load-balancer checks ensure
 	// and delete, with a UID no load balancer exists for yet; nil uses a
-	// TCP port 80 Service in namespace "conformance".
+	// TCP port 80 Service in namespace "conformance" with the fields the
+	// API server defaults set as it sets them (sessionAffinity None,
+	// externalTrafficPolicy Cluster).
 	Service *corev1.Service
 	// Route is the route the route checks create and delete; nil uses
 	// 10.254.254.0/24 to the first of Instances.
@@ -244,12 +246,19 @@ func (s *suite) guarded(name string, fn func(context.Context, *suite) error) (er
 	return fn(ctx, s)
 }
 
+// defaultService is a LoadBalancer Service as the daemon reads it from
+// the API server, which defaults sessionAffinity to None and
+// externalTrafficPolicy to Cluster: providers read these fields, and some
+// refuse a Service without them (AWS' refuses any sessionAffinity but
+// None), which no Service the daemon hands them lacks.
 func defaultService(name, uid string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "conformance", Name: name, UID: types.UID(uid)},
 		Spec: corev1.ServiceSpec{
-			Type:  corev1.ServiceTypeLoadBalancer,
-			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}},
+			Type:                  corev1.ServiceTypeLoadBalancer,
+			Ports:                 []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}},
+			SessionAffinity:       corev1.ServiceAffinityNone,
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
 		},
 	}
 }

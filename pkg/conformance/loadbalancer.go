@@ -199,9 +199,7 @@ func testConvergence(ctx context.Context, s *suite) error {
 	defer func() { _, _ = retrying(context.WithoutCancel(ctx), s.deleteLB(svc)) }()
 	var want *corev1.LoadBalancerStatus
 	for n := 0; n < 16; n++ {
-		disarm := s.cfg.FailAfter(n)
-		_, armedErr := s.lb.EnsureLoadBalancer(ctx, s.cfg.ClusterName, svc.DeepCopy(), s.cfg.Instances)
-		disarm()
+		armedErr := s.ensureArmed(ctx, svc, n)
 		st, err := retrying(ctx, s.ensure(svc))
 		if err != nil {
 			return fmt.Errorf("EnsureLoadBalancer after a failure after %d calls (%w) did not converge: %w", n, armedErr, err)
@@ -219,6 +217,18 @@ func testConvergence(ctx context.Context, s *suite) error {
 		}
 	}
 	return errors.New("EnsureLoadBalancer still failed with the fault armed after 16 calls: the fault does not stop")
+}
+
+// ensureArmed ensures svc's load balancer with the cloud set to fail after
+// n calls. The fault is disarmed however the call ends: a provider that
+// panics under it must not leave it armed, or every later call of this
+// check's cleanup and of the later checks fails with the injected fault
+// and they are blamed for it.
+func (s *suite) ensureArmed(ctx context.Context, svc *corev1.Service, n int) error {
+	disarm := s.cfg.FailAfter(n)
+	defer disarm()
+	_, err := s.lb.EnsureLoadBalancer(ctx, s.cfg.ClusterName, svc.DeepCopy(), s.cfg.Instances)
+	return err
 }
 
 func testLBLister(ctx context.Context, s *suite) error {

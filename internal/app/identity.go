@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -76,6 +77,10 @@ type identities struct {
 	base *rest.Config
 	// sas is the daemon's ServiceAccount client, nil without the flag.
 	sas kubernetes.Interface
+	// observe is --observe: a ServiceAccount's creation is only planned
+	// (a dry run), so a missing one stays missing; its controller then
+	// reads as the daemon, since it writes nothing anyway.
+	observe bool
 
 	mu           sync.Mutex
 	broadcasters []record.EventBroadcaster
@@ -164,6 +169,13 @@ func (ids *identities) config(ctx context.Context, name string) (*rest.Config, s
 	// manager shares (its uninstall would delete it).
 	src := transport.NewCachedTokenSource(&saTokenSource{ctx: ctx, sas: sas, name: sa, now: time.Now})
 	if _, err := src.Token(); err != nil {
+		if ids.observe && errors.Is(err, errServiceAccountMissing) {
+			klog.FromContext(ctx).Info("Observe mode: the controller's ServiceAccount is missing and its creation only planned; the controller reads with the daemon's credentials",
+				"controller", name, "serviceAccount", ServiceAccountNamespace+"/"+sa)
+			cfg := rest.CopyConfig(ids.base)
+			cfg.UserAgent = options.UserAgent + "/" + name
+			return cfg, "", nil
+		}
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
 	// The daemon's credentials are dropped: only the token speaks. Its

@@ -137,6 +137,7 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	ids.observe = o.Observe
 	if err := mgr.Add(&controllersRunnable{cc: cc, wrapped: wrapped, enabled: enabled, starters: starters(table), restCfg: restCfg,
 		informers: informerFactory, ids: ids, migration: migration, lead: lead, synced: synced,
 		startInterval: o.ControllerStartInterval, wait: leader.WaitContext}); err != nil {

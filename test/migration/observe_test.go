@@ -11,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stratus-ccm/stratus/deploy"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
@@ -156,6 +158,17 @@ func (c *cluster) chartKubeconfig() string {
 	}
 	if err := localcluster.InstallRBAC(c.ctx, c.env.Config, rbac); err != nil {
 		c.t.Fatal(err)
+	}
+	// The controllers' ServiceAccounts exist in the cluster the observer
+	// joins, as kube-controller-manager's and an incumbent's own
+	// per-controller credentials leave them: the manifests no longer
+	// declare them, and observe mode only plans a missing one's creation.
+	for _, sa := range []string{"node-controller", "service-controller", "route-controller"} {
+		_, err := c.cs.CoreV1().ServiceAccounts(deploy.Namespace).Create(c.ctx,
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: deploy.Namespace, Name: sa}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			c.t.Fatal(err)
+		}
 	}
 	cfg, err := localcluster.ServiceAccountConfig(c.ctx, c.env.Config, deploy.Namespace, "cloud-controller-manager", time.Hour)
 	if err != nil {

@@ -86,8 +86,8 @@ type identities struct {
 	broadcasters []record.EventBroadcaster
 }
 
-func newIdentities(mgr manager.Manager, base *rest.Config, useServiceAccounts bool) (*identities, error) {
-	ids := &identities{mgr: mgr, base: base}
+func newIdentities(mgr manager.Manager, base *rest.Config, useServiceAccounts, observe bool) (*identities, error) {
+	ids := &identities{mgr: mgr, base: base, observe: observe}
 	if useServiceAccounts {
 		cs, err := kubernetes.NewForConfig(base)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,6 +26,7 @@ import (
 	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/internal/controllers/route"
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
+	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
@@ -80,7 +82,7 @@ func TestControllerIdentities(t *testing.T) {
 				return rt.RoundTrip(r)
 			})
 		})
-		ids, err := newIdentities(mgr, base, true)
+		ids, err := newIdentities(mgr, base, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +119,7 @@ func TestControllerIdentities(t *testing.T) {
 		// bootstrap role covers (upstream's names' roles grant both APIs).
 		const probe = "events-probe"
 		coreEventsOnly(ctx, t, env.Clientset, ServiceAccountName(probe))
-		ids, err := newIdentities(mgr, env.Config, true)
+		ids, err := newIdentities(mgr, env.Config, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +155,7 @@ func TestControllerIdentities(t *testing.T) {
 	// reportingController), which operators' event filters and alerts
 	// select on, whatever --controllers calls the controller.
 	t.Run("events under upstream's sources", func(t *testing.T) {
-		ids, err := newIdentities(mgr, env.Config, false)
+		ids, err := newIdentities(mgr, env.Config, false, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +201,7 @@ func TestControllerIdentities(t *testing.T) {
 	})
 
 	t.Run("daemon identity without the flag", func(t *testing.T) {
-		ids, err := newIdentities(mgr, env.Config, false)
+		ids, err := newIdentities(mgr, env.Config, false, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +219,7 @@ func TestControllerIdentities(t *testing.T) {
 	// with the flag, the ServiceAccount it names (created when missing;
 	// AWS' asks for aws-cloud-provider), without it the daemon.
 	t.Run("provider client builder", func(t *testing.T) {
-		ids, err := newIdentities(mgr, env.Config, true)
+		ids, err := newIdentities(mgr, env.Config, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +231,7 @@ func TestControllerIdentities(t *testing.T) {
 		if got, want := whoAmI(ctx, t, cs), "system:serviceaccount:kube-system:aws-cloud-provider"; got != want {
 			t.Fatalf("with the flag the provider's client speaks as %q, want %q", got, want)
 		}
-		plain, err := newIdentities(mgr, env.Config, false)
+		plain, err := newIdentities(mgr, env.Config, false, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +249,7 @@ func TestControllerIdentities(t *testing.T) {
 	// start with an error naming the ServiceAccount and the right.
 	t.Run("missing service account", func(t *testing.T) {
 		limited := limitedDaemon(ctx, t, env)
-		ids, err := newIdentities(mgr, limited, true)
+		ids, err := newIdentities(mgr, limited, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +260,7 @@ func TestControllerIdentities(t *testing.T) {
 			t.Fatalf("start without its ServiceAccount, not allowed to create it: %v", err)
 		}
 
-		ids, err = newIdentities(mgr, env.Config, true)
+		ids, err = newIdentities(mgr, env.Config, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,6 +271,35 @@ func TestControllerIdentities(t *testing.T) {
 		}
 		if got, want := whoAmI(ctx, t, kubeFor(t, id)), "system:serviceaccount:kube-system:route-controller"; got != want {
 			t.Fatalf("speaks as %q, want %q", got, want)
+		}
+	})
+
+	// In observe mode the missing ServiceAccount's creation is only
+	// planned: the controller starts with the daemon's credentials
+	// instead of failing, and the account is still missing after.
+	t.Run("missing service account in observe mode", func(t *testing.T) {
+		rec, err := observe.NewRecorder(prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := newIdentities(mgr, observeConfig(env.Config, rec), true, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ids.shutdown()
+		const name = "observe-probe"
+		id, err := ids.forController(ctx, name)
+		if err != nil {
+			t.Fatalf("observe mode without the ServiceAccount: %v", err)
+		}
+		if got := whoAmI(ctx, t, kubeFor(t, id)); got != daemon {
+			t.Errorf("speaks as %q, want the daemon %q", got, daemon)
+		}
+		if _, err := env.Clientset.CoreV1().ServiceAccounts(ServiceAccountNamespace).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("observe mode created ServiceAccount %s (get: %v)", name, err)
+		}
+		if len(rec.Changes()) == 0 {
+			t.Error("the ServiceAccount's creation was not planned")
 		}
 	})
 }

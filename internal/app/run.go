@@ -133,11 +133,10 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 		return fmt.Errorf("add cache warmer: %w", err)
 	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics, Explain: explained}
-	ids, err := newIdentities(mgr, restCfg, o.UseServiceAccountCredentials)
+	ids, err := newIdentities(mgr, restCfg, o.UseServiceAccountCredentials, o.Observe)
 	if err != nil {
 		return err
 	}
-	ids.observe = o.Observe
 	if err := mgr.Add(&controllersRunnable{cc: cc, wrapped: wrapped, enabled: enabled, starters: starters(table), restCfg: restCfg,
 		informers: informerFactory, ids: ids, migration: migration, lead: lead, synced: synced,
 		startInterval: o.ControllerStartInterval, wait: leader.WaitContext}); err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	cloudprovider "k8s.io/cloud-provider"
 	cliflag "k8s.io/component-base/cli/flag"
-	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/stratus-ccm/stratus/pkg/ccm"
 )
@@ -75,10 +74,6 @@ func TestConfigMistakesAreClearErrors(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			// Logging is applied once per process; each case is a new start.
-			if err := logsapi.ResetForTest(nil); err != nil {
-				t.Fatal(err)
-			}
 			// Never the process-wide registry a zero Config would use.
 			c.cfg.Metrics = prometheus.NewRegistry()
 			cmd := ccm.NewCommand(c.cfg)

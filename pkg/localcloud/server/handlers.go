@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -10,183 +11,86 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 )
 
-func (s *Server) createInstance(w http.ResponseWriter, r *http.Request) {
-	var req api.CreateInstanceRequest
-	if err := decode(r, &req); err != nil {
-		fail(w, r, err)
-		return
-	}
-	if err := req.Validate(""); err != nil {
-		fail(w, r, err)
-		return
-	}
-	out, err := s.store.CreateInstances([]api.CreateInstanceRequest{req}, s.knobs.get().Quotas.Instances, time.Now())
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, out[0])
+// Instances and routes: each call is the store call it makes, behind the
+// shared endpoint plumbing (see endpoint.go).
+
+func (s *Server) createInstance() endpoint {
+	return withBody(http.StatusCreated, func(req *api.CreateInstanceRequest) error { return req.Validate("") },
+		func(req api.CreateInstanceRequest) (api.Instance, error) {
+			out, err := s.store.CreateInstances([]api.CreateInstanceRequest{req}, s.knobs.get().Quotas.Instances, time.Now())
+			if err != nil {
+				return api.Instance{}, err
+			}
+			return out[0], nil
+		})
 }
 
-func (s *Server) batchCreateInstances(w http.ResponseWriter, r *http.Request) {
-	var req api.BatchCreateInstancesRequest
-	if err := decode(r, &req); err != nil {
-		fail(w, r, err)
-		return
-	}
-	if err := req.Validate(); err != nil {
-		fail(w, r, err)
-		return
-	}
-	out, err := s.store.CreateInstances(req.Instances, s.knobs.get().Quotas.Instances, time.Now())
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, api.InstanceList{Items: out})
+func (s *Server) batchCreateInstances() endpoint {
+	return withBody(http.StatusCreated, (*api.BatchCreateInstancesRequest).Validate,
+		func(req api.BatchCreateInstancesRequest) (api.InstanceList, error) {
+			out, err := s.store.CreateInstances(req.Instances, s.knobs.get().Quotas.Instances, time.Now())
+			return api.InstanceList{Items: out}, err
+		})
 }
 
-func (s *Server) getInstance(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if err := api.ValidID("id", "i", id); err != nil {
-		fail(w, r, err)
-		return
-	}
-	inst, err := s.store.GetInstance(id)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, inst)
+func (s *Server) listInstances() endpoint {
+	return listing(instanceFilter, s.store.ListInstances, func(items []api.Instance, next string) any {
+		return api.InstanceList{Items: items, NextPageToken: next}
+	})
 }
 
-func (s *Server) listInstances(w http.ResponseWriter, r *http.Request) {
-	token, limit, err := pageParams(r)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	tags, err := tagParams(r)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	f := store.InstanceFilter{Name: r.URL.Query().Get("name"), Tags: tags}
-	switch st := api.InstanceState(r.URL.Query().Get("state")); st {
+func instanceFilter(q url.Values, tags map[string]string) (store.InstanceFilter, error) {
+	f := store.InstanceFilter{Name: q.Get("name"), Tags: tags}
+	switch st := api.InstanceState(q.Get("state")); st {
 	case "", api.InstanceRunning, api.InstanceStopped, api.InstanceTerminated:
 		f.State = st
 	default:
-		fail(w, r, api.Invalid("state", fmt.Sprintf("%q is not running, stopped or terminated", st)))
-		return
+		return f, api.Invalid("state", fmt.Sprintf("%q is not running, stopped or terminated", st))
 	}
-	items, next, err := s.store.ListInstances(f, token, limit)
+	return f, nil
+}
+
+// setInstanceState moves an instance to state; load balancers using it
+// must then stop (or resume) sending to it.
+func (s *Server) setInstanceState(state api.InstanceState) endpoint {
+	return func(r *http.Request) (int, any, error) {
+		return onID("i", http.StatusOK, func(id string) (api.Instance, error) {
+			inst, err := s.store.SetInstanceState(id, state)
+			if err == nil {
+				s.refreshLBsWithBackend(r.Context(), id)
+			}
+			return inst, err
+		})(r)
+	}
+}
+
+func (s *Server) listRoutes(r *http.Request) (int, any, error) {
+	p, err := pathNames(r, "cluster")
 	if err != nil {
-		fail(w, r, err)
-		return
+		return 0, nil, err
 	}
-	writeJSON(w, http.StatusOK, api.InstanceList{Items: items, NextPageToken: next})
+	return http.StatusOK, api.RouteList{Items: s.store.ListRoutes(p[0])}, nil
 }
 
-func (s *Server) stopInstance(w http.ResponseWriter, r *http.Request) {
-	s.setInstanceState(w, r, api.InstanceStopped)
-}
-
-func (s *Server) startInstance(w http.ResponseWriter, r *http.Request) {
-	s.setInstanceState(w, r, api.InstanceRunning)
-}
-
-func (s *Server) deleteInstance(w http.ResponseWriter, r *http.Request) {
-	s.setInstanceState(w, r, api.InstanceTerminated)
-}
-
-func (s *Server) setInstanceState(w http.ResponseWriter, r *http.Request, state api.InstanceState) {
-	id := r.PathValue("id")
-	if err := api.ValidID("id", "i", id); err != nil {
-		fail(w, r, err)
-		return
-	}
-	inst, err := s.store.SetInstanceState(id, state)
+func (s *Server) createRoute(r *http.Request) (int, any, error) {
+	p, err := pathNames(r, "cluster")
 	if err != nil {
-		fail(w, r, err)
-		return
+		return 0, nil, err
 	}
-	// Load balancers using this instance must stop (or resume) sending to it.
-	s.refreshLBsWithBackend(r.Context(), id)
-	writeJSON(w, http.StatusOK, inst)
-}
-
-func (s *Server) attachExternalAddress(w http.ResponseWriter, r *http.Request) {
-	s.changeExternalAddress(w, r, s.store.AttachExternalAddress)
-}
-
-func (s *Server) detachExternalAddress(w http.ResponseWriter, r *http.Request) {
-	s.changeExternalAddress(w, r, s.store.DetachExternalAddress)
-}
-
-// changeExternalAddress answers with the whole instance, so that a caller
-// learns the allocated address without another call. Load balancers need
-// no update: they forward to internal addresses.
-func (s *Server) changeExternalAddress(w http.ResponseWriter, r *http.Request, change func(id string) (api.Instance, error)) {
-	id := r.PathValue("id")
-	if err := api.ValidID("id", "i", id); err != nil {
-		fail(w, r, err)
-		return
-	}
-	inst, err := change(id)
+	req, err := readBody(r, (*api.CreateRouteRequest).Validate)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return 0, nil, err
 	}
-	writeJSON(w, http.StatusOK, inst)
+	rt, err := s.store.CreateRoute(p[0], req, s.knobs.get().Quotas.RoutesPerCluster, time.Now())
+	return answer(http.StatusCreated, rt, err)
 }
 
-func (s *Server) listRoutes(w http.ResponseWriter, r *http.Request) {
-	cluster := r.PathValue("cluster")
-	if err := api.ValidName("cluster", cluster); err != nil {
-		fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.RouteList{Items: s.store.ListRoutes(cluster)})
-}
-
-func (s *Server) createRoute(w http.ResponseWriter, r *http.Request) {
-	cluster := r.PathValue("cluster")
-	if err := api.ValidName("cluster", cluster); err != nil {
-		fail(w, r, err)
-		return
-	}
-	var req api.CreateRouteRequest
-	if err := decode(r, &req); err != nil {
-		fail(w, r, err)
-		return
-	}
-	if err := req.Validate(); err != nil {
-		fail(w, r, err)
-		return
-	}
-	rt, err := s.store.CreateRoute(cluster, req, s.knobs.get().Quotas.RoutesPerCluster, time.Now())
+func (s *Server) deleteRoute(r *http.Request) (int, any, error) {
+	p, err := pathNames(r, "cluster", "name")
 	if err != nil {
-		fail(w, r, err)
-		return
+		return 0, nil, err
 	}
-	writeJSON(w, http.StatusCreated, rt)
-}
-
-func (s *Server) deleteRoute(w http.ResponseWriter, r *http.Request) {
-	cluster, name := r.PathValue("cluster"), r.PathValue("name")
-	if err := api.ValidName("cluster", cluster); err != nil {
-		fail(w, r, err)
-		return
-	}
-	if err := api.ValidName("name", name); err != nil {
-		fail(w, r, err)
-		return
-	}
-	if err := s.store.DeleteRoute(cluster, name); err != nil {
-		fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, nil, s.store.DeleteRoute(p[0], p[1])
 }
 
 func (s *Server) getStats(w http.ResponseWriter, _ *http.Request) {

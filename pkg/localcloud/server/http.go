@@ -40,24 +40,27 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	handle := func(pattern, op string, h http.HandlerFunc) {
-		mux.Handle(pattern, s.apiCall(op, h))
+	handle := func(pattern, op string, e endpoint) {
+		mux.Handle(pattern, s.apiCall(op, serve(e)))
 	}
 	v := api1
-	handle("GET "+v+"/instances", "ListInstances", s.listInstances)
-	handle("POST "+v+"/instances", "CreateInstance", s.createInstance)
-	handle("POST "+v+"/instances:batchCreate", "BatchCreateInstances", s.batchCreateInstances)
-	handle("GET "+v+"/instances/{id}", "GetInstance", s.getInstance)
-	handle("DELETE "+v+"/instances/{id}", "DeleteInstance", s.deleteInstance)
-	handle("POST "+v+"/instances/{id}/stop", "StopInstance", s.stopInstance)
-	handle("POST "+v+"/instances/{id}/start", "StartInstance", s.startInstance)
-	handle("POST "+v+"/instances/{id}/externalAddress", "AttachExternalAddress", s.attachExternalAddress)
-	handle("DELETE "+v+"/instances/{id}/externalAddress", "DetachExternalAddress", s.detachExternalAddress)
-	handle("GET "+v+"/loadbalancers", "ListLoadBalancers", s.listLBs)
-	handle("POST "+v+"/loadbalancers", "CreateLoadBalancer", s.createLB)
-	handle("GET "+v+"/loadbalancers/{id}", "GetLoadBalancer", s.getLB)
+	handle("GET "+v+"/instances", "ListInstances", s.listInstances())
+	handle("POST "+v+"/instances", "CreateInstance", s.createInstance())
+	handle("POST "+v+"/instances:batchCreate", "BatchCreateInstances", s.batchCreateInstances())
+	handle("GET "+v+"/instances/{id}", "GetInstance", onID("i", http.StatusOK, s.store.GetInstance))
+	handle("DELETE "+v+"/instances/{id}", "DeleteInstance", s.setInstanceState(api.InstanceTerminated))
+	handle("POST "+v+"/instances/{id}/stop", "StopInstance", s.setInstanceState(api.InstanceStopped))
+	handle("POST "+v+"/instances/{id}/start", "StartInstance", s.setInstanceState(api.InstanceRunning))
+	// The external address calls answer with the whole instance, so that a
+	// caller learns the allocated address without another call. Load
+	// balancers need no update: they forward to internal addresses.
+	handle("POST "+v+"/instances/{id}/externalAddress", "AttachExternalAddress", onID("i", http.StatusOK, s.store.AttachExternalAddress))
+	handle("DELETE "+v+"/instances/{id}/externalAddress", "DetachExternalAddress", onID("i", http.StatusOK, s.store.DetachExternalAddress))
+	handle("GET "+v+"/loadbalancers", "ListLoadBalancers", s.listLBs())
+	handle("POST "+v+"/loadbalancers", "CreateLoadBalancer", s.createLB())
+	handle("GET "+v+"/loadbalancers/{id}", "GetLoadBalancer", onID("lb", http.StatusOK, s.store.GetLB))
 	handle("PUT "+v+"/loadbalancers/{id}", "UpdateLoadBalancer", s.updateLB)
-	handle("DELETE "+v+"/loadbalancers/{id}", "DeleteLoadBalancer", s.deleteLB)
+	handle("DELETE "+v+"/loadbalancers/{id}", "DeleteLoadBalancer", onID("lb", http.StatusAccepted, s.deleteLB))
 	handle("GET "+v+"/routetables/{cluster}/routes", "ListRoutes", s.listRoutes)
 	handle("POST "+v+"/routetables/{cluster}/routes", "CreateRoute", s.createRoute)
 	handle("DELETE "+v+"/routetables/{cluster}/routes/{name}", "DeleteRoute", s.deleteRoute)

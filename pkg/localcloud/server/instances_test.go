@@ -211,3 +211,66 @@ func TestInstanceQuotaAndConcurrency(t *testing.T) {
 		addrs[in.Addresses.Internal] = true
 	}
 }
+
+// TestEveryCallChecksItsPathFirst pins the order in which every resource
+// call checks its input, the same for all since they share one path: the
+// path's id or names first, then the body, then the store.
+func TestEveryCallChecksItsPathFirst(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	const bad = `{"color":"red"}`
+	// Each call: request line, body, and the answer as "status field".
+	for _, tc := range [][3]string{
+		{"GET /v1/instances/lb-0000000000000000", "", "400 id"},
+		{"DELETE /v1/instances/x", "", "400 id"},
+		{"POST /v1/instances/x/stop", "", "400 id"},
+		{"POST /v1/instances/x/start", "", "400 id"},
+		{"DELETE /v1/instances/i-0000000000000000", "", "404 id"},
+		{"DELETE /v1/instances/x/externalAddress", "", "400 id"},
+		{"GET /v1/loadbalancers/i-0000000000000000", "", "400 id"},
+		{"PUT /v1/loadbalancers/x", bad, "400 id"},
+		{"PUT /v1/loadbalancers/lb-0000000000000000", bad, "400 color"},
+		{"PUT /v1/loadbalancers/lb-0000000000000000", `{"listeners":[]}`, "400 listeners"},
+		{"DELETE /v1/loadbalancers/x", "", "400 id"},
+		{"DELETE /v1/loadbalancers/lb-0000000000000000", "", "404 id"},
+		{"POST /v1/loadbalancers", bad, "400 color"},
+		{"GET /v1/loadbalancers?maxResults=0", "", "400 maxResults"},
+		{"GET /v1/loadbalancers?tag=x", "", "400 tag"},
+		{"GET /v1/routetables/Bad_Cluster/routes", "", "400 cluster"},
+		{"POST /v1/routetables/Bad_Cluster/routes", bad, "400 cluster"},
+		{"POST /v1/routetables/c1/routes", bad, "400 color"},
+		{"DELETE /v1/routetables/Bad_Cluster/routes/Bad_Name", "", "400 cluster"},
+		{"DELETE /v1/routetables/c1/routes/Bad_Name", "", "400 name"},
+		{"DELETE /v1/routetables/c1/routes/r1", "", "404 name"},
+		{"POST /v1/instances:batchCreate", bad, "400 color"},
+	} {
+		method, path, _ := strings.Cut(tc[0], " ")
+		code, body := e.raw(method, path, tc[1])
+		if got := fmt.Sprintf("%d %s", code, body.Field); got != tc[2] || body.Message == "" {
+			t.Errorf("%s: got %s (%q), want %s", tc[0], got, body.Message, tc[2])
+		}
+	}
+}
+
+// TestAnswerCodes pins the status of each kind of successful call.
+func TestAnswerCodes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	a := e.instance("a")
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+	}{
+		{"GET", "/v1/instances/" + a.ID, "", 200},
+		{"POST", "/v1/instances/" + a.ID + "/stop", "", 200},
+		{"POST", "/v1/routetables/c1/routes", `{"name":"r1","destinationCIDR":"10.244.0.0/24","instanceId":"` + a.ID + `"}`, 201},
+		{"GET", "/v1/routetables/c1/routes", "", 200},
+		{"DELETE", "/v1/routetables/c1/routes/r1", "", 204},
+		{"GET", "/v1/loadbalancers?cluster=c1", "", 200},
+		{"DELETE", "/v1/instances/" + a.ID, "", 200},
+	} {
+		if code, body := e.raw(tc.method, tc.path, tc.body); code != tc.code {
+			t.Errorf("%s %s: got %d %+v, want %d", tc.method, tc.path, code, body, tc.code)
+		}
+	}
+}

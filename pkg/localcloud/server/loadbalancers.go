@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,105 +17,56 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 )
 
-func (s *Server) createLB(w http.ResponseWriter, r *http.Request) {
-	var req api.CreateLoadBalancerRequest
-	if err := decode(r, &req); err != nil {
-		fail(w, r, err)
-		return
-	}
-	if err := req.Validate(); err != nil {
-		fail(w, r, err)
-		return
-	}
-	k := s.knobs.get()
-	now := time.Now()
-	lb, err := s.store.CreateLB(req, k.Quotas.LoadBalancers, now, now.Add(time.Duration(k.LBProvisioningTime)))
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	if k.LBProvisioningTime == 0 {
-		// No provisioning delay: answer with the load balancer already active.
-		lb = s.activate(lb.ID)
-	} else {
-		s.schedule(lb)
-	}
-	writeJSON(w, http.StatusCreated, lb)
+// createLB answers with the load balancer already active when there is
+// no provisioning delay, else arms the timer that activates it.
+func (s *Server) createLB() endpoint {
+	return withBody(http.StatusCreated, (*api.CreateLoadBalancerRequest).Validate,
+		func(req api.CreateLoadBalancerRequest) (api.LoadBalancer, error) {
+			k := s.knobs.get()
+			now := time.Now()
+			lb, err := s.store.CreateLB(req, k.Quotas.LoadBalancers, now, now.Add(time.Duration(k.LBProvisioningTime)))
+			if err != nil {
+				return lb, err
+			}
+			if k.LBProvisioningTime == 0 {
+				return s.activate(lb.ID), nil
+			}
+			s.schedule(lb)
+			return lb, nil
+		})
 }
 
-func (s *Server) getLB(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if err := api.ValidID("id", "lb", id); err != nil {
-		fail(w, r, err)
-		return
-	}
-	lb, err := s.store.GetLB(id)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, lb)
+func (s *Server) listLBs() endpoint {
+	return listing(func(q url.Values, tags map[string]string) (store.LBFilter, error) {
+		return store.LBFilter{Cluster: q.Get("cluster"), Name: q.Get("name"), Tags: tags}, nil
+	}, s.store.ListLBs, func(items []api.LoadBalancer, next string) any {
+		return api.LoadBalancerList{Items: items, NextPageToken: next}
+	})
 }
 
-func (s *Server) listLBs(w http.ResponseWriter, r *http.Request) {
-	token, limit, err := pageParams(r)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	tags, err := tagParams(r)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	q := r.URL.Query()
-	items, next, err := s.store.ListLBs(store.LBFilter{Cluster: q.Get("cluster"), Name: q.Get("name"), Tags: tags}, token, limit)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.LoadBalancerList{Items: items, NextPageToken: next})
-}
-
-func (s *Server) updateLB(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if err := api.ValidID("id", "lb", id); err != nil {
-		fail(w, r, err)
-		return
-	}
-	var req api.UpdateLoadBalancerRequest
-	if err := decode(r, &req); err != nil {
-		fail(w, r, err)
-		return
-	}
-	if err := req.Validate(); err != nil {
-		fail(w, r, err)
-		return
-	}
-	lb, err := s.store.UpdateLB(id, req.LoadBalancerSpec, time.Now())
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	if lb.Status == api.LBActive || lb.Status == api.LBError {
-		lb = s.program(r.Context(), lb)
-	}
-	writeJSON(w, http.StatusOK, lb)
+// updateLB reprograms the data plane of a load balancer that forwards (or
+// tried to) with the new spec. The id is checked before the body.
+func (s *Server) updateLB(r *http.Request) (int, any, error) {
+	return onID("lb", http.StatusOK, func(id string) (api.LoadBalancer, error) {
+		req, err := readBody(r, (*api.UpdateLoadBalancerRequest).Validate)
+		if err != nil {
+			return api.LoadBalancer{}, err
+		}
+		lb, err := s.store.UpdateLB(id, req.LoadBalancerSpec, time.Now())
+		if err == nil && (lb.Status == api.LBActive || lb.Status == api.LBError) {
+			lb = s.program(r.Context(), lb)
+		}
+		return lb, err
+	})(r)
 }
 
 // deleteLB stops forwarding at once and removes the record after the
 // deletion time; deleting an already deleting load balancer is accepted.
-func (s *Server) deleteLB(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if err := api.ValidID("id", "lb", id); err != nil {
-		fail(w, r, err)
-		return
-	}
+func (s *Server) deleteLB(id string) (api.LoadBalancer, error) {
 	wait := time.Duration(s.knobs.get().LBDeletionTime)
 	lb, err := s.store.SetLBStatus(id, api.LBDeleting, time.Now().Add(wait))
 	if err != nil {
-		fail(w, r, err)
-		return
+		return lb, err
 	}
 	s.mu.Lock()
 	dp := s.dp
@@ -123,7 +75,7 @@ func (s *Server) deleteLB(w http.ResponseWriter, r *http.Request) {
 		dp.Remove(id)
 	}
 	s.schedule(lb)
-	writeJSON(w, http.StatusAccepted, lb)
+	return lb, nil
 }
 
 // schedule arms the timer that moves a load balancer to its next state at
@@ -138,14 +90,7 @@ func (s *Server) schedule(lb api.LoadBalancer) {
 		t.Stop()
 	}
 	id, status := lb.ID, lb.Status
-	s.timers[id] = time.AfterFunc(time.Until(lb.ReadyAt), func() {
-		s.mu.Lock()
-		delete(s.timers, id)
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
-			return
-		}
+	s.armLocked(id, time.Until(lb.ReadyAt), func() {
 		switch status {
 		case api.LBProvisioning:
 			s.activate(id)
@@ -255,16 +200,23 @@ func (s *Server) retryBind(id string) {
 	if _, armed := s.timers[key]; armed || s.closed {
 		return
 	}
-	s.timers[key] = time.AfterFunc(s.cfg.BindRetryInterval, func() {
+	s.armLocked(key, s.cfg.BindRetryInterval, func() {
+		if lb, err := s.store.GetLB(id); err == nil && lb.Status == api.LBError {
+			s.program(s.baseCtx(), lb)
+		}
+	})
+}
+
+// armLocked runs f after d unless the server closes first, keeping the
+// timer under key so that Close stops it; s.mu must be held.
+func (s *Server) armLocked(key string, d time.Duration, f func()) {
+	s.timers[key] = time.AfterFunc(d, func() {
 		s.mu.Lock()
 		delete(s.timers, key)
 		closed := s.closed
 		s.mu.Unlock()
-		if closed {
-			return
-		}
-		if lb, err := s.store.GetLB(id); err == nil && lb.Status == api.LBError {
-			s.program(s.baseCtx(), lb)
+		if !closed {
+			f()
 		}
 	})
 }

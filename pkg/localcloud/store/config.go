@@ -26,7 +26,7 @@ func (s *Store) Knobs() (k api.Knobs, ok bool, err error) {
 		return json.Unmarshal(data, &k)
 	})
 	if err != nil {
-		return api.Knobs{}, false, fmt.Errorf("localcloud store: read knobs: %w", err)
+		return api.Knobs{}, false, fmt.Errorf("localcloud store: read knobs from %s: %w", s.path, err)
 	}
 	return k, ok, nil
 }
@@ -34,5 +34,5 @@ func (s *Store) Knobs() (k api.Knobs, ok bool, err error) {
 // SaveKnobs persists the realism settings, so that faults set at runtime
 // survive a restart of the cloud.
 func (s *Store) SaveKnobs(k api.Knobs) error {
-	return s.put(bucketConfig, map[string]any{string(keyKnobs): k})
+	return put(s.db, bucketConfig, map[string]any{string(keyKnobs): k})
 }

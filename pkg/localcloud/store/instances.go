@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -51,7 +50,6 @@ func (s *Store) CreateInstances(reqs []api.CreateInstanceRequest, quota int, now
 	takenInt := map[netip.Addr]bool{}
 	takenExt := map[netip.Addr]bool{}
 	out := make([]*api.Instance, 0, len(reqs))
-	recs := make(map[string]any, len(reqs))
 	for i, r := range reqs {
 		if id, dup := s.instByName[r.Name]; dup {
 			return nil, api.Conflict(fieldFor(len(reqs), i, "name"),
@@ -62,9 +60,8 @@ func (s *Store) CreateInstances(reqs []api.CreateInstanceRequest, quota int, now
 			return nil, err
 		}
 		out = append(out, inst)
-		recs[inst.ID] = inst
 	}
-	if err := s.put(bucketInstances, recs); err != nil {
+	if err := s.instances.save(s.db, out...); err != nil {
 		return nil, err
 	}
 	res := make([]api.Instance, len(out))
@@ -124,23 +121,9 @@ func (s *Store) internalAddress(r api.CreateInstanceRequest, taken map[netip.Add
 	return ip, nil
 }
 
-func poolErr(err error, pool string) error {
-	if errors.Is(err, errPoolExhausted) {
-		return &api.Error{Code: api.CodeQuotaExceeded, Field: pool + "Addresses",
-			Message: fmt.Sprintf("no free %s address: %v", pool, err)}
-	}
-	return err
-}
-
 // GetInstance returns one instance, terminated ones included.
 func (s *Store) GetInstance(id string) (api.Instance, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	inst, ok := s.instances[id]
-	if !ok {
-		return api.Instance{}, api.NotFound("id", fmt.Sprintf("instance %s not found", id))
-	}
-	return *inst, nil
+	return read(s, s.instances, id)
 }
 
 // ListInstances returns one page of the instances matching f, in id order.
@@ -150,26 +133,13 @@ func (s *Store) ListInstances(f InstanceFilter, token string, limit int) ([]api.
 	var keys []string
 	if f.Name != "" && f.State != api.InstanceTerminated {
 		// The name index makes the node-name lookup O(1) at any fleet size.
-		if id, ok := s.instByName[f.Name]; ok && f.match(s.instances[id]) {
+		if id, ok := s.instByName[f.Name]; ok && f.match(s.instances.items[id]) {
 			keys = []string{id}
 		}
 	} else {
-		keys = make([]string, 0, len(s.instances))
-		for id, inst := range s.instances {
-			if f.match(inst) {
-				keys = append(keys, id)
-			}
-		}
+		keys = s.instances.matching(f.match)
 	}
-	ids, next, err := page(keys, token, limit)
-	if err != nil {
-		return nil, "", err
-	}
-	out := make([]api.Instance, len(ids))
-	for i, id := range ids {
-		out[i] = *s.instances[id]
-	}
-	return out, next, nil
+	return s.instances.page(keys, token, limit)
 }
 
 // SetInstanceState moves an instance to state. Repeating a transition is
@@ -177,9 +147,9 @@ func (s *Store) ListInstances(f InstanceFilter, token string, limit int) ([]api.
 func (s *Store) SetInstanceState(id string, state api.InstanceState) (api.Instance, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, ok := s.instances[id]
-	if !ok {
-		return api.Instance{}, api.NotFound("id", fmt.Sprintf("instance %s not found", id))
+	cur, err := s.instances.get(id)
+	if err != nil {
+		return api.Instance{}, err
 	}
 	if cur.State == state {
 		return *cur, nil
@@ -189,7 +159,7 @@ func (s *Store) SetInstanceState(id string, state api.InstanceState) (api.Instan
 	}
 	next := *cur
 	next.State = state
-	if err := s.put(bucketInstances, map[string]any{id: &next}); err != nil {
+	if err := s.instances.save(s.db, &next); err != nil {
 		return api.Instance{}, err
 	}
 	s.indexInstance(&next)
@@ -202,7 +172,7 @@ func (s *Store) InstancesByID(ids []string) map[string]api.Instance {
 	defer s.mu.RUnlock()
 	out := make(map[string]api.Instance, len(ids))
 	for _, id := range ids {
-		if inst, ok := s.instances[id]; ok {
+		if inst, ok := s.instances.items[id]; ok {
 			out[id] = *inst
 		}
 	}

@@ -36,7 +36,7 @@ func (f LBFilter) match(lb *api.LoadBalancer) bool {
 // they are merely unhealthy.
 func (s *Store) checkBackends(ids []string) error {
 	for i, id := range ids {
-		inst, ok := s.instances[id]
+		inst, ok := s.instances.items[id]
 		if !ok || inst.State == api.InstanceTerminated {
 			return api.Invalid(fmt.Sprintf("backends[%d]", i), fmt.Sprintf("instance %s does not exist", id))
 		}
@@ -52,7 +52,7 @@ func (s *Store) CreateLB(r api.CreateLoadBalancerRequest, quota int, now, readyA
 		return api.LoadBalancer{}, api.Conflict("name",
 			fmt.Sprintf("load balancer %q already exists in cluster %q (%s)", r.Name, r.Cluster, id))
 	}
-	if len(s.lbs) >= quota {
+	if len(s.lbs.items) >= quota {
 		return api.LoadBalancer{}, api.QuotaExceeded("loadBalancers", quota)
 	}
 	if err := s.checkBackends(r.Backends); err != nil {
@@ -68,7 +68,7 @@ func (s *Store) CreateLB(r api.CreateLoadBalancerRequest, quota int, now, readyA
 		Status:           api.LBProvisioning, VIP: vip.String(),
 		ReadyAt: readyAt.UTC(), CreatedAt: now.UTC(), UpdatedAt: now.UTC(),
 	}
-	if err := s.put(bucketLBs, map[string]any{lb.ID: lb}); err != nil {
+	if err := s.lbs.save(s.db, lb); err != nil {
 		return api.LoadBalancer{}, err
 	}
 	s.indexLB(lb)
@@ -107,119 +107,101 @@ func cloneSpec(sp api.LoadBalancerSpec) api.LoadBalancerSpec {
 
 // GetLB returns one load balancer.
 func (s *Store) GetLB(id string) (api.LoadBalancer, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	lb, ok := s.lbs[id]
-	if !ok {
-		return api.LoadBalancer{}, api.NotFound("id", fmt.Sprintf("load balancer %s not found", id))
-	}
-	return *lb, nil
+	return read(s, s.lbs, id)
 }
 
 // ListLBs returns one page of the load balancers matching f, in id order.
 func (s *Store) ListLBs(f LBFilter, token string, limit int) ([]api.LoadBalancer, string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	keys := make([]string, 0, len(s.lbs))
-	for id, lb := range s.lbs {
-		if f.match(lb) {
-			keys = append(keys, id)
-		}
-	}
-	ids, next, err := page(keys, token, limit)
-	if err != nil {
-		return nil, "", err
-	}
-	out := make([]api.LoadBalancer, len(ids))
-	for i, id := range ids {
-		out[i] = *s.lbs[id]
-	}
-	return out, next, nil
+	return s.lbs.page(s.lbs.matching(f.match), token, limit)
 }
 
 // UpdateLB replaces the spec of a load balancer that is not being deleted.
 func (s *Store) UpdateLB(id string, spec api.LoadBalancerSpec, now time.Time) (api.LoadBalancer, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := s.lbs[id]
-	if !ok {
-		return api.LoadBalancer{}, api.NotFound("id", fmt.Sprintf("load balancer %s not found", id))
-	}
-	if cur.Status == api.LBDeleting {
-		return api.LoadBalancer{}, api.Conflict("status", fmt.Sprintf("load balancer %s is being deleted", id))
-	}
-	if err := s.checkBackends(spec.Backends); err != nil {
-		return api.LoadBalancer{}, err
-	}
-	next := *cur
-	next.LoadBalancerSpec = cloneSpec(spec)
-	next.UpdatedAt = now.UTC()
-	return s.replaceLB(&next)
-}
-
-func (s *Store) replaceLB(lb *api.LoadBalancer) (api.LoadBalancer, error) {
-	if err := s.put(bucketLBs, map[string]any{lb.ID: lb}); err != nil {
-		return api.LoadBalancer{}, err
-	}
-	s.lbs[lb.ID] = lb
-	return *lb, nil
+	return s.changeLB(id, func(lb *api.LoadBalancer) (bool, error) {
+		if lb.Status == api.LBDeleting {
+			return false, api.Conflict("status", fmt.Sprintf("load balancer %s is being deleted", id))
+		}
+		if err := s.checkBackends(spec.Backends); err != nil {
+			return false, err
+		}
+		lb.LoadBalancerSpec = cloneSpec(spec)
+		lb.UpdatedAt = now.UTC()
+		return true, nil
+	})
 }
 
 // SetLBStatus moves a load balancer to status with a new ReadyAt. Moving
 // to provisioning-done (active) only happens from provisioning, so a timer
 // that fires late cannot resurrect a deleting load balancer.
 func (s *Store) SetLBStatus(id string, status api.LBStatus, readyAt time.Time) (api.LoadBalancer, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := s.lbs[id]
-	if !ok {
-		return api.LoadBalancer{}, api.NotFound("id", fmt.Sprintf("load balancer %s not found", id))
-	}
-	if cur.Status == status {
-		return *cur, nil
-	}
-	if status == api.LBActive && cur.Status != api.LBProvisioning && cur.Status != api.LBError {
-		return api.LoadBalancer{}, api.Conflict("status", fmt.Sprintf("load balancer %s is %s", id, cur.Status))
-	}
-	next := *cur
-	next.Status = status
-	next.StatusMessage = ""
-	next.ReadyAt = readyAt.UTC()
-	return s.replaceLB(&next)
+	return s.changeLB(id, func(lb *api.LoadBalancer) (bool, error) {
+		if lb.Status == status {
+			return false, nil
+		}
+		if status == api.LBActive && lb.Status != api.LBProvisioning && lb.Status != api.LBError {
+			return false, api.Conflict("status", fmt.Sprintf("load balancer %s is %s", id, lb.Status))
+		}
+		lb.Status = status
+		lb.StatusMessage = ""
+		lb.ReadyAt = readyAt.UTC()
+		return true, nil
+	})
 }
 
 // SetLBError marks a load balancer in error with the reason: an active or
 // already failed one, or one whose provisioning ends in a failure; one
 // being deleted is left alone.
 func (s *Store) SetLBError(id, reason string) (api.LoadBalancer, error) {
+	return s.changeLB(id, func(lb *api.LoadBalancer) (bool, error) {
+		if lb.Status == api.LBDeleting {
+			return false, api.Conflict("status", fmt.Sprintf("load balancer %s is %s", id, lb.Status))
+		}
+		if lb.Status == api.LBError && lb.StatusMessage == reason {
+			return false, nil
+		}
+		lb.Status = api.LBError
+		lb.StatusMessage = reason
+		lb.ReadyAt = time.Time{}
+		return true, nil
+	})
+}
+
+// changeLB applies change to a copy of a load balancer under the lock and
+// commits the copy when change reports a change; a change that fails or
+// is already in place returns the record as it is, unwritten.
+func (s *Store) changeLB(id string, change func(*api.LoadBalancer) (bool, error)) (api.LoadBalancer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, ok := s.lbs[id]
-	if !ok {
-		return api.LoadBalancer{}, api.NotFound("id", fmt.Sprintf("load balancer %s not found", id))
-	}
-	if cur.Status == api.LBDeleting {
-		return api.LoadBalancer{}, api.Conflict("status", fmt.Sprintf("load balancer %s is %s", id, cur.Status))
-	}
-	if cur.Status == api.LBError && cur.StatusMessage == reason {
-		return *cur, nil
+	cur, err := s.lbs.get(id)
+	if err != nil {
+		return api.LoadBalancer{}, err
 	}
 	next := *cur
-	next.Status = api.LBError
-	next.StatusMessage = reason
-	next.ReadyAt = time.Time{}
-	return s.replaceLB(&next)
+	changed, err := change(&next)
+	if err != nil {
+		return api.LoadBalancer{}, err
+	}
+	if !changed {
+		return *cur, nil
+	}
+	if err := s.lbs.save(s.db, &next); err != nil {
+		return api.LoadBalancer{}, err
+	}
+	s.lbs.items[id] = &next
+	return next, nil
 }
 
 // RemoveLB deletes the record of a load balancer and frees its VIP.
 func (s *Store) RemoveLB(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, ok := s.lbs[id]
+	cur, ok := s.lbs.items[id]
 	if !ok {
 		return nil
 	}
-	if err := s.put(bucketLBs, nil, id); err != nil {
+	if err := s.lbs.remove(s.db, id); err != nil {
 		return err
 	}
 	s.unindexLB(cur)
@@ -231,9 +213,5 @@ func (s *Store) RemoveLB(id string) error {
 func (s *Store) AllLBs() []api.LoadBalancer {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]api.LoadBalancer, 0, len(s.lbs))
-	for _, lb := range s.lbs {
-		out = append(out, *lb)
-	}
-	return out
+	return s.lbs.all()
 }

@@ -15,7 +15,7 @@ func routeKey(cluster, name string) string { return cluster + "/" + name }
 func (s *Store) CreateRoute(cluster string, r api.CreateRouteRequest, quota int, now time.Time) (api.Route, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	table := s.routes[cluster]
+	table := s.routeTables[cluster]
 	if _, dup := table[r.Name]; dup {
 		return api.Route{}, api.Conflict("name", fmt.Sprintf("route %q already exists in cluster %q", r.Name, cluster))
 	}
@@ -32,7 +32,7 @@ func (s *Store) CreateRoute(cluster string, r api.CreateRouteRequest, quota int,
 	if len(table) >= quota {
 		return api.Route{}, api.QuotaExceeded("routesPerCluster", quota)
 	}
-	inst, ok := s.instances[r.InstanceID]
+	inst, ok := s.instances.items[r.InstanceID]
 	if !ok || inst.State == api.InstanceTerminated {
 		return api.Route{}, api.Invalid("instanceId", fmt.Sprintf("instance %s does not exist", r.InstanceID))
 	}
@@ -40,7 +40,7 @@ func (s *Store) CreateRoute(cluster string, r api.CreateRouteRequest, quota int,
 		Name: r.Name, Cluster: cluster, DestinationCIDR: want.String(),
 		InstanceID: r.InstanceID, CreatedAt: now.UTC(),
 	}
-	if err := s.put(bucketRoutes, map[string]any{routeKey(cluster, r.Name): rt}); err != nil {
+	if err := s.routes.save(s.db, rt); err != nil {
 		return api.Route{}, err
 	}
 	s.indexRoute(rt)
@@ -50,7 +50,7 @@ func (s *Store) CreateRoute(cluster string, r api.CreateRouteRequest, quota int,
 // decorate fills the read-time fields of a route from its instance.
 func (s *Store) decorate(r api.Route) api.Route {
 	r.State = api.RouteBlackhole
-	if inst, ok := s.instances[r.InstanceID]; ok {
+	if inst, ok := s.instances.items[r.InstanceID]; ok {
 		r.InstanceName = inst.Name
 		if inst.State != api.InstanceTerminated {
 			r.State = api.RouteActive
@@ -63,8 +63,8 @@ func (s *Store) decorate(r api.Route) api.Route {
 func (s *Store) ListRoutes(cluster string) []api.Route {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]api.Route, 0, len(s.routes[cluster]))
-	for _, r := range s.routes[cluster] {
+	out := make([]api.Route, 0, len(s.routeTables[cluster]))
+	for _, r := range s.routeTables[cluster] {
 		out = append(out, s.decorate(*r))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -75,12 +75,13 @@ func (s *Store) ListRoutes(cluster string) []api.Route {
 func (s *Store) DeleteRoute(cluster, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.routes[cluster][name]; !ok {
+	rt, ok := s.routeTables[cluster][name]
+	if !ok {
 		return api.NotFound("name", fmt.Sprintf("route %q not found in cluster %q", name, cluster))
 	}
-	if err := s.put(bucketRoutes, nil, routeKey(cluster, name)); err != nil {
+	if err := s.routes.remove(s.db, routeKey(cluster, name)); err != nil {
 		return err
 	}
-	delete(s.routes[cluster], name)
+	s.unindexRoute(rt)
 	return nil
 }

@@ -34,7 +34,7 @@ func (s *Store) SnapshotInstances(tags map[string]string) (uint64, []api.Instanc
 	defer s.mu.RUnlock()
 	f := InstanceFilter{Tags: tags}
 	var out []api.Instance
-	for _, inst := range s.instances {
+	for _, inst := range s.instances.items {
 		if f.matchTags(inst) {
 			out = append(out, *inst)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sort"
 	"time"
 
@@ -228,17 +227,10 @@ func (l *loadBalancers) lookupExisting(ctx context.Context, cluster string, svc 
 	return lb, err
 }
 
-// specEqual compares the fields the provider sets, so that a sync with no
-// change costs no update call.
+// specEqual tells whether a sync has nothing to write, so that one with no
+// change costs no update call: specChanges finds no difference.
 func specEqual(a, b api.LoadBalancerSpec) bool {
-	as, bs := slices.Clone(a.Backends), slices.Clone(b.Backends)
-	sort.Strings(as)
-	sort.Strings(bs)
-	ar, br := slices.Clone(a.SourceRanges), slices.Clone(b.SourceRanges)
-	sort.Strings(ar)
-	sort.Strings(br)
-	return slices.Equal(a.Listeners, b.Listeners) && slices.Equal(as, bs) && slices.Equal(ar, br) &&
-		a.HealthCheck == b.HealthCheck && a.UDPIdleTimeoutMs == b.UDPIdleTimeoutMs && a.SessionAffinity == b.SessionAffinity
+	return len(specChanges(a, b)) == 0
 }
 
 // UpdateLoadBalancer brings the node set (and any other change) up to date.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +15,7 @@ import (
 var _ cloud.LoadBalancerPlanner = (*loadBalancers)(nil)
 
 // PlanLoadBalancer says what EnsureLoadBalancer would change, with reads
-// only: the same desired spec, compared field by field as specEqual does.
+// only: the same desired spec, compared by specChanges as specEqual does.
 func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) ([]string, error) {
 	spec, _, err := l.desired(svc, nodes)
 	if err != nil {
@@ -45,7 +44,10 @@ func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string
 	return specChanges(lb.LoadBalancerSpec, spec), nil
 }
 
-// specChanges lists what differs from have to want, as "field: old → new".
+// specChanges lists what differs from have to want, as "field: old → new":
+// the one comparison of specs, so that what a plan shows and what a sync
+// writes (specEqual) cannot drift apart. Backends and source ranges are
+// compared without their order, which is the cloud's, not a change.
 func specChanges(have, want api.LoadBalancerSpec) []string {
 	var out []string
 	if !slices.Equal(have.Listeners, want.Listeners) {
@@ -69,23 +71,22 @@ func specChanges(have, want api.LoadBalancerSpec) []string {
 	return out
 }
 
+// setDiff returns what want has that have lacks and the reverse, sorted,
+// counting repeats: ["a","a"] against ["a"] is a change, as a write of it
+// would be.
 func setDiff(have, want []string) (added, removed []string) {
-	h, w := map[string]bool{}, map[string]bool{}
-	for _, s := range have {
-		h[s] = true
-	}
-	for _, s := range want {
-		w[s] = true
-		if !h[s] {
-			added = append(added, s)
+	h, w := slices.Clone(have), slices.Clone(want)
+	slices.Sort(h)
+	slices.Sort(w)
+	for len(h) > 0 || len(w) > 0 {
+		switch {
+		case len(w) == 0 || (len(h) > 0 && h[0] < w[0]):
+			removed, h = append(removed, h[0]), h[1:]
+		case len(h) == 0 || w[0] < h[0]:
+			added, w = append(added, w[0]), w[1:]
+		default:
+			h, w = h[1:], w[1:]
 		}
 	}
-	for s := range h {
-		if !w[s] {
-			removed = append(removed, s)
-		}
-	}
-	sort.Strings(added)
-	sort.Strings(removed)
 	return added, removed
 }

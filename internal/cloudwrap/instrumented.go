@@ -14,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	cloudprovider "k8s.io/cloud-provider"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/utils/clock"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -150,13 +149,19 @@ func call0(ctx context.Context, c *Cloud, op string, fn func(context.Context) er
 	return err
 }
 
+// resultOf names one call's result for the metrics and the recovery
+// watch. A RetryError is told as pkg/cloud tells it (cloud.RetryAfter),
+// the same test the controllers' sync outcomes make (kit.ResultOf), so a
+// call the cloud asked to come back later is neither a failure here nor
+// there.
 func resultOf(err error) string {
+	_, retry := cloud.RetryAfter(err)
 	switch {
 	case err == nil:
 		return ResultSuccess
 	case errors.Is(err, cloudprovider.InstanceNotFound):
 		return ResultNotFound
-	case errors.As(err, new(*cloudproviderapi.RetryError)):
+	case retry:
 		return ResultRetry
 	default:
 		return ResultError

@@ -2,42 +2,14 @@ package kit_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
 )
-
-func TestRetryLater(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	cases := []struct {
-		name    string
-		err     error
-		ok      bool
-		requeue time.Duration
-	}{
-		{"nil", nil, false, 0},
-		{"plain error", errors.New("boom"), false, 0},
-		{"retry after 3s", cloudproviderapi.NewRetryError("provisioning", 3*time.Second), true, 3 * time.Second},
-		{"wrapped", fmt.Errorf("ensure lb: %w", cloudproviderapi.NewRetryError("provisioning", time.Second)), true, time.Second},
-		{"no delay takes the minimum", cloudproviderapi.NewRetryError("now", 0), true, kit.MinRetryAfter},
-		{"a tiny delay takes the minimum", cloudproviderapi.NewRetryError("soon", time.Millisecond), true, kit.MinRetryAfter},
-	}
-	for _, c := range cases {
-		res, ok := kit.RetryLater(ctx, c.err)
-		if ok != c.ok || res.RequeueAfter != c.requeue {
-			t.Errorf("%s: RetryLater = %v, %t; want RequeueAfter %v, %t", c.name, res, ok, c.requeue, c.ok)
-		}
-	}
-}
 
 func TestRecorderNilDropsEvents(t *testing.T) {
 	t.Parallel()

@@ -154,9 +154,9 @@ type Controller struct {
 	// foreign holds the names of the foreign Nodes (MetricForeignNodes).
 	foreign map[string]struct{}
 
-	// limiter is the queue's per-Node backoff, kept to tell when a Node
-	// whose initialization failed is tried again.
-	limiter workqueue.TypedRateLimiter[reconcile.Request]
+	// limiter is the queue's per-Node backoff; each sync's outcome quotes
+	// the retry it will make, for explain.
+	limiter *kit.Backoff[reconcile.Request]
 	explain *explain.Store
 	// updateOnly is set once the API server has refused to patch a Node:
 	// Nodes are then written with update (write.go).
@@ -193,7 +193,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, recorder: kit.Recorder(deps.Recorder),
 		metrics: m, cfg: cfg, clock: clk, seen: map[string]time.Time{}, waiting: map[string]time.Time{}, written: map[string][]string{},
 		ownership: deps.Ownership, foreign: map[string]struct{}{},
-		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.BaseBackoff, cfg.MaxBackoff),
+		limiter: kit.NewBackoff[reconcile.Request]("per-Node", cfg.BaseBackoff, cfg.MaxBackoff),
 		explain: deps.Explain,
 	}
 	if err := c.registerWaiting(deps.Registerer); err != nil {
@@ -336,12 +336,9 @@ func (c *Controller) clearWritten(name string) {
 // cloud asked for (a RetryError), or a retry with per-Node backoff.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = explain.WithObject(kit.WithController(ctx, ControllerName), nodeRef(req.Name))
-	err := c.sync(ctx, req.Name)
-	c.recordSync(ctx, req, err)
-	if res, ok := kit.RetryLater(ctx, err); ok {
-		return res, nil
-	}
-	return reconcile.Result{}, err
+	o := c.limiter.Outcome(ctx, req, c.sync(ctx, req.Name))
+	c.recordSync(ctx, req, o)
+	return o.Reconcile()
 }
 
 // event records an event on the Node.

@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"testing"
+	"time"
 
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -40,5 +42,49 @@ func TestExplainRecordOfADeletedNodeStaysDropped(t *testing.T) {
 	}
 	if ex := store.Explain(ctx, nodeRef("ghost")); ex.Known || store.Len() != 0 {
 		t.Errorf("the deleted Node is explained again: %+v", ex)
+	}
+}
+
+// recordingLimiter records the delay the work queue took from its limiter.
+type recordingLimiter struct {
+	workqueue.TypedRateLimiter[reconcile.Request]
+	last time.Duration
+}
+
+func (r *recordingLimiter) When(req reconcile.Request) time.Duration {
+	r.last = r.TypedRateLimiter.When(req)
+	return r.last
+}
+
+// For the nth failed initialization in a row, the next retry explain
+// quotes is the delay the work queue then takes when the error comes back
+// to it (controller-runtime's AddRateLimited), up to the cap and past it.
+func TestExplainQuotesTheQueuesBackoff(t *testing.T) {
+	t.Parallel()
+	fc := newFakeCloud()
+	h := newHarness(t, fc, false, newNode("ghost"))
+	store := explain.NewStore()
+	c, err := New(Deps{Client: h.client, Instances: fc, Explain: store},
+		Config{Workers: 1, BaseBackoff: 250 * time.Millisecond, MaxBackoff: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recordingLimiter{TypedRateLimiter: c.limiter}
+	q := workqueue.NewTypedRateLimitingQueue[reconcile.Request](rec)
+	defer q.ShutDown()
+	ctx := context.Background()
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "ghost"}}
+	for n := range 8 {
+		if _, err := c.Reconcile(ctx, req); err == nil {
+			t.Fatalf("failure %d: initializing a Node the cloud does not know succeeded", n)
+		}
+		q.AddRateLimited(req)
+		s := store.Explain(ctx, nodeRef("ghost")).Syncs[0]
+		if s.NextRetry == nil || s.NextRetry.Sub(s.Time) != rec.last {
+			t.Errorf("failure %d: explain quotes the next retry at %v after %v; the queue waits %v", n, s.NextRetry, s.Time, rec.last)
+		}
+	}
+	if rec.last != 4*time.Second {
+		t.Errorf("after 8 failures the queue waits %v, want the 4s cap", rec.last)
 	}
 }

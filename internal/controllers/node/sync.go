@@ -14,8 +14,8 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/ownership"
-	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // apiError marks a failed write to the API server, so that the failure is
@@ -181,9 +181,9 @@ func (c *Controller) initFailed(ctx context.Context, node *corev1.Node, err erro
 	}
 	reason, result := classify(err)
 	c.metrics.inits.WithLabelValues(result).Inc()
-	if _, later := cloud.RetryAfter(err); !later {
+	if kit.ResultOf(err) == kit.ResultError {
 		// A RetryError is the cloud's work in progress, not a failure
-		// worth a warning (see kit.RetryLater).
+		// worth a warning (see kit.ResultOf).
 		c.event(node, corev1.EventTypeWarning, reason, actionInitialize, "Node not initialized: %v", err)
 	}
 	logger(ctx, node).Info("Node not initialized, will retry", "reason", reason, "err", err)

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,6 +102,8 @@ type Controller struct {
 	cfg      Config
 	alloc    *allocator
 	m        *metrics
+	// limiter is the queue's per-Node backoff after a failed allocation.
+	limiter *kit.Backoff[reconcile.Request]
 
 	learnMu sync.Mutex
 	learned bool
@@ -147,7 +148,8 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node ipam controller: %w", err)
 	}
-	return &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), recorder: kit.Recorder(deps.Recorder), cfg: cfg, alloc: a, m: m, waiting: map[string]struct{}{}}, nil
+	return &Controller{client: client.WithFieldOwner(deps.Client, ControllerName), recorder: kit.Recorder(deps.Recorder), cfg: cfg, alloc: a, m: m,
+		limiter: kit.NewBackoff[reconcile.Request]("per-Node", cfg.MinRetry, cfg.MaxRetry), waiting: map[string]struct{}{}}, nil
 }
 
 // SetupWithManager adds the controller to mgr; it may be called after the
@@ -160,7 +162,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		WatchesRawSource(c.queue.Source()).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.cfg.Workers,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](c.cfg.MinRetry, c.cfg.MaxRetry),
+			RateLimiter:             c.limiter,
 		}).
 		Complete(c)
 	if err != nil {
@@ -181,10 +183,11 @@ func nodePredicate() predicate.TypedPredicate[*corev1.Node] {
 	}
 }
 
-// Reconcile implements reconcile.Reconciler.
+// Reconcile implements reconcile.Reconciler: one Node's sync, whose
+// outcome (the kit's) retries a failure with per-Node backoff.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = kit.WithController(ctx, ControllerName)
-	return reconcile.Result{}, c.sync(ctx, req.Name)
+	return c.limiter.Outcome(ctx, req, c.sync(ctx, req.Name)).Reconcile()
 }
 
 // sync brings one Node's pod CIDRs in line: learn what it carries, give it

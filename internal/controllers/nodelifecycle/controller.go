@@ -195,10 +195,18 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 // not asked again at once.
 func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
 	ctx = kit.WithController(ctx, ControllerName)
-	if _, err := c.sync(ctx, p); err != nil && ctx.Err() == nil {
-		klog.FromContext(ctx).Error(err, "Monitoring nodes failed; next period retries")
+	_, err := c.sync(ctx, p)
+	o := c.period().Outcome(err)
+	if o.Err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Error(o.Err, "Monitoring nodes failed; next period retries", "result", o.Result)
 	}
-	return reconcile.Result{RequeueAfter: c.cfg.Period}, nil
+	return o.Reconcile()
+}
+
+// period is the retry policy: every outcome, a period's or a Node's, is
+// looked at again at the next period.
+func (c *Controller) period() kit.Periodic {
+	return kit.Periodic{Period: c.cfg.Period, Why: fmt.Sprintf("the next monitor period (--node-monitor-period %s)", c.cfg.Period)}
 }
 
 // Summary is what one period did.

@@ -2,7 +2,6 @@ package nodelifecycle
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 
@@ -67,12 +66,11 @@ func (c *Controller) judged(name string, v verdict) {
 	c.verdicts.mu.Lock()
 	c.verdicts.lines[name] = v.line
 	c.verdicts.mu.Unlock()
-	o := explain.Outcome{Err: v.err}
-	if v.deferred || v.err != nil {
-		o.RetryIn = c.cfg.Period
-		o.RetryWhy = fmt.Sprintf("the next monitor period (--node-monitor-period %s)", c.cfg.Period)
+	o := c.period().Outcome(v.err)
+	if v.deferred && v.err == nil {
+		o = c.period().Deferred()
 	}
-	c.explain.Synced(nodeRef(name), ControllerName, o)
+	c.explain.Synced(nodeRef(name), ControllerName, o.Explain())
 }
 
 // forgetUnjudged drops the verdicts on the Nodes this period did not look
@@ -101,7 +99,7 @@ func (c *Controller) forgetUnjudged(ctx context.Context, judged map[string]bool)
 		case err != nil:
 			klog.FromContext(ctx).V(4).Info("Reading a Node that left the monitor's attention failed; its explain record waits", "node", name, "err", err)
 		default:
-			c.explain.Synced(nodeRef(name), ControllerName, explain.Outcome{})
+			c.explain.Synced(nodeRef(name), ControllerName, c.period().Outcome(nil).Explain())
 		}
 	}
 }

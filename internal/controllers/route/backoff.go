@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 )
 
 // backoff remembers failed route creations so that a full route table does
@@ -45,11 +47,9 @@ func (b *backoff) failed(k routeKey, now time.Time) time.Time {
 	defer b.mu.Unlock()
 	e := b.entries[k]
 	e.failures++
-	d := b.initial
-	for i := 1; i < e.failures && d < b.max; i++ {
-		d *= 2
-	}
-	e.retryAt = now.Add(min(d, b.max))
+	// The queue's formula, so that a route's retries space out as a
+	// failing key's do: initial after the first failure, doubled since.
+	e.retryAt = now.Add(kit.ExponentialDelay(b.initial, b.max, e.failures-1))
 	b.entries[k] = e
 	return e.retryAt
 }

@@ -111,6 +111,9 @@ type Controller struct {
 	clock    clock.Clock
 	m        *metrics
 	backoff  *backoff
+	// limiter is the pass's backoff in the queue after a failed pass, and
+	// its resync after a good one.
+	limiter *kit.Backoff[pass]
 	// queue is captured when the controller starts, for recovery.
 	queue kit.Queue[pass]
 	// ownership leaves foreign Nodes out of every pass.
@@ -154,6 +157,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		client: client.WithFieldOwner(deps.Client, ControllerName), routes: deps.Routes, recorder: kit.Recorder(deps.Recorder), cfg: cfg, m: m,
 		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff), clock: kit.Clock(deps.Clock), ownership: deps.Ownership,
 		explain: deps.Explain, states: &routeStates{nodes: map[string]routeState{}},
+		limiter: kit.NewBackoff[pass]("route pass", time.Second, cfg.ReconcilePeriod).Resyncing(cfg.ReconcilePeriod),
 	}
 	deps.Explain.Describe(explain.KindNode, ControllerName, c.describe)
 	kit.OnRecovered(deps.Recovery, c.recovered)
@@ -178,7 +182,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		WatchesRawSource(c.queue.Source(pass{})).
 		WithOptions(controller.TypedOptions[pass]{
 			MaxConcurrentReconciles: 1,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[pass](time.Second, c.cfg.ReconcilePeriod),
+			RateLimiter:             c.limiter,
 		}).
 		Complete(c)
 	if err != nil {
@@ -230,12 +234,7 @@ func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, e
 		trigger = triggerNodeChange
 	}
 	changed, err := c.sync(ctx, p)
-	c.m.observeSync(trigger, changed, err)
-	if res, ok := kit.RetryLater(ctx, err); ok {
-		return res, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{RequeueAfter: c.cfg.ReconcilePeriod}, nil
+	o := c.limiter.Outcome(ctx, p, err)
+	c.m.observeSync(trigger, changed, o)
+	return o.Reconcile()
 }

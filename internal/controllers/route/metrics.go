@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/metricsutil"
 )
 
@@ -40,11 +41,12 @@ type metrics struct {
 }
 
 // observeSync counts one pass as upstream's recordRouteSync does: error if
-// it failed, changed if a route was created or deleted, else noop.
-func (m *metrics) observeSync(trigger string, changed bool, err error) {
+// it returned an error (a RetryError included: upstream's label set has no
+// retry), changed if a route was created or deleted, else noop.
+func (m *metrics) observeSync(trigger string, changed bool, o kit.Outcome) {
 	outcome := outcomeNoop
 	switch {
-	case err != nil:
+	case o.Err != nil:
 		outcome = outcomeError
 	case changed:
 		outcome = outcomeChanged

@@ -43,16 +43,17 @@ const (
 const (
 	// ReasonWaitingForCloud (Provisioning=True, Serving=False before the
 	// first success): the provider asked to come back later (a
-	// RetryError), as while the cloud provisions.
-	ReasonWaitingForCloud = "WaitingForCloud"
+	// RetryError), as while the cloud provisions. This and the next two
+	// are the reasons of the sync's kit.Outcome.
+	ReasonWaitingForCloud = kit.ReasonWaitingForCloud
 	// ReasonThrottled (Provisioning=True, Serving=False before the first
 	// success): the cloud refused the call for its rate limit; the retry
 	// waits for the delay it named.
-	ReasonThrottled = "Throttled"
+	ReasonThrottled = kit.ReasonThrottled
 	// ReasonRetryingAfterError (Provisioning=True): the last attempt failed;
 	// the message has the error and the next retry time (per-Service
 	// exponential backoff).
-	ReasonRetryingAfterError = "RetryingAfterError"
+	ReasonRetryingAfterError = kit.ReasonRetryingAfterError
 	// ReasonWaitingForNodes (Provisioning=True): the node set is changing
 	// (a burst of node changes); the load balancer is updated once it has
 	// settled.
@@ -77,18 +78,18 @@ func isOwnCondition(t string) bool {
 }
 
 // reportConditions sets the Service's conditions from the outcome of its
-// sync: svc is the Service as the cache has it after the sync, syncErr what
-// sync returned, and the controller's record of what it
+// sync: svc is the Service as the cache has it after the sync, o how the
+// sync ended (the kit's one decision), and the controller's record of what it
 // last applied tells a failed ensure from a failed node update. It writes
 // only when a condition changed, only the controller's own conditions, and
 // nothing with NoConditions (observe mode) or for a Service it does not serve. A failure to
 // write is logged and left to the next sync: the conditions report, they
 // never hold up the load balancer.
-func (c *Controller) reportConditions(ctx context.Context, svc *corev1.Service, syncErr error) {
+func (c *Controller) reportConditions(ctx context.Context, svc *corev1.Service, o kit.Outcome) {
 	if c.cfg.NoConditions {
 		return
 	}
-	want, ok := c.desiredConditions(types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, svc, syncErr)
+	want, ok := c.desiredConditions(types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, svc, o)
 	if !ok {
 		return
 	}
@@ -98,9 +99,9 @@ func (c *Controller) reportConditions(ctx context.Context, svc *corev1.Service, 
 }
 
 // desiredConditions returns the conditions svc should carry after a sync
-// that returned syncErr; nil removes the controller's own. ok is false
-// when the conditions are left as they are.
-func (c *Controller) desiredConditions(key types.NamespacedName, svc *corev1.Service, syncErr error) ([]metav1.Condition, bool) {
+// that ended as o; nil removes the controller's own. ok is false when the
+// conditions are left as they are.
+func (c *Controller) desiredConditions(key types.NamespacedName, svc *corev1.Service, o kit.Outcome) ([]metav1.Condition, bool) {
 	class := c.cfg.LoadBalancerClass
 	switch {
 	case !ownedClass(svc, class):
@@ -110,11 +111,11 @@ func (c *Controller) desiredConditions(key types.NamespacedName, svc *corev1.Ser
 	case !wantsLoadBalancer(svc, class):
 		// Type changed away from LoadBalancer: once cleaned up, the
 		// conditions go with the load balancer.
-		return nil, syncErr == nil && hasOwnConditions(svc)
+		return nil, o.Err == nil && hasOwnConditions(svc)
 	}
 	st := c.state.get(key)
 	ensurePending := st == nil || st.uid != svc.UID || !lbConfigEqual(st.applied, svc)
-	if syncErr == nil {
+	if o.Err == nil {
 		if ensurePending {
 			// The provider implements it elsewhere: not this controller's
 			// to report on.
@@ -122,7 +123,7 @@ func (c *Controller) desiredConditions(key types.NamespacedName, svc *corev1.Ser
 		}
 		return c.servingConditions(svc, st), true
 	}
-	return c.failedConditions(key, svc, syncErr, ensurePending), true
+	return c.failedConditions(svc, o, ensurePending), true
 }
 
 func hasOwnConditions(svc *corev1.Service) bool {
@@ -159,15 +160,17 @@ func (c *Controller) servingConditions(svc *corev1.Service, st *lbState) []metav
 // failedConditions: the sync failed or the cloud asked to come back later.
 // A failed ensure means the load balancer does not serve what the Service
 // asks for; a failed node update leaves it serving the previous nodes.
-func (c *Controller) failedConditions(key types.NamespacedName, svc *corev1.Service, err error, ensurePending bool) []metav1.Condition {
-	reason, retry := c.retryOf(key, err)
+// The Provisioning reason is the outcome's; the Serving and PortsError
+// conditions name what the cloud refused (a quota, a port), which the
+// outcome leaves to the condition that reports it.
+func (c *Controller) failedConditions(svc *corev1.Service, o kit.Outcome, ensurePending bool) []metav1.Condition {
 	// The retry time goes first, so that it is never the part a long
 	// message loses when bounded.
-	msg := err.Error()
-	if retry != "" {
+	msg := o.Err.Error()
+	if retry := c.retryTime(o); retry != "" {
 		msg = retry + ": " + msg
 	}
-	out := []metav1.Condition{cond(ConditionProvisioning, metav1.ConditionTrue, reason, msg)}
+	out := []metav1.Condition{cond(ConditionProvisioning, metav1.ConditionTrue, o.Reason, msg)}
 	if !ensurePending {
 		if prev := meta.FindStatusCondition(svc.Status.Conditions, ConditionServing); prev != nil {
 			out = append(out, *prev)
@@ -176,48 +179,30 @@ func (c *Controller) failedConditions(key types.NamespacedName, svc *corev1.Serv
 	}
 	servingReason := ReasonSyncLoadBalancerFailed
 	switch {
-	case errors.Is(err, cloud.ErrQuotaExceeded):
+	case errors.Is(o.Err, cloud.ErrQuotaExceeded):
 		servingReason = ReasonQuotaExceeded
-	case reason == ReasonWaitingForCloud || reason == ReasonThrottled:
-		servingReason = reason
+	case !o.Failed():
+		servingReason = o.Reason
 	}
 	out = append(out, cond(ConditionServing, metav1.ConditionFalse, servingReason, msg))
-	if errors.Is(err, cloud.ErrPortNotSupported) {
-		out = append(out, cond(ConditionPortsError, metav1.ConditionTrue, ReasonPortNotSupported, kit.BoundMessage(err.Error())))
+	if errors.Is(o.Err, cloud.ErrPortNotSupported) {
+		out = append(out, cond(ConditionPortsError, metav1.ConditionTrue, ReasonPortNotSupported, kit.BoundMessage(o.Err.Error())))
 	} else if meta.FindStatusCondition(svc.Status.Conditions, ConditionPortsError) != nil {
 		out = append(out, cond(ConditionPortsError, metav1.ConditionFalse, ReasonPortsAccepted, "The cloud refused no port"))
 	}
 	return out
 }
 
-// retryOf names why the sync will run again and when. A RetryError's
-// delay is the provider's own and says no time in the message (a load
-// balancer being provisioned would rewrite it at every poll); an error's
-// retry is the queue's next per-Service backoff.
-func (c *Controller) retryOf(k types.NamespacedName, err error) (reason, retry string) {
-	if _, ok := cloud.RetryAfter(err); ok {
-		if errors.Is(err, cloud.ErrThrottled) {
-			return ReasonThrottled, ""
-		}
-		return ReasonWaitingForCloud, ""
+// retryTime says when a failed sync runs again: the outcome's retry, the
+// queue's next per-Service backoff. A RetryError's delay is the provider's
+// own and says no time in the message (a load balancer being provisioned
+// would rewrite it at every poll).
+func (c *Controller) retryTime(o kit.Outcome) string {
+	if !o.Failed() {
+		return ""
 	}
-	d := c.nextBackoff(k)
-	at := c.now().Add(d).UTC().Truncate(time.Second)
-	return ReasonRetryingAfterError, fmt.Sprintf("next retry at %s (in %s)", at.Format(time.RFC3339), d.Round(time.Second))
-}
-
-// nextBackoff is the delay the queue's exponential per-Service backoff will
-// give the failure being reported: the rate limiter has not counted it yet.
-func (c *Controller) nextBackoff(k types.NamespacedName) time.Duration {
-	n := c.limiter.NumRequeues(key{Service: k})
-	d := c.cfg.MinRetryDelay
-	for range n {
-		if d >= c.cfg.MaxRetryDelay {
-			break
-		}
-		d *= 2
-	}
-	return min(d, c.cfg.MaxRetryDelay)
+	at := c.now().Add(o.RetryIn).UTC().Truncate(time.Second)
+	return fmt.Sprintf("next retry at %s (in %s)", at.Format(time.RFC3339), o.RetryIn.Round(time.Second))
 }
 
 func cond(t string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -166,9 +165,9 @@ type Controller struct {
 	// queue is captured when the controller starts, for the node pass,
 	// drift and recovery.
 	queue kit.Queue[key]
-	// limiter is the queue's per-Service backoff, kept to tell in a
-	// condition when a failed Service is retried.
-	limiter workqueue.TypedRateLimiter[key]
+	// limiter is the queue's per-Service backoff; each sync's outcome
+	// quotes the retry it will make, for the conditions and explain.
+	limiter *kit.Backoff[key]
 	explain *explain.Store
 }
 
@@ -196,7 +195,7 @@ func New(d Deps, cfg Config) (*Controller, error) {
 		nodePacer: newNodePacer(cfg.NodeSyncDelay),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
 		phases:  newPhaseTracker(m.lbs),
-		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[key](cfg.MinRetryDelay, cfg.MaxRetryDelay),
+		limiter: kit.NewBackoff[key]("per-Service", cfg.MinRetryDelay, cfg.MaxRetryDelay),
 		explain: d.Explain,
 	}
 	c.nodes.backend = backendPolicy(d.Ownership, d.ForeignBackends)
@@ -310,17 +309,12 @@ func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, er
 	start := c.now()
 	err := c.sync(ctx, k.Service)
 	c.metrics.syncDuration.Observe(c.now().Sub(start).Seconds())
-	c.report(ctx, k.Service, err)
-	c.failed.set(k, err != nil && !isRetryAfter(err))
-	c.phases.set(k.Service, c.phaseAfter(k.Service, err))
-	if err == nil {
-		c.metrics.syncs.WithLabelValues(kit.ResultSuccess).Inc()
-		return reconcile.Result{}, nil
-	}
-	if res, ok := kit.RetryLater(ctx, err); ok {
-		c.metrics.syncs.WithLabelValues(kit.ResultRetry).Inc()
-		return res, nil
-	}
-	c.metrics.syncs.WithLabelValues(kit.ResultError).Inc()
-	return reconcile.Result{}, err
+	// One outcome feeds everything that follows: the conditions and
+	// explain quote the retry the queue will make.
+	o := c.limiter.Outcome(ctx, k, err)
+	c.report(ctx, k.Service, o)
+	c.failed.set(k, o.Failed())
+	c.phases.set(k.Service, c.phaseAfter(k.Service, o))
+	c.metrics.syncs.WithLabelValues(o.Result).Inc()
+	return o.Reconcile()
 }

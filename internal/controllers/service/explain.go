@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
-	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // maxNamesExplained bounds the node or Service names one explain line lists.
@@ -26,7 +24,7 @@ func serviceRef(k types.NamespacedName) explain.Ref {
 
 // report tells what one Service's sync came to: to the explain record (a
 // deleted Service's entry is dropped) and in the Service's conditions.
-func (c *Controller) report(ctx context.Context, key types.NamespacedName, syncErr error) {
+func (c *Controller) report(ctx context.Context, key types.NamespacedName, o kit.Outcome) {
 	svc := &corev1.Service{}
 	if err := c.client.Get(ctx, key, svc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -36,24 +34,8 @@ func (c *Controller) report(ctx context.Context, key types.NamespacedName, syncE
 		klog.FromContext(ctx).Error(err, "Reading the Service after its sync failed; its conditions and explain record wait for the next sync")
 		return
 	}
-	c.explain.Synced(serviceRef(key), ControllerName, c.outcome(key, syncErr))
-	c.reportConditions(ctx, svc, syncErr)
-}
-
-// outcome says when and why the Service is synced again.
-func (c *Controller) outcome(key types.NamespacedName, err error) explain.Outcome {
-	if err == nil {
-		return explain.Outcome{}
-	}
-	if d, ok := cloud.RetryAfter(err); ok {
-		why := "the cloud asked to come back later (RetryError)"
-		if errors.Is(err, cloud.ErrThrottled) {
-			why = "the cloud throttled the call; retry after its Retry-After"
-		}
-		return explain.Outcome{Err: err, Retry: true, RetryIn: max(d, kit.MinRetryAfter), RetryWhy: why}
-	}
-	return explain.Outcome{Err: err, RetryIn: c.nextBackoff(key),
-		RetryWhy: fmt.Sprintf("per-Service exponential backoff (%s to %s)", c.cfg.MinRetryDelay, c.cfg.MaxRetryDelay)}
+	c.explain.Synced(serviceRef(key), ControllerName, o.Explain())
+	c.reportConditions(ctx, svc, o)
 }
 
 // describeService says which nodes the Service's load balancer targets.

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 )
 
 // lbPhase is where one Service's load balancer stands after its last
@@ -62,12 +64,12 @@ func (t *phaseTracker) set(key types.NamespacedName, p lbPhase) {
 // phaseAfter tells key's phase from the outcome of its sync and the record
 // the sync left: a sync that found the Service gone, not wanting a load
 // balancer, or served elsewhere leaves no record and no error.
-func (c *Controller) phaseAfter(key types.NamespacedName, syncErr error) lbPhase {
+func (c *Controller) phaseAfter(key types.NamespacedName, o kit.Outcome) lbPhase {
 	st := c.state.get(key)
 	switch {
-	case syncErr != nil && !isRetryAfter(syncErr):
+	case o.Failed():
 		return phaseFailing
-	case st == nil && syncErr == nil:
+	case st == nil && o.Err == nil:
 		return ""
 	case st == nil || len(st.status.Ingress) == 0:
 		return phasePending

@@ -2,12 +2,10 @@ package service
 
 import (
 	"sync"
-
-	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // failedSet holds the Service keys whose last sync failed with an error
-// (not a retry the cloud asked for).
+// (not a retry the cloud asked for): those whose outcome Failed.
 type failedSet struct {
 	mu   sync.Mutex
 	keys map[key]struct{}
@@ -44,9 +42,4 @@ func (f *failedSet) all() []key {
 // the queue, which does not block.
 func (c *Controller) retryFailed() {
 	c.queue.Add(c.failed.all()...)
-}
-
-func isRetryAfter(err error) bool {
-	_, ok := cloud.RetryAfter(err)
-	return ok
 }

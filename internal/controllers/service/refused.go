@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/stratus-ccm/stratus/pkg/cloud"
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 )
 
 // ReasonSpecNotApplied is Stratus' own: the cloud did not apply the
@@ -29,7 +29,7 @@ func (c *Controller) keepHostsCurrent(ctx context.Context, key types.NamespacedN
 	if ensureErr == nil || st == nil || st.uid != svc.UID {
 		return ensureErr
 	}
-	if _, ok := cloud.RetryAfter(ensureErr); ok {
+	if kit.ResultOf(ensureErr) == kit.ResultRetry {
 		// Told to come back later (provisioning, throttling): nothing was
 		// refused.
 		return ensureErr

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
-	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // maxNodeNamesInEvents bounds the node list in events and logs.
@@ -94,7 +93,7 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 		logger.V(4).Info("Load balancer is implemented elsewhere; nothing to do")
 		return nil
 	case err != nil:
-		if _, ok := cloud.RetryAfter(err); ok {
+		if kit.ResultOf(err) == kit.ResultRetry {
 			// Expected while the cloud provisions: no warning event.
 			c.state.setRetrying(key, true)
 			return fmt.Errorf("sync service %s: ensure load balancer: %w", key, err)
@@ -171,11 +170,11 @@ func (c *Controller) updateHosts(ctx context.Context, key types.NamespacedName, 
 		}
 		return false, nil
 	}
-	if _, ok := cloud.RetryAfter(err); ok {
-		c.metrics.updates.WithLabelValues(kit.ResultRetry).Inc()
+	result := kit.ResultOf(err)
+	c.metrics.updates.WithLabelValues(result).Inc()
+	if result == kit.ResultRetry {
 		return false, fmt.Errorf("sync service %s: update load balancer: %w", key, err)
 	}
-	c.metrics.updates.WithLabelValues(kit.ResultError).Inc()
 	if _, exists, gerr := c.lb.GetLoadBalancer(ctx, c.cfg.ClusterName, svc); gerr == nil && !exists {
 		logger.Info("Load balancer is gone; ensuring it again")
 		c.state.forget(key)
@@ -194,7 +193,7 @@ func (c *Controller) cleanup(ctx context.Context, key types.NamespacedName, svc 
 	c.event(svc, corev1.EventTypeNormal, ReasonDeletingLoadBalancer, actionDelete, "Deleting load balancer")
 	err := c.lb.EnsureLoadBalancerDeleted(ctx, c.cfg.ClusterName, svc)
 	if err != nil && !errors.Is(err, cloudprovider.ImplementedElsewhere) {
-		if _, ok := cloud.RetryAfter(err); !ok {
+		if kit.ResultOf(err) == kit.ResultError {
 			c.event(svc, corev1.EventTypeWarning, ReasonDeleteLoadBalancerFailed, actionDelete, "Error deleting load balancer: %v", err)
 		}
 		return fmt.Errorf("sync service %s: delete load balancer: %w", key, err)

@@ -140,7 +140,7 @@ func TestHybridClusterLeavesForeignNodesAlone(t *testing.T) {
 		if !uninitialized(n) {
 			t.Errorf("foreign node %s initialized: taints %v", name, n.Spec.Taints)
 		}
-		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&nodelifecycle.ShutdownTaint) }) {
+		if nodelifecycle.HasShutdownTaint(n) {
 			t.Errorf("foreign node %s tainted shut down", name)
 		}
 	}

@@ -366,7 +366,7 @@ func (r *run) lifecycle() {
 	}
 	r.poll("shutdown taint on the stopped node", func(ctx context.Context) (bool, error) {
 		n, err := r.cs.CoreV1().Nodes().Get(ctx, "stop", metav1.GetOptions{})
-		return err == nil && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&nodelifecycle.ShutdownTaint) }), nil
+		return err == nil && nodelifecycle.HasShutdownTaint(n), nil
 	})
 	r.poll("the deleted instance's node deleted", func(ctx context.Context) (bool, error) {
 		_, err := r.cs.CoreV1().Nodes().Get(ctx, "gone", metav1.GetOptions{})

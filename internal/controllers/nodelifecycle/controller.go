@@ -61,8 +61,12 @@ const (
 // DefaultCloudTimeout bounds one cloud call when Config leaves it zero.
 const DefaultCloudTimeout = 30 * time.Second
 
-// ShutdownTaint marks a Node whose machine is stopped.
-var ShutdownTaint = corev1.Taint{Key: cloudproviderapi.TaintNodeShutdown, Effect: corev1.TaintEffectNoSchedule}
+// ShutdownTaint is the taint that marks a Node whose machine is stopped,
+// upstream's key and effect. A function, not a variable: a caller that
+// changed a shared value would change what every controller writes.
+func ShutdownTaint() corev1.Taint {
+	return corev1.Taint{Key: cloudproviderapi.TaintNodeShutdown, Effect: corev1.TaintEffectNoSchedule}
+}
 
 // Deps are the controller's collaborators.
 type Deps struct {
@@ -263,14 +267,14 @@ func (c *Controller) sync(ctx context.Context, _ pass) (Summary, error) {
 			notReady = append(notReady, n)
 			continue
 		}
-		if hasShutdownTaint(n) {
+		if HasShutdownTaint(n) {
 			judged[n.Name] = true
 			if err := c.removeShutdownTaint(ctx, n); err != nil {
 				errs = append(errs, err)
 				c.judged(n.Name, verdict{line: "Ready, but removing the shutdown taint failed", err: err})
 			} else {
 				sum.Untainted++
-				c.judged(n.Name, verdict{line: "Ready again: removed the shutdown taint " + ShutdownTaint.ToString()})
+				c.judged(n.Name, verdict{line: "Ready again: removed the shutdown taint " + shutdownTaintText()})
 			}
 		}
 	}
@@ -357,14 +361,14 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 		return verdict{line: "NotReady; kept although the cloud does not know its instance: it names no platform (no spec.providerID, no platform annotation), so it may be another platform's"}, nil
 	case !exists:
 		return c.gone(ctx, n, ps, sum)
-	case shutdown && !hasShutdownTaint(n):
+	case shutdown && !HasShutdownTaint(n):
 		if err := c.addShutdownTaint(ctx, n); err != nil {
 			return verdict{line: "NotReady; its instance is shut down, but adding the shutdown taint failed", err: err}, err
 		}
 		sum.Tainted++
-		return verdict{line: "NotReady; its instance is shut down: tainted " + ShutdownTaint.ToString()}, nil
+		return verdict{line: "NotReady; its instance is shut down: tainted " + shutdownTaintText()}, nil
 	case shutdown:
-		return verdict{line: "NotReady; its instance is shut down: it carries " + ShutdownTaint.ToString()}, nil
+		return verdict{line: "NotReady; its instance is shut down: it carries " + shutdownTaintText()}, nil
 	}
 	return verdict{line: "NotReady, but its instance exists and runs: nothing for this controller to do (the kubelet does not report Ready)"}, nil
 }
@@ -492,7 +496,7 @@ func (c *Controller) deleteNode(ctx context.Context, n *corev1.Node) (bool, erro
 
 func (c *Controller) addShutdownTaint(ctx context.Context, n *corev1.Node) error {
 	want := n.DeepCopy()
-	want.Spec.Taints = append(want.Spec.Taints, ShutdownTaint)
+	want.Spec.Taints = append(want.Spec.Taints, ShutdownTaint())
 	if err := c.client.Patch(ctx, want, client.StrategicMergeFrom(n)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -506,7 +510,8 @@ func (c *Controller) addShutdownTaint(ctx context.Context, n *corev1.Node) error
 
 func (c *Controller) removeShutdownTaint(ctx context.Context, n *corev1.Node) error {
 	want := n.DeepCopy()
-	want.Spec.Taints = slices.DeleteFunc(want.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&ShutdownTaint) })
+	taint := ShutdownTaint()
+	want.Spec.Taints = slices.DeleteFunc(want.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) })
 	if err := c.client.Patch(ctx, want, client.StrategicMergeFrom(n)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -533,6 +538,14 @@ func isReady(n *corev1.Node) bool {
 	return false
 }
 
-func hasShutdownTaint(n *corev1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&ShutdownTaint) })
+// shutdownTaintText is the taint as explain and events show it.
+func shutdownTaintText() string {
+	t := ShutdownTaint()
+	return t.ToString()
+}
+
+// HasShutdownTaint tells whether n carries the shutdown taint.
+func HasShutdownTaint(n *corev1.Node) bool {
+	taint := ShutdownTaint()
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) })
 }

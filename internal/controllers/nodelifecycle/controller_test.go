@@ -176,7 +176,7 @@ func TestShutdownTaintAddedAndRemoved(t *testing.T) {
 			t.Fatalf("sync: %+v %v", sum, err)
 		}
 		n, _ := h.get(t, "n1")
-		if !hasShutdownTaint(n) {
+		if !HasShutdownTaint(n) {
 			t.Fatalf("taints = %v, want the shutdown taint", n.Spec.Taints)
 		}
 		// A second period does not write again.
@@ -191,7 +191,7 @@ func TestShutdownTaintAddedAndRemoved(t *testing.T) {
 		if sum, err := h.c.sync(context.Background(), pass{}); err != nil || sum.Untainted != 1 {
 			t.Fatalf("sync: %+v %v", sum, err)
 		}
-		if n, _ := h.get(t, "n1"); hasShutdownTaint(n) {
+		if n, _ := h.get(t, "n1"); HasShutdownTaint(n) {
 			t.Errorf("shutdown taint kept on a Ready node")
 		}
 	})
@@ -249,8 +249,8 @@ func TestLeavesNodeTheProviderCannotTellAboutQuietly(t *testing.T) {
 			t.Fatalf("summary = %+v, want the node counted as unknowable only", sum)
 		}
 	}
-	if got, ok := h.get(t, "no-id"); !ok || hasShutdownTaint(got) {
-		t.Errorf("node exists=%v, tainted=%v; want it left alone", ok, ok && hasShutdownTaint(got))
+	if got, ok := h.get(t, "no-id"); !ok || HasShutdownTaint(got) {
+		t.Errorf("node exists=%v, tainted=%v; want it left alone", ok, ok && HasShutdownTaint(got))
 	}
 	if ev := h.events(); ev != "" {
 		t.Errorf("events %q, want none", ev)
@@ -295,7 +295,7 @@ func TestIndexMarksOnlyNodesThatNeedAttention(t *testing.T) {
 		{"not ready", node("a", corev1.ConditionFalse), true},
 		{"unknown", node("a", corev1.ConditionUnknown), true},
 		{"no ready condition", node("a", ""), true},
-		{"ready with the shutdown taint", node("a", corev1.ConditionTrue, ShutdownTaint), true},
+		{"ready with the shutdown taint", node("a", corev1.ConditionTrue, ShutdownTaint()), true},
 	} {
 		got := needsAttention(tc.node)
 		if tc.want != slices.Equal(got, []string{attentionValue}) || (!tc.want && len(got) != 0) {

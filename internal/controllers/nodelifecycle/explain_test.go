@@ -58,7 +58,7 @@ func TestExplainsEachVerdict(t *testing.T) {
 		t.Fatalf("summary %+v; want one deleted, one held, one tainted, one kept", sum)
 	}
 	for name, want := range map[string]string{
-		"stopped":  "its instance is shut down: tainted " + ShutdownTaint.ToString(),
+		"stopped":  "its instance is shut down: tainted " + shutdownTaintText(),
 		"disputed": `kept: the per-node check did not confirm the list (second opinion): the cloud's instance list lacks spec.providerID "fake://disputed", but InstanceExists says the instance exists`,
 		"gone-b":   "deletion held by the deletion cap: 1 of the cluster's 5 Nodes deleted in the last 10m0s, the cap is 1",
 		"running":  "its instance exists and runs",

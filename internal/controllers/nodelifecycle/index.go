@@ -39,7 +39,7 @@ const attentionValue = "true"
 // needsAttention is the index function of attentionField.
 func needsAttention(obj client.Object) []string {
 	n, ok := obj.(*corev1.Node)
-	if !ok || (isReady(n) && !hasShutdownTaint(n)) {
+	if !ok || (isReady(n) && !HasShutdownTaint(n)) {
 		return nil
 	}
 	return []string{attentionValue}

@@ -115,8 +115,8 @@ func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+ReasonFailedToCreateRoute) || !strings.Contains(evs[0], "route table full") {
 		t.Fatalf("events = %q, want one %s naming the quota", evs, ReasonFailedToCreateRoute)
 	}
-	if got := testutil.ToFloat64(f.c.m.quota); got != 1 {
-		t.Errorf("quota metric = %v, want 1", got)
+	if got, old := testutil.ToFloat64(f.c.m.quota), testutil.ToFloat64(f.c.m.quotaOld); got != 1 || old != 1 {
+		t.Errorf("quota metric = %v, deprecated name = %v, want 1 under both names", got, old)
 	}
 
 	// Node events trigger passes at any rate; the refused route waits.

@@ -13,9 +13,14 @@ import (
 const (
 	MetricCreateTotal        = "stratus_route_create_total"
 	MetricDeleteTotal        = "stratus_route_delete_total"
-	MetricQuotaExceededTotal = "stratus_routes_quota_exceeded_total"
-	MetricRoutesBackingOff   = "stratus_route_create_backoff_routes"
-	labelResult              = "result"
+	MetricQuotaExceededTotal = "stratus_route_quota_exceeded_total"
+	// MetricQuotaExceededTotalDeprecated is the counter's first name,
+	// outside the stratus_route_* pattern. Deprecated: it counts the same
+	// as MetricQuotaExceededTotal and goes in a later release, once
+	// dashboards and alerts had two releases to move.
+	MetricQuotaExceededTotalDeprecated = "stratus_routes_quota_exceeded_total"
+	MetricRoutesBackingOff             = "stratus_route_create_backoff_routes"
+	labelResult                        = "result"
 
 	// MetricRouteSyncs is upstream's name (k8s.io/cloud-provider v0.37,
 	// alpha): passes by outcome (changed, noop, error) and trigger
@@ -36,8 +41,16 @@ type metrics struct {
 	creates   *prometheus.CounterVec
 	deletes   *prometheus.CounterVec
 	quota     prometheus.Counter
+	quotaOld  prometheus.Counter
 	backedOff prometheus.Gauge
 	syncs     *prometheus.CounterVec
+}
+
+// quotaExceeded counts a creation refused for a full route table, under
+// both names while the old one is deprecated.
+func (m *metrics) quotaExceeded() {
+	m.quota.Inc()
+	m.quotaOld.Inc()
 }
 
 // observeSync counts one pass as upstream's recordRouteSync does: error if
@@ -68,6 +81,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricQuotaExceededTotal,
 			Help: "Route creations the cloud refused because the route table is full.",
 		}),
+		quotaOld: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricQuotaExceededTotalDeprecated,
+			Help: "(Deprecated: use " + MetricQuotaExceededTotal + ".) Route creations the cloud refused because the route table is full.",
+		}),
 		backedOff: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: MetricRoutesBackingOff,
 			Help: "Routes whose creation failed and waits for its backoff before the next attempt.",
@@ -81,6 +98,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.creates,
 		m.deletes,
 		m.quota,
+		m.quotaOld,
 		m.backedOff,
 		m.syncs,
 	); err != nil {

@@ -125,7 +125,7 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) map[string]bool 
 		}
 		c.m.creates.WithLabelValues(kit.ResultError).Inc()
 		if errors.Is(err, cloud.ErrQuotaExceeded) {
-			c.m.quota.Inc()
+			c.m.quotaExceeded()
 		}
 		retryAt := c.backoff.failed(w.key, c.clock.Now())
 		nr.errs = append(nr.errs, fmt.Sprintf("%s: %v", w.key.cidr, err))

@@ -30,8 +30,8 @@ import (
 	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/app/serving"
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
-	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
+	"github.com/stratus-ccm/stratus/internal/controllers/objcache"
 	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -315,7 +315,7 @@ func newManager(o *options.Options, restCfg *rest.Config, lock *leader.Lock, lea
 			return nil, err
 		}
 	}
-	opts, err := kit.ManagerOptions(scheme, skipNames)
+	opts, err := objcache.ManagerOptions(scheme, skipNames)
 	if err != nil {
 		return nil, err
 	}
@@ -447,7 +447,7 @@ func (r *controllersRunnable) start(ctx context.Context, names []string) error {
 			log.Info("Controller started", "controller", name)
 			if r.startInterval > 0 {
 				if err := r.wait(ctx, wait.Jitter(r.startInterval, controllerStartJitter)); err != nil {
-					return nil //nolint:nilerr // shutting down before all controllers started is not a failure
+					return nil // shutting down before all controllers started is not a failure
 				}
 			}
 		}

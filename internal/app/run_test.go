@@ -13,7 +13,7 @@ import (
 	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 // parse is the daemon's command line: the built-in controllers' options,
@@ -33,17 +33,17 @@ func parse(t *testing.T, args ...string) (*options.Options, error) {
 // any connection or lease: one error names every bad flag and config line.
 func TestRunReportsFlagAndCloudConfigErrorsAtOnce(t *testing.T) {
 	reg := cloud.NewRegistry()
-	if err := reg.Register(localcloud.ProviderName, localcloud.New); err != nil {
+	if err := reg.Register(lcprovider.ProviderName, lcprovider.New); err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.RegisterConfigCheck(localcloud.ProviderName, localcloud.CheckConfig); err != nil {
+	if err := reg.RegisterConfigCheck(lcprovider.ProviderName, lcprovider.CheckConfig); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "cloud.conf")
 	if err := os.WriteFile(path, []byte("url: http://127.0.0.1:1\ntoken: x\nrateLimitQPS: NaN\ntoken: y\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o, err := parse(t, "--cloud-provider="+localcloud.ProviderName, "--cloud-config="+path, "--cluster-name=Bad_Name",
+	o, err := parse(t, "--cloud-provider="+lcprovider.ProviderName, "--cloud-config="+path, "--cluster-name=Bad_Name",
 		"--kubeconfig=/nonexistent/kubeconfig")
 	if err == nil {
 		t.Fatal("bad --cluster-name accepted")

@@ -3,7 +3,7 @@ package explain
 import (
 	"context"
 
-	"github.com/stratus-ccm/stratus/internal/observe"
+	"github.com/stratus-ccm/stratus/internal/controllerctx"
 )
 
 type objectKey struct{}
@@ -21,4 +21,4 @@ func ObjectFrom(ctx context.Context) (Ref, bool) {
 }
 
 // controllerFrom is the controller ctx names (kit.WithController).
-func controllerFrom(ctx context.Context) string { return observe.ControllerFrom(ctx) }
+func controllerFrom(ctx context.Context) string { return controllerctx.From(ctx) }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratus-ccm/stratus/internal/observe"
+	"github.com/stratus-ccm/stratus/internal/controllerctx"
 )
 
 func TestStoreRecordsSyncsAndCloudCalls(t *testing.T) {
@@ -19,7 +19,7 @@ func TestStoreRecordsSyncsAndCloudCalls(t *testing.T) {
 	now := time.Date(2026, 11, 26, 19, 0, 0, 0, time.UTC)
 	s.now = func() time.Time { return now }
 	ref := Ref{Kind: KindService, Namespace: "default", Name: "web"}
-	ctx := WithObject(observe.WithController(context.Background(), "service-lb-controller"), ref)
+	ctx := WithObject(controllerctx.With(context.Background(), "service-lb-controller"), ref)
 
 	s.CloudCall(ctx, "EnsureLoadBalancer", "error", 1500*time.Microsecond, errors.New("quota loadBalancers exceeded (limit 0)"))
 	s.CloudCall(context.Background(), "ListInstances", "success", time.Millisecond, nil) // for no object: not recorded
@@ -117,7 +117,7 @@ func TestPacedCallsAreExplained(t *testing.T) {
 	now := time.Date(2026, 11, 26, 19, 0, 0, 0, time.UTC)
 	s.now = func() time.Time { return now }
 	ref := Ref{Kind: KindService, Namespace: "default", Name: "web"}
-	ctx := WithObject(observe.WithController(context.Background(), "service-lb-controller"), ref)
+	ctx := WithObject(controllerctx.With(context.Background(), "service-lb-controller"), ref)
 	why := "the cloud throttled this class of calls and asked to wait (Retry-After, until 2026-11-26T19:00:02Z)"
 
 	s.Paced(ctx, "EnsureLoadBalancer", 2*time.Second, why)

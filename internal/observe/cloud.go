@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/stratus-ccm/stratus/internal/controllerctx"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -41,11 +42,11 @@ func NewCloud(c cloud.Cloud, rec *Recorder, refused func(op string)) *Cloud {
 }
 
 // record notes a planned change for the controller ctx names
-// (WithController): the controllers share the cloud, so the call itself
+// (controllerctx.With): the controllers share the cloud, so the call itself
 // does not tell.
 func (c *Cloud) record(ctx context.Context, op string, ch Change) {
 	c.refused(op)
-	ch.Controller = ControllerFrom(ctx)
+	ch.Controller = controllerctx.From(ctx)
 	if ch.Controller == "" {
 		ch.Controller = UnknownController
 	}

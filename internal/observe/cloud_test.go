@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
+	"github.com/stratus-ccm/stratus/internal/controllerctx"
 	"github.com/stratus-ccm/stratus/internal/observe"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -273,7 +274,7 @@ const callingController = "some-controller"
 func argFor(t reflect.Type) reflect.Value {
 	switch t {
 	case reflect.TypeFor[context.Context]():
-		return reflect.ValueOf(observe.WithController(context.Background(), callingController))
+		return reflect.ValueOf(controllerctx.With(context.Background(), callingController))
 	case reflect.TypeFor[*corev1.Service]():
 		return reflect.ValueOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc", UID: "u1"},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80}}}})

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/stratus-ccm/stratus/internal/controllerctx"
 )
 
 // DryRun returns a wrapper for rest.Config.Wrap that makes every write a
@@ -65,7 +67,7 @@ func (t *dryRunTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	_ = resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil {
-		return resp, nil //nolint:nilerr // the caller reads the body and sees the same short read
+		return resp, nil // the caller reads the body and sees the same short read
 	}
 	var after map[string]any
 	_ = json.Unmarshal(body, &after)
@@ -253,7 +255,7 @@ func (p apiPath) object() string { return p.join(p.name) }
 // client of its own carries. A DELETE has no field manager, and the
 // controllers share one client: without the context, UnknownController.
 func writer(req *http.Request) string {
-	if name := ControllerFrom(req.Context()); name != "" {
+	if name := controllerctx.From(req.Context()); name != "" {
 		return name
 	}
 	if name := req.URL.Query().Get("fieldManager"); name != "" {

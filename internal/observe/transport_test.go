@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/stratus-ccm/stratus/internal/controllerctx"
 	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
@@ -193,13 +194,13 @@ func TestDryRunNamesTheControllerFromTheContext(t *testing.T) {
 	createNode(ctx, t, "c1")
 	rec, cs := dryRunClient(t, rest.CopyConfig(env.Config), "stratus-cloud-controller-manager/v0.0.0 (linux/amd64)")
 	nodes := cs.CoreV1().Nodes()
-	lifecycle := observe.WithController(ctx, "cloud-node-lifecycle-controller")
+	lifecycle := controllerctx.With(ctx, "cloud-node-lifecycle-controller")
 	if err := nodes.Delete(lifecycle, "c1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The context wins over the field manager.
 	label := func(v string) []byte { return []byte(`{"metadata":{"labels":{"zone":"` + v + `"}}}`) }
-	if _, err := nodes.Patch(observe.WithController(ctx, "cloud-node-controller"), "c1", types.MergePatchType, label("a"),
+	if _, err := nodes.Patch(controllerctx.With(ctx, "cloud-node-controller"), "c1", types.MergePatchType, label("a"),
 		metav1.PatchOptions{FieldManager: "node-ipam-controller"}); err != nil {
 		t.Fatal(err)
 	}

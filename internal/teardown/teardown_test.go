@@ -20,7 +20,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/localcloudtest"
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 // world is one real localcloud holding the objects of two clusters,
@@ -39,7 +39,7 @@ func newWorld(t *testing.T) *world {
 	lc := localcloudtest.Start(t)
 	// The provider as --cloud-config builds it; "alpha" is its default
 	// cluster, every call below names its cluster anyway.
-	prov, err := localcloud.New(strings.NewReader("clusterName: alpha\n" + readFile(t, lc.ConfigFile)))
+	prov, err := lcprovider.New(strings.NewReader("clusterName: alpha\n" + readFile(t, lc.ConfigFile)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func (w *world) populate(t *testing.T, cluster string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: inst.Name}, Spec: corev1.NodeSpec{ProviderID: localcloud.ProviderID(inst.ID)}})
+		nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: inst.Name}, Spec: corev1.NodeSpec{ProviderID: lcprovider.ProviderID(inst.ID)}})
 	}
 	lb, _ := w.cloud.LoadBalancer()
 	for i, name := range []string{"web", "api"} {

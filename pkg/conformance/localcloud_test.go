@@ -19,7 +19,7 @@ import (
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -100,10 +100,10 @@ func TestLocalcloudConforms(t *testing.T) {
 	rep := conformance.Run(t, conformance.Config{
 		// localcloud has every recommended behaviour too.
 		Strict:      true,
-		Provider:    localcloud.NewWithClient(c, "conformance"),
+		Provider:    lcprovider.NewWithClient(c, "conformance"),
 		ClusterName: "conformance",
-		Instances:   []*corev1.Node{node(withID.Name, localcloud.ProviderID(withID.ID)), node(byName.Name, "")},
-		Gone:        []*corev1.Node{node(deleted.Name, localcloud.ProviderID(deleted.ID)), node("never-existed", "")},
+		Instances:   []*corev1.Node{node(withID.Name, lcprovider.ProviderID(withID.ID)), node(byName.Name, "")},
+		Gone:        []*corev1.Node{node(deleted.Name, lcprovider.ProviderID(deleted.ID)), node("never-existed", "")},
 		FailAfter:   transport.failAfter,
 		Throttle: func() func() {
 			if _, err := admin.UpdateConfig(ctx, api.KnobsPatch{RateLimit: ptr.To(0.2), RateBurst: ptr.To(1)}); err != nil {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 // convergeTimeout bounds the wait for the invariants after a fault: far
@@ -104,8 +104,8 @@ func (w *world) nodesConverged(ctx context.Context, want map[string]string) ([]s
 			return nil, fmt.Sprintf("node %s still exists, its instance is gone", n.Name)
 		}
 		delete(want, n.Name)
-		if n.Spec.ProviderID != localcloud.ProviderID(id) {
-			return nil, fmt.Sprintf("node %s has providerID %q, want %q", n.Name, n.Spec.ProviderID, localcloud.ProviderID(id))
+		if n.Spec.ProviderID != lcprovider.ProviderID(id) {
+			return nil, fmt.Sprintf("node %s has providerID %q, want %q", n.Name, n.Spec.ProviderID, lcprovider.ProviderID(id))
 		}
 		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider }) {
 			return nil, fmt.Sprintf("node %s is not initialized", n.Name)

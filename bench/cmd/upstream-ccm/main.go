@@ -28,12 +28,12 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // build info metric
 	"k8s.io/klog/v2"
 
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 	"github.com/stratus-ccm/stratus/test/vendors/profile"
 )
 
 func main() {
-	cloudprovider.RegisterCloudProvider(localcloud.ProviderName, localcloud.New)
+	cloudprovider.RegisterCloudProvider(lcprovider.ProviderName, lcprovider.New)
 	for _, v := range profile.Vendors() {
 		cloudprovider.RegisterCloudProvider(v.Provider, profile.Factory(v))
 	}
@@ -89,7 +89,7 @@ func cloudInitializer(cfg *config.CompletedConfig) cloudprovider.Interface {
 	// The sample's check, for localcloud; the vendor doubles start as their
 	// vendors' mains start them, which do not check (DigitalOcean's
 	// provider never has a cluster ID).
-	if cc.Name == localcloud.ProviderName && !cloud.HasClusterID() && !cfg.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
+	if cc.Name == lcprovider.ProviderName && !cloud.HasClusterID() && !cfg.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
 		klog.Fatalf("no ClusterID found; set --allow-untagged-cloud to run without one")
 	}
 	return cloud

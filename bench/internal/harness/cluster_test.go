@@ -4,12 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 func TestProviderConfigPacesOnlyWhenAsked(t *testing.T) {
 	paced := ProviderConfig("http://127.0.0.1:1", "/tok", CloudKnobs{RateLimit: 50, ClientQPS: 50, ClientBurst: 5})
-	cfg, err := localcloud.ParseConfig(strings.NewReader(paced))
+	cfg, err := lcprovider.ParseConfig(strings.NewReader(paced))
 	if err != nil {
 		t.Fatalf("the provider rejects the config: %v\n%s", err, paced)
 	}
@@ -17,7 +17,7 @@ func TestProviderConfigPacesOnlyWhenAsked(t *testing.T) {
 		t.Fatalf("parsed %+v from\n%s", cfg, paced)
 	}
 	ideal := ProviderConfig("http://127.0.0.1:1", "/tok", CloudKnobs{})
-	cfg, err = localcloud.ParseConfig(strings.NewReader(ideal))
+	cfg, err = lcprovider.ParseConfig(strings.NewReader(ideal))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -25,6 +26,24 @@ const PluginBinaryName = "kubectl-stratus"
 // DefaultExplainServer is the controller manager's secure port on this
 // machine: upstream's default --secure-port.
 const DefaultExplainServer = "https://127.0.0.1:10258"
+
+// ccmURLEnv names the controller manager's secure port when --server is not
+// given. The sandbox's env file exports it, with the port the sandbox
+// picked, so that explain finds a sandbox on ports other than upstream's.
+const ccmURLEnv = "STRATUS_CCM_URL"
+
+// explainServer is the URL explain asks: --server when given, else
+// $STRATUS_CCM_URL when set, else DefaultExplainServer.
+func explainServer(flag, env string) string {
+	switch {
+	case flag != "":
+		return flag
+	case env != "":
+		return env
+	default:
+		return DefaultExplainServer
+	}
+}
 
 type explainOptions struct {
 	server     string
@@ -54,7 +73,10 @@ controller manager checks with the API server as it does for /metrics: the
 user needs "get" on the non-resource URL /debug/explain (the chart's
 ClusterRole <release>:explain-reader grants it). A standby answers with the
 replica that leads. Installed as kubectl-stratus on the PATH, it is also
-"kubectl stratus explain".`,
+"kubectl stratus explain".
+
+Without --server it asks $STRATUS_CCM_URL when that is set (the sandbox's env
+file exports it), else ` + DefaultExplainServer + `.`,
 		Example: `  stratus explain service default/web --server https://10.0.0.5:10258 --certificate-authority ca.crt
   kubectl stratus explain node worker-3 --insecure-skip-tls-verify`,
 		Args: cobra.ExactArgs(2),
@@ -63,11 +85,12 @@ replica that leads. Installed as kubectl-stratus on the PATH, it is also
 			if err != nil {
 				return err
 			}
+			o.server = explainServer(o.server, os.Getenv(ccmURLEnv))
 			return o.run(cmd.Context(), cmd.OutOrStdout(), ref)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.server, "server", DefaultExplainServer, "URL of the controller manager's secure port")
+	f.StringVar(&o.server, "server", "", "URL of the controller manager's secure port (default: $"+ccmURLEnv+" when set, else "+DefaultExplainServer+")")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig whose user's credentials are sent (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.context, "context", "", "kubeconfig context to take the credentials of")
 	f.StringVar(&o.token, "token", "", "bearer token to send instead of the kubeconfig's credentials")

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/pkg/ccm"
 	localcloudcli "github.com/stratus-ccm/stratus/pkg/localcloud/cli"
-	localcloudprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 // daemonConfig is what the stratus binary links into the daemon: the
@@ -13,8 +13,8 @@ import (
 // upstream's cloudprovider.RegisterCloudProvider need only a blank import
 // in main.
 func daemonConfig() ccm.Config {
-	return ccm.Config{Providers: []ccm.Provider{{Name: localcloudprovider.ProviderName, Factory: localcloudprovider.New,
-		CheckConfig: localcloudprovider.CheckConfig}}}
+	return ccm.Config{Providers: []ccm.Provider{{Name: lcprovider.ProviderName, Factory: lcprovider.New,
+		CheckConfig: lcprovider.CheckConfig}}}
 }
 
 // NewControllerManagerCommand returns the daemon's command, built through

@@ -1,6 +1,7 @@
 // Package cli builds the stratus command tree. It holds no control logic:
-// each subcommand parses flags and calls into internal/app, pkg/localcloud
-// or internal/sandbox.
+// each subcommand parses flags and calls into pkg/ccm (the daemon, through
+// the same entry point an out-of-tree provider's main uses),
+// internal/explain, internal/teardown, internal/sandbox or pkg/localcloud.
 package cli
 
 import (

@@ -20,7 +20,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/internal/teardown"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
-	localcloudprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 type teardownFlags struct {
@@ -71,7 +71,7 @@ teardown could not run, 2 objects remain (refused, failed, or still listed).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.cluster, "cluster-name", "", "The cluster's --cluster-name, as its controller manager ran with it (required)")
-	fl.StringVar(&f.provider, "cloud-provider", localcloudprovider.ProviderName, "The cloud provider, as the controller manager's --cloud-provider")
+	fl.StringVar(&f.provider, "cloud-provider", lcprovider.ProviderName, "The cloud provider, as the controller manager's --cloud-provider")
 	fl.StringVar(&f.config, "cloud-config", "", "The provider's configuration file, as the controller manager's --cloud-config")
 	fl.StringSliceVar(&f.cidrs, "cluster-cidr", nil, "CIDRs the cluster's pod routes lie in; a route outside them is refused (comma-separated, or repeated)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "A kubeconfig for a provider whose Initialize needs the cluster's API server (most need none)")
@@ -111,7 +111,7 @@ func (f teardownFlags) options(ctx context.Context) (teardown.Options, error) {
 
 func (f teardownFlags) buildProvider(ctx context.Context) (p cloudprovider.Interface, err error) {
 	reg := cloud.NewRegistry()
-	if err := reg.Register(localcloudprovider.ProviderName, localcloudprovider.New); err != nil {
+	if err := reg.Register(lcprovider.ProviderName, lcprovider.New); err != nil {
 		return nil, err
 	}
 	in := cloud.Inputs{Name: f.provider, ClusterName: f.cluster}

@@ -2,9 +2,11 @@
 // only in their own logic: the one Outcome of a sync (outcome.go: what the
 // queue does next, when the key is retried and why, the result label of
 // the metrics, quoting the queue's own backoff), the event recorder
-// policy, the work queue captured for code outside the handlers, how a
-// controller names itself in logs and observe mode, and how it hears that
-// the cloud answers again after an outage.
+// policy with every note bounded (bound.go), the work queue captured for
+// code outside the handlers (queue.go), the clock, how a controller names
+// itself in the context of its work, and how it hears that the cloud
+// answers again after an outage. The cache the controllers read from is
+// set up under them, in objcache, not here.
 package kit
 
 import (
@@ -14,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 
-	"github.com/stratus-ccm/stratus/internal/observe"
+	"github.com/stratus-ccm/stratus/internal/controllerctx"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -44,12 +46,13 @@ type discard struct{}
 
 func (discard) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
 
-// WithController names the controller in ctx, for observe mode's record of
-// who would have written what (the API transport and the cloud wrapper
-// read it). controller-runtime already puts the name in the logger of a
-// reconcile; a runnable of the controller's own calls this too.
+// WithController names the controller in ctx, so that observe mode's record
+// of who would have written what and explain's record of the cloud calls
+// made for an object can tell the controllers apart (they share one API
+// client and one cloud). controller-runtime already puts the name in the
+// logger of a reconcile; a runnable of the controller's own calls this too.
 func WithController(ctx context.Context, name string) context.Context {
-	return observe.WithController(ctx, name)
+	return controllerctx.With(ctx, name)
 }
 
 // OnRecovered calls fn each time the cloud answers again after an outage,

@@ -23,7 +23,7 @@ import (
 // meanwhile fails with a conflict and is retried from the cache, never
 // overwritten. The status write has no such fallback: an update of the
 // status replaces it whole, and the cached Node lacks the fields the cache
-// strips (kit.StrippedNodeStatus); upstream patches the status too.
+// strips (objcache.StrippedNodeStatus); upstream patches the status too.
 
 // writeNode writes want, built from base, with patch, or with an update at
 // base's resourceVersion once the API server has refused a patch of Nodes.

@@ -24,7 +24,7 @@ func (b *bed) waitCondition(ns, name, typ string, status metav1.ConditionStatus,
 	b.poll(typ+"="+string(status)+"/"+reason+" on "+ns+"/"+name, func(ctx context.Context) (bool, error) {
 		var err error
 		if svc, err = b.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return false, nil //nolint:nilerr // polled again
+			return false, nil // a failed read is polled again
 		}
 		c := meta.FindStatusCondition(svc.Status.Conditions, typ)
 		if c == nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 // FuzzParseConfig feeds arbitrary --cloud-config files to the parser: it
@@ -26,18 +26,18 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		cfg, err := localcloud.ParseConfig(strings.NewReader(in))
+		cfg, err := lcprovider.ParseConfig(strings.NewReader(in))
 		if err != nil {
 			if !strings.Contains(err.Error(), "cloud config") {
 				t.Fatalf("error does not say where: %v", err)
 			}
 			return
 		}
-		if math.IsNaN(cfg.RateLimitQPS) || cfg.RateLimitQPS < 0 || cfg.RateLimitQPS > localcloud.MaxRateLimitQPS {
+		if math.IsNaN(cfg.RateLimitQPS) || cfg.RateLimitQPS < 0 || cfg.RateLimitQPS > lcprovider.MaxRateLimitQPS {
 			t.Fatalf("rateLimitQPS %v accepted", cfg.RateLimitQPS)
 		}
-		if cfg.RateLimitBurst < 0 || cfg.RateLimitBurst > localcloud.MaxRateLimitBurst ||
-			cfg.MaxRetries < -1 || cfg.MaxRetries > localcloud.MaxMaxRetries {
+		if cfg.RateLimitBurst < 0 || cfg.RateLimitBurst > lcprovider.MaxRateLimitBurst ||
+			cfg.MaxRetries < -1 || cfg.MaxRetries > lcprovider.MaxMaxRetries {
 			t.Fatalf("out of bounds accepted: %+v", cfg)
 		}
 		if cfg.URL == "" || (cfg.Token == "" && cfg.TokenFile == "") || cfg.ClusterName == "" {
@@ -46,14 +46,14 @@ func FuzzParseConfig(f *testing.F) {
 		if strings.ContainsAny(cfg.URL+cfg.Token+cfg.TokenFile+cfg.ClusterName, "#\n\"'") {
 			return // not representable in the format; nothing to round-trip
 		}
-		again, err := localcloud.ParseConfig(strings.NewReader(render(cfg)))
+		again, err := lcprovider.ParseConfig(strings.NewReader(render(cfg)))
 		if err != nil || again != cfg {
 			t.Fatalf("round trip of %+v: %+v, %v", cfg, again, err)
 		}
 	})
 }
 
-func render(c localcloud.Config) string {
+func render(c lcprovider.Config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "url: %s\nclusterName: %s\n", c.URL, c.ClusterName)
 	if c.Token != "" {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 // An error passes the client, the provider and the instrumented wrapper;
@@ -19,7 +19,7 @@ func TestErrorsSayEachThingOnce(t *testing.T) {
 	e := newEnv(t, 0)
 	a := e.instance(t, "a")
 	cfg := fmt.Sprintf("url: %s\ntoken: %s\nclusterName: kubernetes\nmaxRetries: 0\n", e.srv.URL(), e.srv.Token())
-	p, err := localcloud.New(strings.NewReader(cfg))
+	p, err := lcprovider.New(strings.NewReader(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

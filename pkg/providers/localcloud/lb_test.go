@@ -22,7 +22,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 const svcPort = 8080
@@ -31,8 +31,8 @@ func service(nodePort int, protocol corev1.Protocol) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: types.UID("0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"),
 			Annotations: map[string]string{
-				localcloud.AnnotationHealthCheckInterval: "100ms",
-				localcloud.AnnotationUnhealthyThreshold:  "1",
+				lcprovider.AnnotationHealthCheckInterval: "100ms",
+				lcprovider.AnnotationUnhealthyThreshold:  "1",
 			}},
 		Spec: corev1.ServiceSpec{
 			Type:  corev1.ServiceTypeLoadBalancer,
@@ -218,16 +218,16 @@ func TestLoadBalancerInvalidInputChangesNothing(t *testing.T) {
 		want   []string
 	}{
 		{"sctp", func(s *corev1.Service) { s.Spec.Ports[0].Protocol = corev1.ProtocolSCTP }, []string{"8080", "SCTP"}},
-		{"interval", func(s *corev1.Service) { s.Annotations[localcloud.AnnotationHealthCheckInterval] = "often" }, []string{localcloud.AnnotationHealthCheckInterval, "often"}},
-		{"threshold", func(s *corev1.Service) { s.Annotations[localcloud.AnnotationHealthyThreshold] = "0" }, []string{localcloud.AnnotationHealthyThreshold, `"0"`}},
-		{"timeout", func(s *corev1.Service) { s.Annotations[localcloud.AnnotationHealthCheckTimeout] = "-1s" }, []string{localcloud.AnnotationHealthCheckTimeout}},
-		{"ip mode", func(s *corev1.Service) { s.Annotations[localcloud.AnnotationIPMode] = "Direct" }, []string{localcloud.AnnotationIPMode, "Direct"}},
-		{"timeout longer than interval", func(s *corev1.Service) { s.Annotations[localcloud.AnnotationHealthCheckTimeout] = "1s" },
-			[]string{localcloud.AnnotationHealthCheckTimeout + `="1s"`, localcloud.AnnotationHealthCheckInterval + " (100ms)"}},
+		{"interval", func(s *corev1.Service) { s.Annotations[lcprovider.AnnotationHealthCheckInterval] = "often" }, []string{lcprovider.AnnotationHealthCheckInterval, "often"}},
+		{"threshold", func(s *corev1.Service) { s.Annotations[lcprovider.AnnotationHealthyThreshold] = "0" }, []string{lcprovider.AnnotationHealthyThreshold, `"0"`}},
+		{"timeout", func(s *corev1.Service) { s.Annotations[lcprovider.AnnotationHealthCheckTimeout] = "-1s" }, []string{lcprovider.AnnotationHealthCheckTimeout}},
+		{"ip mode", func(s *corev1.Service) { s.Annotations[lcprovider.AnnotationIPMode] = "Direct" }, []string{lcprovider.AnnotationIPMode, "Direct"}},
+		{"timeout longer than interval", func(s *corev1.Service) { s.Annotations[lcprovider.AnnotationHealthCheckTimeout] = "1s" },
+			[]string{lcprovider.AnnotationHealthCheckTimeout + `="1s"`, lcprovider.AnnotationHealthCheckInterval + " (100ms)"}},
 		{"timeout longer than default interval", func(s *corev1.Service) {
-			delete(s.Annotations, localcloud.AnnotationHealthCheckInterval)
-			s.Annotations[localcloud.AnnotationHealthCheckTimeout] = "6s"
-		}, []string{localcloud.AnnotationHealthCheckTimeout + `="6s"`, localcloud.AnnotationHealthCheckInterval + " (5s)"}},
+			delete(s.Annotations, lcprovider.AnnotationHealthCheckInterval)
+			s.Annotations[lcprovider.AnnotationHealthCheckTimeout] = "6s"
+		}, []string{lcprovider.AnnotationHealthCheckTimeout + `="6s"`, lcprovider.AnnotationHealthCheckInterval + " (5s)"}},
 		{"source range", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }, []string{"10.0.0.0/33"}},
 		{"no node port", func(s *corev1.Service) { s.Spec.Ports[0].NodePort = 0 }, []string{"node port"}},
 	}
@@ -323,16 +323,16 @@ func TestUnknownAnnotationsNamed(t *testing.T) {
 		t.Fatal("the localcloud load balancer does not name unknown annotations")
 	}
 	svc := service(30000, corev1.ProtocolTCP)
-	svc.Annotations[localcloud.AnnotationPrefix+"health-check-intreval"] = "1s"
+	svc.Annotations[lcprovider.AnnotationPrefix+"health-check-intreval"] = "1s"
 	svc.Annotations["example.com/other"] = "x"
 	unknown, known := checker.UnknownAnnotations(svc)
-	if len(unknown) != 1 || unknown[0] != localcloud.AnnotationPrefix+"health-check-intreval" {
+	if len(unknown) != 1 || unknown[0] != lcprovider.AnnotationPrefix+"health-check-intreval" {
 		t.Fatalf("unknown = %v", unknown)
 	}
-	if !slices.Contains(known, localcloud.AnnotationHealthCheckInterval) {
+	if !slices.Contains(known, lcprovider.AnnotationHealthCheckInterval) {
 		t.Fatalf("known = %v", known)
 	}
-	delete(svc.Annotations, localcloud.AnnotationPrefix+"health-check-intreval")
+	delete(svc.Annotations, lcprovider.AnnotationPrefix+"health-check-intreval")
 	if unknown, _ := checker.UnknownAnnotations(svc); len(unknown) != 0 {
 		t.Fatalf("known annotations reported unknown: %v", unknown)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 // Every request the provider's client sends, retries of 429 answers
@@ -29,7 +29,7 @@ func TestThrottledAnswersReachPacing(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf("url: %s\ntoken: %s\nmaxRetries: 3\n", e.srv.URL(), e.srv.Token())
-	p, err := localcloud.New(strings.NewReader(cfg))
+	p, err := lcprovider.New(strings.NewReader(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
-	"github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -60,7 +60,7 @@ func newEnvPools(t *testing.T, provisioning time.Duration, internal netip.Prefix
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	cfg := fmt.Sprintf("# test\nurl: %s\ntokenFile: %s\nclusterName: kubernetes\n", srv.URL(), filepath.Join(dir, server.TokenFileName))
-	prov, err := localcloud.New(strings.NewReader(cfg))
+	prov, err := lcprovider.New(strings.NewReader(cfg))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -92,7 +92,7 @@ func node(name, providerID string) *corev1.Node {
 
 func TestNewConfig(t *testing.T) {
 	t.Parallel()
-	if _, err := localcloud.New(nil); err == nil || !strings.Contains(err.Error(), "cloud-config") {
+	if _, err := lcprovider.New(nil); err == nil || !strings.Contains(err.Error(), "cloud-config") {
 		t.Fatalf("nil config: %v", err)
 	}
 	for _, tc := range []struct{ cfg, want string }{
@@ -110,23 +110,23 @@ func TestNewConfig(t *testing.T) {
 		{"url: http://127.0.0.1:1\ntoken: x\nmaxRetries: 99999999\n", "maxRetries"},
 		{"url: http://127.0.0.1:1\ntoken: x\ntoken: y\n", "line 3: token: repeats line 2"},
 	} {
-		if _, err := localcloud.New(strings.NewReader(tc.cfg)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := lcprovider.New(strings.NewReader(tc.cfg)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: want error naming %s, got %v", tc.cfg, tc.want, err)
 		}
 	}
 	// Every bad line is reported at once, with the missing settings.
-	_, err := localcloud.ParseConfig(strings.NewReader("rateLimitQPS: NaN\nzone: a\nmaxRetries: x\n"))
+	_, err := lcprovider.ParseConfig(strings.NewReader("rateLimitQPS: NaN\nzone: a\nmaxRetries: x\n"))
 	for _, want := range []string{"line 1: rateLimitQPS", "line 2: unknown key \"zone\"", "line 3: maxRetries", "url is required", "token or tokenFile"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("all at once: %v does not name %s", err, want)
 		}
 	}
-	cfg, err := localcloud.ParseConfig(strings.NewReader("[global]\nurl = \"http://127.0.0.1:1\"\ntoken = abc\n"))
+	cfg, err := lcprovider.ParseConfig(strings.NewReader("[global]\nurl = \"http://127.0.0.1:1\"\ntoken = abc\n"))
 	if err != nil || cfg.URL != "http://127.0.0.1:1" || cfg.Token != "abc" || cfg.ClusterName != "kubernetes" {
 		t.Fatalf("INI form: %v %+v", err, cfg)
 	}
-	c, err := localcloud.New(strings.NewReader("url: http://127.0.0.1:1\ntoken: x\n"))
-	if err != nil || c.ProviderName() != localcloud.ProviderName {
+	c, err := lcprovider.New(strings.NewReader("url: http://127.0.0.1:1\ntoken: x\n"))
+	if err != nil || c.ProviderName() != lcprovider.ProviderName {
 		t.Fatal(err)
 	}
 	if _, ok := c.Zones(); ok {

@@ -13,7 +13,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
-	localcloud "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 )
 
 // Creating routes for many nodes must not cost a name lookup per route:
@@ -69,7 +69,7 @@ func TestRateLimitConfigPacesRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf("url: %s\ntoken: %s\nrateLimitQPS: 10\nrateLimitBurst: 1\nmaxRetries: 0\n", e.srv.URL(), e.srv.Token())
-	paced, err := localcloud.New(strings.NewReader(cfg))
+	paced, err := lcprovider.New(strings.NewReader(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,8 @@ import (
 // The cache is a fake one: no API server is needed.
 func RequireWatches(t *testing.T, want []client.Object, setup func(context.Context, manager.Manager) error) {
 	t.Helper()
-	rec := &recordingCache{fake: &informertest.FakeInformers{Scheme: clientgoscheme.Scheme}, seen: map[string]bool{}}
+	wantKinds := kindNames(t, want)
+	rec := newRecordingCache(wantKinds)
 	mgr, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{
 		Scheme:                 clientgoscheme.Scheme,
 		NewCache:               func(*rest.Config, cache.Options) (cache.Cache, error) { return rec, nil },
@@ -55,13 +56,15 @@ func RequireWatches(t *testing.T, want []client.Object, setup func(context.Conte
 		cancel()
 		t.Fatalf("SetupWithManager: %v", err)
 	}
-	wantKinds := kindNames(t, want)
 	// Sources start together when the controller starts; once every
 	// declared kind has been asked for, an undeclared one has been too.
-	deadline := time.Now().Add(30 * time.Second)
-	for !rec.covers(wantKinds) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	// Past the deadline the comparison below says what is missing.
+	timeout := time.NewTimer(30 * time.Second)
+	select {
+	case <-rec.covered:
+	case <-timeout.C:
 	}
+	timeout.Stop()
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("manager: %v", err)
@@ -86,12 +89,24 @@ func kindNames(t *testing.T, objs []client.Object) []string {
 }
 
 // recordingCache is a fake cache that records the kind of every informer,
-// index and read asked of it. The fake it wraps is not safe for concurrent
-// use; the mutex makes it so.
+// index and read asked of it, and closes covered once every kind in want
+// has been asked for, so that the test waits for exactly that rather than
+// polling. The fake it wraps is not safe for concurrent use; the mutex
+// makes it so.
 type recordingCache struct {
-	mu   sync.Mutex
-	fake *informertest.FakeInformers
-	seen map[string]bool
+	mu      sync.Mutex
+	fake    *informertest.FakeInformers
+	seen    map[string]bool
+	want    []string
+	covered chan struct{}
+	closed  bool
+}
+
+func newRecordingCache(want []string) *recordingCache {
+	c := &recordingCache{fake: &informertest.FakeInformers{Scheme: clientgoscheme.Scheme}, seen: map[string]bool{},
+		want: want, covered: make(chan struct{})}
+	c.checkCovered()
+	return c
 }
 
 var _ cache.Cache = (*recordingCache)(nil)
@@ -101,18 +116,28 @@ func (c *recordingCache) record(obj runtime.Object) {
 	if err != nil {
 		panic(fmt.Sprintf("kind of %T: %v", obj, err)) // only scheme types reach a controller's cache
 	}
-	c.seen[strings.TrimSuffix(gvk.Kind, "List")] = true
+	c.mark(strings.TrimSuffix(gvk.Kind, "List"))
 }
 
-func (c *recordingCache) covers(want []string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, k := range want {
+// mark records kind; the caller holds mu.
+func (c *recordingCache) mark(kind string) {
+	c.seen[kind] = true
+	c.checkCovered()
+}
+
+// checkCovered closes covered, once, when every wanted kind is seen; the
+// caller holds mu (or is the constructor).
+func (c *recordingCache) checkCovered() {
+	if c.closed {
+		return
+	}
+	for _, k := range c.want {
 		if !c.seen[k] {
-			return false
+			return
 		}
 	}
-	return true
+	c.closed = true
+	close(c.covered)
 }
 
 func (c *recordingCache) kinds() []string {
@@ -136,7 +161,7 @@ func (c *recordingCache) GetInformer(ctx context.Context, obj client.Object, opt
 func (c *recordingCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.seen[gvk.Kind] = true
+	c.mark(gvk.Kind)
 	return c.fake.GetInformerForKind(ctx, gvk, opts...)
 }
 

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
-	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/controllers/objcache"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
@@ -103,7 +103,7 @@ func (c *Cloud) Instances(t testing.TB) (cloudprovider.InstancesV2, cloud.Instan
 // runs until t ends.
 func NewManager(t testing.TB, cfg *rest.Config) manager.Manager {
 	t.Helper()
-	opts, err := kit.ManagerOptions(nil, true)
+	opts, err := objcache.ManagerOptions(nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
-	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/controllers/objcache"
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -150,7 +150,7 @@ func StartController(t testing.TB, restCfg *rest.Config, c *Cloud, cfg service.C
 // directly (a benchmark wraps them to observe the calls).
 func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.LoadBalancer, lister cloud.LoadBalancerLister, cfg service.Config) *Controller {
 	t.Helper()
-	opts, err := kit.ManagerOptions(nil, true)
+	opts, err := objcache.ManagerOptions(nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}

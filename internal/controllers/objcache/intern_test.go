@@ -1,4 +1,4 @@
-package kit
+package objcache
 
 import (
 	"fmt"
@@ -100,10 +100,10 @@ func TestInternerIsBounded(t *testing.T) {
 }
 
 // The transform the caches use interns: two Nodes through one
-// CacheTransform share their strings; through two transforms (two
+// Transform share their strings; through two transforms (two
 // managers) they do not share a table.
-func TestCacheTransformInternsNodes(t *testing.T) {
-	tr := CacheTransform()
+func TestTransformInternsNodes(t *testing.T) {
+	tr := Transform()
 	a, b := kubeletNode("node-a"), kubeletNode("node-b")
 	if _, err := tr(a); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestCacheTransformInternsNodes(t *testing.T) {
 		t.Fatal("the cache transform did not share the condition message")
 	}
 	c := kubeletNode("node-c")
-	if _, err := CacheTransform()(c); err != nil {
+	if _, err := Transform()(c); err != nil {
 		t.Fatal(err)
 	}
 	if same(a.Status.Conditions[0].Message, c.Status.Conditions[0].Message) {

@@ -1,4 +1,4 @@
-package kit
+package objcache
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // does in the daemon: the core scheme (scheme, when nil), none of
 // controller-runtime's own metrics or probe servers (the daemon serves
 // both on its secure port), objects stripped before they are cached
-// (CacheTransform: managedFields everywhere, which roughly halves the
+// (Transform: managedFields everywhere, which roughly halves the
 // memory a cached Node takes, and the Node status fields no controller
 // reads). skipNames lets one process build a controller name more than
 // once, as tests and whole-daemon tests do; controller-runtime's check
@@ -34,7 +34,7 @@ func ManagerOptions(scheme *runtime.Scheme, skipNames bool) (manager.Options, er
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultTransform: CacheTransform()},
+		Cache:                  cache.Options{DefaultTransform: Transform()},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(skipNames)},
 	}, nil
 }

@@ -1,4 +1,4 @@
-package kit
+package objcache
 
 import (
 	"go/ast"
@@ -80,10 +80,10 @@ func fullNode() *corev1.Node {
 	}
 }
 
-func TestCacheTransformDropsOnlyTheStrippedFields(t *testing.T) {
+func TestTransformDropsOnlyTheStrippedFields(t *testing.T) {
 	in := fullNode()
 	want := fullNode()
-	out, err := CacheTransform()(in)
+	out, err := Transform()(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestCacheTransformDropsOnlyTheStrippedFields(t *testing.T) {
 	// Other kinds lose managedFields only.
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
-	if _, err := CacheTransform()(svc); err != nil || svc.ManagedFields != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+	if _, err := Transform()(svc); err != nil || svc.ManagedFields != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		t.Errorf("service after transform: %+v, %v", svc, err)
 	}
 }
@@ -152,7 +152,7 @@ func TestNoReaderOfStrippedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range hits {
-		t.Errorf("%s reads a Node status field the cache strips (kit.StrippedNodeStatus): keep the field or read the Node from the API", h)
+		t.Errorf("%s reads a Node status field the cache strips (objcache.StrippedNodeStatus): keep the field or read the Node from the API", h)
 	}
 }
 

@@ -1,4 +1,4 @@
-package kit
+package objcache
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -25,14 +25,14 @@ func StrippedNodeStatus() []string {
 	return []string{"Images", "VolumesInUse", "VolumesAttached", "Config"}
 }
 
-// CacheTransform is the transform every cached object goes through before
+// Transform is the transform every cached object goes through before
 // it is stored: managedFields dropped from every object (a CCM never reads
 // them, and they are about half of a cached Node), the unread status
 // fields StrippedNodeStatus names dropped from Nodes, and the strings that
 // Nodes repeat (label keys, zones, condition reasons, versions) shared
-// through one table per call of CacheTransform (interner). The object is
+// through one table per call of Transform (interner). The object is
 // the decoder's own, not yet shared, so it is changed in place.
-func CacheTransform() toolscache.TransformFunc {
+func Transform() toolscache.TransformFunc {
 	strs := newInterner()
 	return func(in any) (any, error) {
 		// Nil-checked: setting nil on an object without managedFields

@@ -1,4 +1,4 @@
-package kit
+package objcache
 
 import (
 	"encoding/json"
@@ -34,13 +34,13 @@ func nodeJSON(i int) []byte {
 // BenchmarkCachedNodeBytes measures the live heap that 5,000 cached Nodes
 // hold through the cache transform, with and without the string table.
 //
-//	go test -run '^$' -bench CachedNodeBytes -benchtime 1x ./internal/controllers/kit/
+//	go test -run '^$' -bench CachedNodeBytes -benchtime 1x ./internal/controllers/objcache/
 func BenchmarkCachedNodeBytes(b *testing.B) {
 	const n = 5000
 	for _, intern := range []bool{false, true} {
 		b.Run(fmt.Sprintf("intern=%v", intern), func(b *testing.B) {
 			for range b.N {
-				tr := CacheTransform()
+				tr := Transform()
 				before := liveHeap()
 				nodes := make([]*corev1.Node, n)
 				for i := range nodes {

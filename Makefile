@@ -251,9 +251,13 @@ lint: $(BIN)/golangci-lint
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# manifests: render charts/stratus into the plain manifests in deploy/
-# (hack/dist is its own module, so the binary does not link Helm).
+# manifests: write the daemon's controller table into the chart
+# (charts/stratus/files/controllers.yaml: names, aliases, ServiceAccounts,
+# RBAC; the chart names no controller itself), then render charts/stratus
+# into the plain manifests in deploy/ (hack/dist is its own module, so the
+# binary does not link Helm).
 manifests:
+	$(GO) run ./hack/controllertable -chart charts/stratus
 	cd hack/dist && $(GO) run ./cmd/manifests -chart ../../charts/stratus -out ../../deploy
 
 # image: the OCI image of bin/stratus for IMAGE_PLATFORMS, built without a

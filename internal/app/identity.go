@@ -18,49 +18,43 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stratus-ccm/stratus/internal/app/options"
-	"github.com/stratus-ccm/stratus/internal/controllers/node"
-	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
-	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
-	"github.com/stratus-ccm/stratus/internal/controllers/route"
-	"github.com/stratus-ccm/stratus/internal/controllers/service"
 )
 
 // ServiceAccountName is the ServiceAccount (in ServiceAccountNamespace) a
 // controller runs as with --use-service-account-credentials: upstream's
-// app's client name for it, so that a manifest's RBAC written for upstream
-// (and kube-apiserver's bootstrap system:controller:* roles, bound to
-// these names) covers Stratus too. The node controllers share
-// "node-controller", as upstream's do (and Azure's node IPAM); a
-// provider's own controller runs as its own name.
+// app's client name for it, as its table entry gives it, so that a
+// manifest's RBAC written for upstream (and kube-apiserver's bootstrap
+// system:controller:* roles, bound to these names) covers Stratus too. The
+// node controllers share "node-controller", as upstream's do (and Azure's
+// node IPAM); a provider's own controller runs as its own name.
 func ServiceAccountName(controller string) string {
-	switch controller {
-	case node.ControllerName, nodelifecycle.ControllerName, nodeipam.ControllerName:
-		return "node-controller"
-	case service.ControllerName:
-		return "service-controller"
-	case route.ControllerName:
-		return "route-controller"
+	if e, ok := builtinEntry(controller); ok {
+		return e.account()
 	}
 	return controller
 }
 
+// account is the ServiceAccount the controller e runs as: its entry's,
+// else its name.
+func (e controllerEntry) account() string {
+	if e.serviceAccount != "" {
+		return e.serviceAccount
+	}
+	return e.Name
+}
+
 // EventSource is the source component (and so the reportingController) of
 // the events a controller records: upstream's for each of the built-in
-// controllers, which operators' event filters and alerts select on, so
-// that they see Stratus' events as they saw upstream's. The node
-// controllers' names are upstream's own; the service and route
-// controllers report as upstream's do, under names other than the ones
-// --controllers takes; node IPAM as kube-controller-manager's range
-// allocator, whose job it takes over. A provider's own controller reports
-// under its own name.
+// controllers, as their table entries give it, which operators' event
+// filters and alerts select on, so that they see Stratus' events as they
+// saw upstream's. The node controllers' names are upstream's own; the
+// service and route controllers report as upstream's do, under names other
+// than the ones --controllers takes; node IPAM as kube-controller-manager's
+// range allocator, whose job it takes over. A provider's own controller
+// reports under its own name.
 func EventSource(controller string) string {
-	switch controller {
-	case service.ControllerName:
-		return "service-controller"
-	case route.ControllerName:
-		return "route_controller"
-	case nodeipam.ControllerName:
-		return "cidrAllocator"
+	if e, ok := builtinEntry(controller); ok && e.eventSource != "" {
+		return e.eventSource
 	}
 	return controller
 }

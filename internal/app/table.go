@@ -23,6 +23,26 @@ type controllerEntry struct {
 	// --controllers accepts, leader migration's legacy names, whether
 	// '*' enables it.
 	options.Controller
+	// serviceAccount is the ServiceAccount (in ServiceAccountNamespace)
+	// it runs as with --use-service-account-credentials, and the one the
+	// chart binds its role to; empty means its name. See
+	// ServiceAccountName.
+	serviceAccount string
+	// eventSource is the component its events are reported under; empty
+	// means its name. See EventSource.
+	eventSource string
+	// requires names the flags without which its start function skips it
+	// (flags the chart sets from its values); the chart renders the
+	// controller's RBAC only when its values set all of them.
+	requires []string
+	// chartEnabledBy is a flag whose value, set in the chart, also adds
+	// the controller to --controllers: the chart's allocateNodeCIDRs means
+	// "Stratus allocates", while the daemon, as upstream's, enables no
+	// allocator for the flag alone.
+	chartEnabledBy string
+	// rbac is what the controller may do as itself; the chart renders it
+	// as the controller's ClusterRole (see ChartControllers).
+	rbac rbac
 	// watches returns the kinds the controller reads through the shared
 	// cache: the leader runs those informers, and a standby starts and
 	// syncs them once the holder stops renewing the Lease. Nil for a
@@ -42,20 +62,39 @@ type controllerEntry struct {
 // kube-controller-manager's on every new Node. It runs only when
 // --controllers names it (Azure's own manager calls it node-ipam) and
 // --allocate-node-cidrs is true. The wire_*.go files connect each
-// controller to the options, one file per controller family.
+// controller to the options, one file per controller family; rbac.go holds
+// what each may do in the API server. The ServiceAccount and event source
+// are upstream's names (see ServiceAccountName and EventSource).
 func builtinControllers() []controllerEntry {
 	return []controllerEntry{
 		{Controller: options.Controller{Name: node.ControllerName, Aliases: []string{"cloud-node"}},
+			serviceAccount: "node-controller", rbac: cloudNodeRBAC(),
 			watches: node.Watches, start: startCloudNodeController},
 		{Controller: options.Controller{Name: nodelifecycle.ControllerName, Aliases: []string{"cloud-node-lifecycle"}},
+			serviceAccount: "node-controller", rbac: cloudNodeLifecycleRBAC(),
 			watches: nodelifecycle.Watches, start: startCloudNodeLifecycleController},
 		{Controller: options.Controller{Name: service.ControllerName, Aliases: []string{"service"}, LegacyMigrationNames: []string{"service-controller"}},
+			serviceAccount: "service-controller", eventSource: "service-controller", rbac: serviceLBRBAC(),
 			watches: service.Watches, start: startServiceLBController},
 		{Controller: options.Controller{Name: route.ControllerName, Aliases: []string{"route"}, LegacyMigrationNames: []string{"route-controller"}},
-			watches: route.Watches, start: startNodeRouteController},
+			serviceAccount: "route-controller", eventSource: "route_controller", rbac: nodeRouteRBAC(),
+			requires: []string{"configure-cloud-routes", "cluster-cidr"},
+			watches:  route.Watches, start: startNodeRouteController},
 		{Controller: options.Controller{Name: nodeipam.ControllerName, Aliases: []string{"node-ipam", "nodeipam"}, OffByDefault: true},
+			serviceAccount: "node-controller", eventSource: "cidrAllocator", rbac: nodeIPAMRBAC(),
+			requires: []string{"allocate-node-cidrs"}, chartEnabledBy: "allocate-node-cidrs",
 			watches: nodeipam.Watches, start: startNodeIPAMController},
 	}
+}
+
+// builtinEntry is the built-in controller called name, if there is one.
+func builtinEntry(name string) (controllerEntry, bool) {
+	for _, e := range builtinControllers() {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return controllerEntry{}, false
 }
 
 // NewOptions returns the daemon's options with upstream's defaults, for the

@@ -17,14 +17,12 @@ import (
 // maintainer would, with its own package and one table entry, and checks
 // that everything which depends on the set of controllers follows: the
 // --controllers vocabulary and its aliases, the informers every replica
-// warms, leader migration's names, and the start function.
+// warms, leader migration's names, the ServiceAccount, and the start
+// function (TestSixthControllerGetsChartRBAC: the chart's RBAC).
 func TestSixthControllerIsOneEntry(t *testing.T) {
 	t.Parallel()
 	c := &sixth.Controller{}
-	entry := controllerEntry{Controller: options.Controller{Name: sixth.ControllerName, Aliases: []string{"sixth"}}, watches: sixth.Watches,
-		start: func(_ context.Context, cc ControllerContext) (bool, string, error) {
-			return true, "", c.SetupWithManager(cc.Manager)
-		}}
+	entry := sixthEntry(c)
 	table := append(builtinControllers(), entry)
 
 	all, err := options.ResolveControllers([]string{"*"}, vocabulary(table))
@@ -46,6 +44,9 @@ func TestSixthControllerIsOneEntry(t *testing.T) {
 	if _, ok := starters(table)[sixth.ControllerName]; !ok {
 		t.Error("the sixth has no start function")
 	}
+	if got := table[len(table)-1].account(); got != "sixth-counter" {
+		t.Errorf("the sixth runs as %s, want its entry's ServiceAccount", got)
+	}
 	if got := options.Aliases(vocabulary(table)); got["sixth"] != sixth.ControllerName {
 		t.Errorf("aliases %v lack the sixth's", got)
 	}
@@ -56,6 +57,25 @@ func TestSixthControllerIsOneEntry(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// sixthEntry is the sixth controller's one table entry: its names, the
+// ServiceAccount it runs as and what that may do (which the chart renders:
+// TestSixthControllerGetsChartRBAC), the kinds it watches, and its start,
+// which counts into c.
+func sixthEntry(c *sixth.Controller) controllerEntry {
+	return controllerEntry{
+		Controller:     options.Controller{Name: sixth.ControllerName, Aliases: []string{"sixth"}},
+		serviceAccount: "sixth-counter",
+		rbac: rbac{
+			Rules:  []rule{coreRule("The count, kept on each ConfigMap.", []string{"configmaps"}, "patch")},
+			Writes: []string{"configmaps"},
+		},
+		watches: sixth.Watches,
+		start: func(_ context.Context, cc ControllerContext) (bool, string, error) {
+			return true, "", c.SetupWithManager(cc.Manager)
+		},
+	}
 }
 
 func isKind[T any](obj any) bool {

@@ -44,15 +44,23 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{/*
-stratus.controllers is --controllers: the controllers value, plus
-node-ipam-controller when allocateNodeCIDRs asks Stratus to allocate pod
-CIDRs (the daemon, as upstream's manager, runs no allocator for '*' or for
---allocate-node-cidrs alone), unless the value disables it.
+stratus.controllers is --controllers: the controllers value, plus each
+controller a flag enables in the chart (node IPAM when allocateNodeCIDRs
+asks Stratus to allocate pod CIDRs: the daemon, as upstream's manager, runs
+no allocator for '*' or for --allocate-node-cidrs alone), unless the value
+already names it, or disables it, by its name or any alias (the daemon
+refuses a controller both enabled and disabled).
 */}}
 {{- define "stratus.controllers" -}}
 {{- $c := .Values.controllers -}}
-{{- if and .Values.allocateNodeCIDRs (not (has "node-ipam-controller" $c)) (not (has "-node-ipam-controller" $c)) (not (has "-nodeipam" $c)) -}}
-{{- $c = append $c "node-ipam-controller" -}}
+{{- range $name, $ctl := include "stratus.controllerTable" . | fromJson -}}
+{{- if and $ctl.enabledBy (include "stratus.flagSet" (dict "root" $ "flag" $ctl.enabledBy)) -}}
+{{- $named := false -}}
+{{- range prepend $ctl.aliases $name -}}
+{{- if or (has . $c) (has (printf "-%s" .) $c) }}{{ $named = true }}{{ end -}}
+{{- end -}}
+{{- if not $named }}{{ $c = append $c $name }}{{ end -}}
+{{- end -}}
 {{- end -}}
 {{- join "," $c -}}
 {{- end -}}

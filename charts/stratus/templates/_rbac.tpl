@@ -1,38 +1,66 @@
 {{/*
-stratus.controllerEnabled renders "true" when the controller .name runs
-with these values: --controllers semantics ('*' or the name, or upstream's
-older alias, enables it; '-name' disables it), and the flags the network
-controllers need (node-route: configureCloudRoutes and a clusterCIDR, as
-upstream's; node-ipam, which '*' leaves out as upstream's manager has none:
-allocateNodeCIDRs, which adds it to --controllers, see stratus.controllers).
+stratus.controllerTable is the daemon's controller table as JSON, keyed by
+controller name: files/controllers.yaml, which `make manifests` generates
+from internal/app's table (every name --controllers accepts for a
+controller, whether '*' enables it, the flags it needs, its ServiceAccount
+and its RBAC). The chart names no controller itself, so it cannot drift
+from the daemon.
 */}}
-{{- define "stratus.controllerEnabled" -}}
-{{- $c := .root.Values.controllers -}}
-{{- $off := or (has (printf "-%s" .name) $c) (has (printf "-%s" .alias) $c) -}}
-{{- $on := and (or (has "*" $c) (has .name $c) (has .alias $c)) (not $off) -}}
-{{- if eq .name "node-ipam-controller" }}{{ $on = and .root.Values.allocateNodeCIDRs (not $off) }}{{ end -}}
-{{- if eq .name "node-route-controller" }}{{ $on = and $on .root.Values.configureCloudRoutes .root.Values.clusterCIDR }}{{ end -}}
-{{- if $on }}true{{ end -}}
+{{- define "stratus.controllerTable" -}}
+{{- $t := .Files.Get "files/controllers.yaml" | fromYaml -}}
+{{- if not $t.controllers }}{{ fail "files/controllers.yaml holds no controllers: run `make manifests`" }}{{ end -}}
+{{- toJson $t.controllers -}}
 {{- end -}}
 
 {{/*
-stratus.controllerServiceAccount is the ServiceAccount (in kube-system) the
-controller .name runs as with useServiceAccountCredentials: upstream's
-client name for it, as the daemon uses (node-controller for the node
-controllers and node IPAM, service-controller, route-controller); a
-provider's own controller runs as its own name.
+stratus.flagSet renders "true" when the chart sets the daemon's flag .flag
+(a flag the controller table says a controller needs, or is enabled by) to
+a value that turns it on. A flag the chart does not set fails the render,
+so a table entry naming one cannot be silently ignored.
 */}}
-{{- define "stratus.controllerServiceAccount" -}}
-{{- $sa := dict "cloud-node-controller" "node-controller" "cloud-node-lifecycle-controller" "node-controller" "node-ipam-controller" "node-controller" "service-lb-controller" "service-controller" "node-route-controller" "route-controller" -}}
-{{- get $sa . | default . -}}
+{{- define "stratus.flagSet" -}}
+{{- $v := .root.Values -}}
+{{- $flags := dict "allocate-node-cidrs" $v.allocateNodeCIDRs "configure-cloud-routes" $v.configureCloudRoutes "cluster-cidr" $v.clusterCIDR -}}
+{{- if not (hasKey $flags .flag) }}{{ fail (printf "the controller table names --%s, which the chart does not set from its values" .flag) }}{{ end -}}
+{{- if get $flags .flag }}true{{ end -}}
+{{- end -}}
+
+{{/*
+stratus.controllerEnabled renders "true" when the controller .name (its
+table entry .ctl) runs with these values: --controllers semantics ('*'
+enables it unless it is off by default, its name or any alias enables it,
+'-' before any of them disables it and wins), the flag that enables it in
+the chart (allocateNodeCIDRs adds node IPAM to --controllers, see
+stratus.controllers), and the flags without which it skips itself.
+*/}}
+{{- define "stratus.controllerEnabled" -}}
+{{- $c := .root.Values.controllers -}}
+{{- $on := and (has "*" $c) (not .ctl.offByDefault) -}}
+{{- $off := false -}}
+{{- range prepend .ctl.aliases .name -}}
+{{- if has . $c }}{{ $on = true }}{{ end -}}
+{{- if has (printf "-%s" .) $c }}{{ $off = true }}{{ end -}}
+{{- end -}}
+{{- if and .ctl.enabledBy (include "stratus.flagSet" (dict "root" .root "flag" .ctl.enabledBy)) }}{{ $on = true }}{{ end -}}
+{{- range .ctl.requires -}}
+{{- if not (include "stratus.flagSet" (dict "root" $.root "flag" .)) }}{{ $on = false }}{{ end -}}
+{{- end -}}
+{{- if and $on (not $off) }}true{{ end -}}
+{{- end -}}
+
+{{/* stratus.flowList renders a list of strings as a YAML flow sequence: ["a", "b"]. */}}
+{{- define "stratus.flowList" -}}
+{{- $q := list -}}
+{{- range . }}{{ $q = append $q (quote .) }}{{ end -}}
+[{{ join ", " $q }}]
 {{- end -}}
 
 {{/*
 stratus.controllerRBAC renders one controller's ClusterRole (the rules of
-"stratus.rules.<name>") and the binding: to its ServiceAccount
-(stratus.controllerServiceAccount) with useServiceAccountCredentials, else
-to the daemon's. Controllers that share a ServiceAccount keep a role each,
-so what each holds stays its own rules.
+its table entry .ctl, each under the comment that says why) and the
+binding: to its ServiceAccount with useServiceAccountCredentials, else to
+the daemon's. Controllers that share a ServiceAccount keep a role each, so
+what each holds stays its own rules.
 */}}
 {{/*
 stratus.ownsControllerServiceAccount renders "true" when the controller
@@ -59,18 +87,28 @@ metadata:
   labels:
     {{- include "stratus.labels" $root | nindent 4 }}
 rules:
-{{- include (printf "stratus.rules.%s" .name) $root }}
+{{- range .ctl.rbac.rules }}
+{{- if .why }}
+{{- range splitList "\n" .why }}
+  # {{ . }}
+{{- end }}
+{{- end }}
+  - apiGroups: {{ include "stratus.flowList" .apiGroups }}
+    resources: {{ include "stratus.flowList" .resources }}
+{{- with .resourceNames }}
+    resourceNames: {{ include "stratus.flowList" . }}
+{{- end }}
+    verbs: {{ include "stratus.flowList" .verbs }}
+{{- end }}
 {{- if or (has "--observe" $root.Values.extraArgs) (has "--observe=true" $root.Values.extraArgs) }}
   # Observe mode (--observe) reads each object before its dry-run write, to
   # report the change the write would make.
   - apiGroups: [""]
-    resources: {{ include (printf "stratus.writes.%s" .name) $root }}
+    resources: {{ include "stratus.flowList" .ctl.rbac.writes }}
     verbs: ["get"]
 {{- end }}
-{{- if eq .name "node-route-controller" }}
-  # rare: this controller records an event only when a cloud route cannot be created.
-{{- else if eq .name "node-ipam-controller" }}
-  # rare: this controller records an event only when a Node's pod CIDR cannot be allocated or is invalid.
+{{- with .ctl.rbac.rareEvents }}
+  # rare: {{ . }}
 {{- else }}
   # Events about the objects it handles, through the core API (v1 Events), as upstream's controllers record them.
 {{- end }}
@@ -95,67 +133,10 @@ roleRef:
 subjects:
   - kind: ServiceAccount
 {{- if $root.Values.useServiceAccountCredentials }}
-    name: {{ include "stratus.controllerServiceAccount" .name }}
+    name: {{ .ctl.serviceAccount }}
     namespace: kube-system
 {{- else }}
     name: {{ include "stratus.serviceAccountName" $root }}
     namespace: {{ $root.Release.Namespace }}
 {{- end }}
 {{- end -}}
-
-{{/* What each controller writes (observe mode reads it first). */}}
-{{- define "stratus.writes.cloud-node-controller" }}["nodes", "nodes/status"]{{ end }}
-{{- define "stratus.writes.cloud-node-lifecycle-controller" }}["nodes"]{{ end }}
-{{- define "stratus.writes.service-lb-controller" }}["services/status"]{{ end }}
-{{- define "stratus.writes.node-route-controller" }}["nodes/status"]{{ end }}
-{{- define "stratus.writes.node-ipam-controller" }}["nodes"]{{ end }}
-
-{{/* The rules of each controller, events aside. */}}
-{{- define "stratus.rules.cloud-node-controller" }}
-  # Initialization and refresh: providerID, labels and the taint removal
-  # (spec and metadata) ...
-  - apiGroups: [""]
-    resources: ["nodes"]
-    verbs: ["patch"]
-  # ... and addresses (status).
-  - apiGroups: [""]
-    resources: ["nodes/status"]
-    verbs: ["patch"]
-{{- end }}
-
-{{- define "stratus.rules.cloud-node-lifecycle-controller" }}
-  # The shutdown taint, added and removed.
-  - apiGroups: [""]
-    resources: ["nodes"]
-    verbs: ["patch"]
-  # A NotReady Node whose instance the cloud says is gone.
-  - apiGroups: [""]
-    resources: ["nodes"]
-    verbs: ["delete"]
-{{- end }}
-
-{{- define "stratus.rules.service-lb-controller" }}
-  # The cleanup finalizer and status.loadBalancer, both through the status
-  # subresource, as upstream writes them.
-  - apiGroups: [""]
-    resources: ["services/status"]
-    verbs: ["patch"]
-  # rare: with --delete-orphaned-load-balancers, a Service is re-read from the API server before its orphaned load balancer is deleted.
-  - apiGroups: [""]
-    resources: ["services"]
-    verbs: ["get"]
-{{- end }}
-
-{{- define "stratus.rules.node-route-controller" }}
-  # The NetworkUnavailable condition once a Node's routes exist.
-  - apiGroups: [""]
-    resources: ["nodes/status"]
-    verbs: ["patch"]
-{{- end }}
-
-{{- define "stratus.rules.node-ipam-controller" }}
-  # spec.podCIDR(s) of a Node.
-  - apiGroups: [""]
-    resources: ["nodes"]
-    verbs: ["patch"]
-{{- end }}

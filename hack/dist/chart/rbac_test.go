@@ -1,8 +1,12 @@
 package chart_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/stratus-ccm/stratus/hack/dist/chart"
 )
@@ -84,5 +88,78 @@ func TestControllerServiceAccountsAreNotShipped(t *testing.T) {
 	}
 	if out := renderRBAC(t, map[string]any{"useServiceAccountCredentials": false}); strings.Contains(out, role) {
 		t.Errorf("without per-controller credentials the daemon may still create ServiceAccounts")
+	}
+}
+
+// TestControllersAreDisabledByAnyName: the chart knows every name the
+// daemon accepts for a controller (from files/controllers.yaml), so
+// disabling node IPAM by an alias while allocateNodeCIDRs is on neither
+// adds it back to --controllers (the daemon refuses a controller both
+// enabled and disabled) nor renders its RBAC.
+func TestControllersAreDisabledByAnyName(t *testing.T) {
+	for _, disable := range []string{"-node-ipam", "-nodeipam", "-node-ipam-controller"} {
+		t.Run(disable, func(t *testing.T) {
+			out, err := chart.Render(chartDir, chart.Options{Values: map[string]any{
+				"controllers": []any{"*", disable}, "allocateNodeCIDRs": true, "clusterCIDR": "10.244.0.0/16"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "- --controllers=*," + disable + "\n"; !strings.Contains(out, want) {
+				t.Errorf("renders no %q", want)
+			}
+			if strings.Contains(out, "stratus:node-ipam-controller") || strings.Contains(out, ",node-ipam-controller") {
+				t.Error("renders node IPAM's RBAC or enables it in --controllers")
+			}
+		})
+	}
+	out, err := chart.Render(chartDir, chart.Options{Values: map[string]any{
+		"controllers": []any{"*", "node-ipam"}, "allocateNodeCIDRs": true, "clusterCIDR": "10.244.0.0/16"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "- --controllers=*,node-ipam\n") || !strings.Contains(out, "name: stratus:node-ipam-controller\n") {
+		t.Error("node IPAM named by its alias: want --controllers=*,node-ipam and its RBAC")
+	}
+}
+
+// TestTemplatesNameNoController: the controllers, their names and their
+// ServiceAccounts are the daemon's table's, which `make manifests` writes
+// into files/controllers.yaml; a template that named one itself would be a
+// second table, free to drift from the first.
+func TestTemplatesNameNoController(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(chartDir, "files", "controllers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Controllers map[string]struct {
+			Aliases        []string `json:"aliases"`
+			ServiceAccount string   `json:"serviceAccount"`
+		} `json:"controllers"`
+	}
+	if err := yaml.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for name, c := range table.Controllers {
+		names = append(append(names, name, c.ServiceAccount), c.Aliases...)
+	}
+	if len(names) < 15 {
+		t.Fatalf("files/controllers.yaml names %v; want the daemon's five controllers", names)
+	}
+	templates, err := filepath.Glob(filepath.Join(chartDir, "templates", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range templates {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if strings.Contains(string(b), `"`+n+`"`) {
+				t.Errorf("%s names the controller %q; the chart's controllers come from files/controllers.yaml", filepath.Base(path), n)
+			}
+		}
 	}
 }

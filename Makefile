@@ -210,16 +210,30 @@ $(BIN)/golangci-lint:
 EXAMPLES := examples/fake-provider examples/aws-provider
 
 # test: unit and integration tests against the real apiserver, with -race,
-# then each example module's tests, and the benchmark runner's tests (its
+# each example module's tests, and the benchmark runner's tests (its
 # analysis and report, and that a failed or killed run leaves no process).
 # e2e.test and its images are there for test/e2e's TestConformanceSubset, two
 # of Kubernetes' LoadBalancer specs (make conformance runs them all).
+# The parts run side by side as make jobs: the integration tests mostly wait
+# on control planes and real nodes, which leaves CPU for the others, and
+# test/e2e, the longest package, starts at once instead of last.
+TEST_PARTS := test-main test-e2e test-dist test-images test-bench $(addprefix test-example-,$(notdir $(EXAMPLES)))
+.PHONY: $(TEST_PARTS)
 test: tools build e2e-test e2e-images
-	$(GO) test $(TEST_FLAGS) ./...
+	$(MAKE) --no-print-directory -j$(words $(TEST_PARTS)) $(TEST_PARTS)
+
+test-main:
+	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/test/e2e$$')
+test-e2e:
+	$(GO) test $(TEST_FLAGS) ./test/e2e
+test-dist:
 	cd hack/dist && $(GO) test $(DIST_TEST_FLAGS) ./...
+test-images:
 	cd hack/images && $(GO) test $(DIST_TEST_FLAGS) ./...
+test-bench:
 	cd bench && $(GO) test $(TEST_FLAGS) ./...
-	for m in $(EXAMPLES); do (cd $$m && $(GO) test $(TEST_FLAGS) ./...) || exit 1; done
+$(addprefix test-example-,$(notdir $(EXAMPLES))): test-example-%:
+	cd examples/$* && $(GO) test $(TEST_FLAGS) ./...
 
 # unit: the unit tests alone (-short), which need no test bed and no bin/;
 # each integration test says, as it skips, that it needs `make tools`.

@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 )
 
@@ -82,6 +84,9 @@ func (s *sandbox) startClusterDNS(ctx context.Context) error {
 		return err
 	}
 	if err := s.ensureDNSService(ctx); err != nil {
+		return err
+	}
+	if err := s.freeStrandedDNSPods(ctx); err != nil {
 		return err
 	}
 	if s.o.NoCCM {
@@ -208,6 +213,29 @@ func upsert[T any, C interface {
 	}
 	if err != nil {
 		return fmt.Errorf("sandbox: cluster DNS: apply %s %s: %w", kind, DNSService, err)
+	}
+	return nil
+}
+
+// freeStrandedDNSPods deletes the CoreDNS pods a resumed sandbox finds on
+// a node it no longer runs (a real node of the last run that is stopped or
+// not started this time): their kubelet is gone, so they would stay
+// unavailable until taint-based eviction, minutes later, and hold the
+// Deployment's one replica. Deleted, the ReplicaSet places a new pod on a
+// real node of this run.
+func (s *sandbox) freeStrandedDNSPods(ctx context.Context) error {
+	pods, err := s.kube.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=" + DNSService})
+	if err != nil {
+		return fmt.Errorf("sandbox: list the cluster DNS pods: %w", err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || s.realNode(p.Spec.NodeName) != nil {
+			continue
+		}
+		err := s.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("sandbox: delete cluster DNS pod %s on node %s, which this run does not run: %w", p.Name, p.Spec.NodeName, err)
+		}
 	}
 	return nil
 }

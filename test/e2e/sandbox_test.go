@@ -23,16 +23,6 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
-func buildStratus(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "stratus")
-	cmd := exec.Command("go", "build", "-o", out, "../../cmd/stratus")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build stratus: %v\n%s", err, b)
-	}
-	return out
-}
-
 type sandboxRun struct {
 	bin, binDir, state string
 	ports              []int

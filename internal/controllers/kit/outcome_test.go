@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -123,17 +124,6 @@ func TestPeriodicOutcome(t *testing.T) {
 	}
 }
 
-// recordingLimiter records the delay the queue asked its limiter for.
-type recordingLimiter struct {
-	workqueue.TypedRateLimiter[string]
-	last time.Duration
-}
-
-func (r *recordingLimiter) When(item string) time.Duration {
-	r.last = r.TypedRateLimiter.When(item)
-	return r.last
-}
-
 // What an Outcome quotes for the nth failure in a row is the delay the
 // work queue then takes from the limiter when the error comes back
 // (controller-runtime's AddRateLimited), up to the cap and past it; and
@@ -143,7 +133,7 @@ func TestBackoffQuotesTheQueuesDelay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := kit.NewBackoff[string]("per-Thing", 250*time.Millisecond, 5*time.Minute)
-	rec := &recordingLimiter{TypedRateLimiter: b}
+	rec := &kittest.RecordingLimiter[string]{TypedRateLimiter: b}
 	q := workqueue.NewTypedRateLimitingQueue[string](rec)
 	defer q.ShutDown()
 	upstream := workqueue.NewTypedItemExponentialFailureRateLimiter[string](250*time.Millisecond, 5*time.Minute)
@@ -153,11 +143,11 @@ func TestBackoffQuotesTheQueuesDelay(t *testing.T) {
 			t.Fatalf("failure %d: no error for the queue", n)
 		}
 		q.AddRateLimited("k") // what controller-runtime does with the returned error
-		if rec.last != o.RetryIn {
-			t.Errorf("failure %d: the outcome quotes %v, the queue waits %v", n, o.RetryIn, rec.last)
+		if rec.Last != o.RetryIn {
+			t.Errorf("failure %d: the outcome quotes %v, the queue waits %v", n, o.RetryIn, rec.Last)
 		}
-		if want := upstream.When("k"); rec.last != want {
-			t.Errorf("failure %d: the queue waits %v, upstream's limiter %v", n, rec.last, want)
+		if want := upstream.When("k"); rec.Last != want {
+			t.Errorf("failure %d: the queue waits %v, upstream's limiter %v", n, rec.Last, want)
 		}
 	}
 	// A RetryError and a success forget the failures, as controller-runtime does.

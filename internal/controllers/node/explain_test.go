@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
 	"github.com/stratus-ccm/stratus/internal/explain"
 )
 
@@ -45,17 +46,6 @@ func TestExplainRecordOfADeletedNodeStaysDropped(t *testing.T) {
 	}
 }
 
-// recordingLimiter records the delay the work queue took from its limiter.
-type recordingLimiter struct {
-	workqueue.TypedRateLimiter[reconcile.Request]
-	last time.Duration
-}
-
-func (r *recordingLimiter) When(req reconcile.Request) time.Duration {
-	r.last = r.TypedRateLimiter.When(req)
-	return r.last
-}
-
 // For the nth failed initialization in a row, the next retry explain
 // quotes is the delay the work queue then takes when the error comes back
 // to it (controller-runtime's AddRateLimited), up to the cap and past it.
@@ -69,7 +59,7 @@ func TestExplainQuotesTheQueuesBackoff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recordingLimiter{TypedRateLimiter: c.limiter}
+	rec := &kittest.RecordingLimiter[reconcile.Request]{TypedRateLimiter: c.limiter}
 	q := workqueue.NewTypedRateLimitingQueue[reconcile.Request](rec)
 	defer q.ShutDown()
 	ctx := context.Background()
@@ -80,11 +70,11 @@ func TestExplainQuotesTheQueuesBackoff(t *testing.T) {
 		}
 		q.AddRateLimited(req)
 		s := store.Explain(ctx, nodeRef("ghost")).Syncs[0]
-		if s.NextRetry == nil || s.NextRetry.Sub(s.Time) != rec.last {
-			t.Errorf("failure %d: explain quotes the next retry at %v after %v; the queue waits %v", n, s.NextRetry, s.Time, rec.last)
+		if s.NextRetry == nil || s.NextRetry.Sub(s.Time) != rec.Last {
+			t.Errorf("failure %d: explain quotes the next retry at %v after %v; the queue waits %v", n, s.NextRetry, s.Time, rec.Last)
 		}
 	}
-	if rec.last != 4*time.Second {
-		t.Errorf("after 8 failures the queue waits %v, want the 4s cap", rec.last)
+	if rec.Last != 4*time.Second {
+		t.Errorf("after 8 failures the queue waits %v, want the 4s cap", rec.Last)
 	}
 }

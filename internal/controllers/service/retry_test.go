@@ -10,19 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
 	"github.com/stratus-ccm/stratus/internal/explain"
 )
-
-// recordingLimiter records the delay the work queue took from its limiter.
-type recordingLimiter struct {
-	workqueue.TypedRateLimiter[key]
-	last time.Duration
-}
-
-func (r *recordingLimiter) When(k key) time.Duration {
-	r.last = r.TypedRateLimiter.When(k)
-	return r.last
-}
 
 // For the nth failure in a row, the retry the conditions and explain quote
 // is the delay the work queue then takes when the error comes back to it
@@ -34,7 +24,7 @@ func TestQuotedRetryIsTheQueuesBackoff(t *testing.T) {
 	h.c.now = func() time.Time { return now }
 	store := explain.NewStore()
 	h.c.explain = store
-	rec := &recordingLimiter{TypedRateLimiter: h.c.limiter}
+	rec := &kittest.RecordingLimiter[key]{TypedRateLimiter: h.c.limiter}
 	q := workqueue.NewTypedRateLimitingQueue[key](rec)
 	defer q.ShutDown()
 	ctx := context.Background()
@@ -45,7 +35,7 @@ func TestQuotedRetryIsTheQueuesBackoff(t *testing.T) {
 			t.Fatalf("failure %d: Reconcile returned no error", n)
 		}
 		q.AddRateLimited(k)
-		d := rec.last
+		d := rec.Last
 		wantCondition(t, h.service("ns", "web"), ConditionProvisioning, metav1.ConditionTrue, ReasonRetryingAfterError,
 			fmt.Sprintf("next retry at %s (in %s)", now.Add(d).Format(time.RFC3339), d))
 		s := store.Explain(ctx, serviceRef(k.Service)).Syncs[0]
@@ -53,7 +43,7 @@ func TestQuotedRetryIsTheQueuesBackoff(t *testing.T) {
 			t.Errorf("failure %d: explain quotes the next retry at %v after %v; the queue waits %v", n, s.NextRetry, s.Time, d)
 		}
 	}
-	if rec.last != 30*time.Second {
-		t.Errorf("after 8 failures the queue waits %v, want the 30s cap", rec.last)
+	if rec.Last != 30*time.Second {
+		t.Errorf("after 8 failures the queue waits %v, want the 30s cap", rec.Last)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stratus-ccm/stratus/internal/app/options"
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -101,4 +102,21 @@ func (cc ControllerContext) ownership() (ownership.Policy, error) {
 		return ownership.Policy{}, fmt.Errorf("node ownership: %w", err)
 	}
 	return pol, nil
+}
+
+// shared is what every built-in controller takes from the daemon
+// (kit.Deps): its API access under its own identity, the metrics
+// registry, the cloud's recovery notices, explain's record and the
+// hybrid-cluster ownership policy. The Clients are returned too, for a
+// controller that also reads past the cache.
+func (cc ControllerContext) shared(name string) (kit.Deps, Clients, error) {
+	cl, err := cc.Clients(name)
+	if err != nil {
+		return kit.Deps{}, Clients{}, err
+	}
+	pol, err := cc.ownership()
+	if err != nil {
+		return kit.Deps{}, Clients{}, err
+	}
+	return kit.Deps{Client: cl.Client, Recorder: cl.Recorder, Registerer: cc.Metrics, Recovery: cc.Cloud, Ownership: pol, Explain: cc.Explain}, cl, nil
 }

@@ -33,24 +33,13 @@ func startNodeRouteController(_ context.Context, cc ControllerContext) (bool, st
 	if err != nil {
 		return false, "", err
 	}
-	cl, err := cc.Clients(route.ControllerName)
-	if err != nil {
-		return false, "", err
-	}
-	pol, err := cc.ownership()
+	shared, _, err := cc.shared(route.ControllerName)
 	if err != nil {
 		return false, "", err
 	}
 	c, err := route.New(route.Deps{
-		Client:     cl.Client,
-		Routes:     routes,
-		Recorder:   cl.Recorder,
-		Recovery:   cc.Cloud,
-		Registerer: cc.Metrics,
-
-		// Hybrid clusters: which Nodes are the provider's.
-		Ownership: pol,
-		Explain:   cc.Explain,
+		Deps:   shared,
+		Routes: routes,
 	}, route.Config{
 		ClusterName:     cc.ClusterName,
 		ClusterCIDRs:    clusterCIDRs,
@@ -81,15 +70,11 @@ func startNodeIPAMController(_ context.Context, cc ControllerContext) (bool, str
 		return false, "", err
 	}
 	cfg.Workers = int(o.ConcurrentNodeSyncs)
-	cl, err := cc.Clients(nodeipam.ControllerName)
+	shared, _, err := cc.shared(nodeipam.ControllerName)
 	if err != nil {
 		return false, "", err
 	}
-	c, err := nodeipam.New(nodeipam.Deps{
-		Client:     cl.Client,
-		Recorder:   cl.Recorder,
-		Registerer: cc.Metrics,
-	}, cfg)
+	c, err := nodeipam.New(nodeipam.Deps{Deps: shared}, cfg)
 	if err != nil {
 		return false, "", fmt.Errorf("--cluster-cidr=%s --service-cluster-ip-range=%s: %w", o.ClusterCIDR, o.ServiceClusterIPRange, err)
 	}

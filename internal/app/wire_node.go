@@ -38,25 +38,14 @@ func startCloudNodeController(_ context.Context, cc ControllerContext) (bool, st
 	if !ok {
 		return false, noInstancesReason, nil
 	}
-	cl, err := cc.Clients(node.ControllerName)
-	if err != nil {
-		return false, "", err
-	}
-	pol, err := cc.ownership()
+	shared, _, err := cc.shared(node.ControllerName)
 	if err != nil {
 		return false, "", err
 	}
 	c, err := node.New(node.Deps{
-		Client:     cl.Client,
-		Instances:  in,
-		Lister:     instanceLister(cc),
-		Recorder:   cl.Recorder,
-		Recovery:   cc.Cloud,
-		Registerer: cc.Metrics,
-
-		// Hybrid clusters: which Nodes are the provider's.
-		Ownership: pol,
-		Explain:   cc.Explain,
+		Deps:      shared,
+		Instances: in,
+		Lister:    instanceLister(cc),
 	}, node.Config{
 		Workers:       int(cc.Options.ConcurrentNodeSyncs),
 		StatusWorkers: int(cc.Options.ConcurrentNodeStatusUpdates),
@@ -81,25 +70,14 @@ func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext
 	if !ok {
 		return false, noInstancesReason, nil
 	}
-	cl, err := cc.Clients(nodelifecycle.ControllerName)
-	if err != nil {
-		return false, "", err
-	}
-	pol, err := cc.ownership()
+	shared, _, err := cc.shared(nodelifecycle.ControllerName)
 	if err != nil {
 		return false, "", err
 	}
 	c, err := nodelifecycle.New(nodelifecycle.Deps{
-		Client:     cl.Client,
-		Instances:  in,
-		Lister:     instanceLister(cc),
-		Recorder:   cl.Recorder,
-		Recovery:   cc.Cloud,
-		Registerer: cc.Metrics,
-
-		// Hybrid clusters: which Nodes are the provider's.
-		Ownership: pol,
-		Explain:   cc.Explain,
+		Deps:      shared,
+		Instances: in,
+		Lister:    instanceLister(cc),
 	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod, Workers: int(cc.Options.ConcurrentNodeLifecycleSyncs), Cap: deletionCap(cc.Options)})
 	if err != nil {
 		return false, "", err

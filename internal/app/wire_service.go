@@ -21,28 +21,17 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 		}
 	}
 	annots, _ := cc.Cloud.AnnotationChecker()
-	cl, err := cc.Clients(service.ControllerName)
-	if err != nil {
-		return false, "", err
-	}
-	pol, err := cc.ownership()
+	shared, cl, err := cc.shared(service.ControllerName)
 	if err != nil {
 		return false, "", err
 	}
 	c, err := service.New(service.Deps{
-		Client:       cl.Client,
-		APIReader:    cl.APIReader,
-		LoadBalancer: lb,
-		Lister:       lister,
-		Annotations:  annots,
-		Recovery:     cc.Cloud,
-		Recorder:     cl.Recorder,
-		Registerer:   cc.Metrics,
-
-		// Hybrid clusters: which Nodes are the provider's.
-		Ownership:       pol,
+		Deps:            shared,
+		APIReader:       cl.APIReader,
+		LoadBalancer:    lb,
+		Lister:          lister,
+		Annotations:     annots,
 		ForeignBackends: cc.Options.Safety.ForeignNodeBackends,
-		Explain:         cc.Explain,
 	}, service.Config{
 		ClusterName:       cc.ClusterName,
 		LoadBalancerClass: cc.Options.LoadBalancerClass,

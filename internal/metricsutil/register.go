@@ -1,5 +1,6 @@
-// Package metricsutil holds the one piece of Prometheus plumbing every
-// controller shares.
+// Package metricsutil holds the Prometheus plumbing every controller
+// shares: Set builds a component's metrics, each in one call, and
+// registers them together; LabelResult is the one outcome label.
 package metricsutil
 
 import (

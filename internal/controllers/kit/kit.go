@@ -1,5 +1,8 @@
 // Package kit is the skeleton the controllers share, so that they differ
-// only in their own logic: the one Outcome of a sync (outcome.go: what the
+// only in their own logic: the collaborators every controller takes
+// (deps.go: Deps, resolved once in New, and OrDefault, the one way a
+// Config's zero value takes its default), the one Outcome of a sync
+// (outcome.go: what the
 // queue does next, when the key is retried and why, the result label of
 // the metrics, quoting the queue's own backoff), the event recorder
 // policy with every note bounded (bound.go), the work queue captured for

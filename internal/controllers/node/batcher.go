@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -116,14 +117,14 @@ func (b *batcher) scheduleLocked(ctx context.Context) *listCall {
 		b.mu.Lock()
 		if err != nil {
 			call.err = err // the cloud wrapper names the operation
-			b.metrics.lists.WithLabelValues(resultError).Inc()
+			b.metrics.lists.WithLabelValues(kit.ResultError).Inc()
 			klog.FromContext(ctx).V(2).Info("Listing instances failed", "err", err)
 		} else {
 			call.snap = newSnapshot(call.started, list)
 			if b.last == nil || b.last.started.Before(call.started) {
 				b.last = call.snap
 			}
-			b.metrics.lists.WithLabelValues(resultSuccess).Inc()
+			b.metrics.lists.WithLabelValues(kit.ResultSuccess).Inc()
 		}
 		b.metrics.listWaiters.Observe(float64(call.waiters))
 		b.inflight = nil

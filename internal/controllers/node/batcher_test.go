@@ -12,9 +12,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
-func newTestBatcher(t *testing.T, fc *fakeCloud, interval time.Duration, clk clock.Clock) *batcher {
+func newTestBatcher(t *testing.T, fc *cloudfake.Cloud, interval time.Duration, clk clock.Clock) *batcher {
 	t.Helper()
 	m, err := newMetrics(nil)
 	if err != nil {
@@ -25,7 +26,7 @@ func newTestBatcher(t *testing.T, fc *fakeCloud, interval time.Duration, clk clo
 
 // hold makes fc's list calls wait until the test releases them (or the
 // test ends).
-func hold(t *testing.T, fc *fakeCloud) (release func()) {
+func hold(t *testing.T, fc *cloudfake.Cloud) (release func()) {
 	release = fc.Gate("ListInstances")
 	t.Cleanup(release)
 	return release
@@ -52,7 +53,7 @@ func (b *batcher) waiters() int {
 
 func TestBatcherCoalescesConcurrentCallers(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1"))
+	fc := cloudfake.New(instance("n1", "10.0.0.1", "203.0.113.1"))
 	release := hold(t, fc)
 	b := newTestBatcher(t, fc, time.Millisecond, clock.RealClock{})
 	seen := time.Now()
@@ -72,14 +73,14 @@ func TestBatcherCoalescesConcurrentCallers(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if got := fc.listCalls.Load(); got != 1 {
+	if got := fc.CallCount("ListInstances"); got != 1 {
 		t.Errorf("list calls = %d, want 1 for 100 concurrent callers", got)
 	}
 }
 
 func TestBatcherReusesAnswerNewerThanNotBefore(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud()
+	fc := cloudfake.New()
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	b := newTestBatcher(t, fc, 0, clk)
 	seen := clk.Now()
@@ -88,7 +89,7 @@ func TestBatcherReusesAnswerNewerThanNotBefore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := fc.listCalls.Load(); got != 1 {
+	if got := fc.CallCount("ListInstances"); got != 1 {
 		t.Errorf("list calls = %d, want 1", got)
 	}
 	// A Node seen after that answer started needs a new list.
@@ -96,14 +97,14 @@ func TestBatcherReusesAnswerNewerThanNotBefore(t *testing.T) {
 	if _, err := b.Get(context.Background(), clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if got := fc.listCalls.Load(); got != 2 {
+	if got := fc.CallCount("ListInstances"); got != 2 {
 		t.Errorf("list calls = %d, want 2", got)
 	}
 }
 
 func TestBatcherWaitsForNewerCallWhenInFlightIsTooOld(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud()
+	fc := cloudfake.New()
 	release := hold(t, fc)
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	b := newTestBatcher(t, fc, 0, clk)
@@ -112,10 +113,10 @@ func TestBatcherWaitsForNewerCallWhenInFlightIsTooOld(t *testing.T) {
 		s, _ := b.Get(context.Background(), clk.Now())
 		first <- s
 	}()
-	waitFor(t, "the first list to be in flight", func() bool { return fc.listCalls.Load() == 1 })
+	waitFor(t, "the first list to be in flight", func() bool { return fc.CallCount("ListInstances") == 1 })
 	// A Node seen after that list started, whose instance it may lack.
 	clk.Step(time.Millisecond)
-	fc.put(instance("late", "10.0.0.2", "203.0.113.2"))
+	fc.PutInstance(instance("late", "10.0.0.2", "203.0.113.2"))
 	second := make(chan *snapshot, 1)
 	go func() {
 		s, _ := b.Get(context.Background(), clk.Now())
@@ -132,7 +133,7 @@ func TestBatcherWaitsForNewerCallWhenInFlightIsTooOld(t *testing.T) {
 	if _, ok, _ := s.Lookup(newNode("late")); !ok {
 		t.Error("the newer answer lacks the instance created before it")
 	}
-	if got := fc.listCalls.Load(); got != 2 {
+	if got := fc.CallCount("ListInstances"); got != 2 {
 		t.Errorf("list calls = %d, want 2", got)
 	}
 }
@@ -142,7 +143,7 @@ func TestBatcherWaitsForNewerCallWhenInFlightIsTooOld(t *testing.T) {
 func TestBatcherRateLimitsCalls(t *testing.T) {
 	t.Parallel()
 	const interval = 200 * time.Millisecond
-	fc := newFakeCloud()
+	fc := cloudfake.New()
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	b := newTestBatcher(t, fc, interval, clk)
 	done := make(chan error, 1)
@@ -156,15 +157,15 @@ func TestBatcherRateLimitsCalls(t *testing.T) {
 		}
 		done <- nil
 	}()
-	waitFor(t, "the first list", func() bool { return fc.listCalls.Load() == 1 })
-	for call := int64(2); call <= 3; call++ {
+	waitFor(t, "the first list", func() bool { return fc.CallCount("ListInstances") == 1 })
+	for call := 2; call <= 3; call++ {
 		waitFor(t, "the next list to wait for the interval", clk.HasWaiters)
 		clk.Step(interval / 2)
-		if got := fc.listCalls.Load(); got != call-1 || !clk.HasWaiters() {
+		if got := fc.CallCount("ListInstances"); got != call-1 || !clk.HasWaiters() {
 			t.Fatalf("half an interval after list %d: %d lists, want %d and a pending one", call-1, got, call-1)
 		}
 		clk.Step(interval / 2)
-		waitFor(t, "the next list after one interval", func() bool { return fc.listCalls.Load() == call })
+		waitFor(t, "the next list after one interval", func() bool { return fc.CallCount("ListInstances") == call })
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -173,14 +174,14 @@ func TestBatcherRateLimitsCalls(t *testing.T) {
 
 func TestBatcherSharesErrors(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud()
+	fc := cloudfake.New()
 	boom := errors.New("boom")
-	fc.setErr(boom)
+	fc.SetError("", boom)
 	b := newTestBatcher(t, fc, time.Millisecond, clock.RealClock{})
 	if _, err := b.Get(context.Background(), time.Now()); !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
 	}
-	fc.setErr(nil)
+	fc.SetError("", nil)
 	if _, err := b.Get(context.Background(), time.Now()); err != nil {
 		t.Fatalf("after recovery: %v", err)
 	}
@@ -188,7 +189,7 @@ func TestBatcherSharesErrors(t *testing.T) {
 
 func TestBatcherCallerCancellation(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud()
+	fc := cloudfake.New()
 	hold(t, fc) // the list never answers while the caller waits
 	b := newTestBatcher(t, fc, time.Millisecond, clock.RealClock{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)

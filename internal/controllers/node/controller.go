@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -72,34 +71,19 @@ const (
 	defaultMaxBackoff  = 5 * time.Minute
 )
 
-// Deps are the controller's collaborators.
+// Deps are the controller's collaborators: the shared ones (kit.Deps:
+// Recovery retries the Nodes waiting for initialization at once when the
+// cloud answers again; Clock dates first sightings and paces the shared
+// list; Ownership keeps the controller from initializing or refreshing a
+// foreign Node; Explain receives each Node's initialization attempts) and
+// the provider's instance interfaces.
 type Deps struct {
-	// Client reads Nodes (from the manager's cache in production) and
-	// writes them.
-	Client client.Client
+	kit.Deps
 	// Instances is the standard per-node cloud interface; required.
 	Instances cloudprovider.InstancesV2
 	// Lister, when set, replaces per-node InstanceMetadata calls with
 	// shared ListInstances calls.
 	Lister cloud.InstanceLister
-	// Recorder emits events on Nodes; nil emits none.
-	Recorder events.EventRecorder
-	// Recovery, when set, tells the controller that the cloud answers again
-	// after an outage: the Nodes waiting for initialization are retried at
-	// once instead of sitting out the backoff the outage built up.
-	Recovery cloud.RecoveryNotifier
-	// Registerer receives the metrics; nil registers none.
-	Registerer prometheus.Registerer
-	// Clock dates first sightings and paces the shared list; nil is the
-	// real clock.
-	Clock clock.Clock
-	// Ownership says which Nodes are the provider's in a hybrid cluster;
-	// the controller never initializes or refreshes a foreign one. The
-	// zero value owns every Node, as upstream's controller assumes.
-	Ownership ownership.Policy
-	// Explain, when set, receives the record of each Node's initialization
-	// attempts (explain.go).
-	Explain *explain.Store
 }
 
 // Config tunes the controller.
@@ -165,8 +149,9 @@ type Controller struct {
 
 // New builds the controller; it starts nothing.
 func New(deps Deps, cfg Config) (*Controller, error) {
-	if deps.Client == nil {
-		return nil, errors.New("node controller: a client is required")
+	shared, err := deps.Resolve(ControllerName)
+	if err != nil {
+		return nil, err
 	}
 	if deps.Instances == nil {
 		return nil, errors.New("node controller: the cloud provider's InstancesV2 is required")
@@ -180,37 +165,30 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if cfg.StatusWorkers == 0 {
 		cfg.StatusWorkers = cfg.Workers
 	}
-	cfg.ListInterval = orDefault(cfg.ListInterval, DefaultListInterval)
-	cfg.CloudTimeout = orDefault(cfg.CloudTimeout, DefaultCloudTimeout)
-	cfg.BaseBackoff = orDefault(cfg.BaseBackoff, defaultBaseBackoff)
-	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, defaultMaxBackoff)
-	m, err := newMetrics(deps.Registerer)
+	cfg.ListInterval = kit.OrDefault(cfg.ListInterval, DefaultListInterval)
+	cfg.CloudTimeout = kit.OrDefault(cfg.CloudTimeout, DefaultCloudTimeout)
+	cfg.BaseBackoff = kit.OrDefault(cfg.BaseBackoff, defaultBaseBackoff)
+	cfg.MaxBackoff = kit.OrDefault(cfg.MaxBackoff, defaultMaxBackoff)
+	m, err := newMetrics(shared.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	clk := kit.Clock(deps.Clock)
+	clk := shared.Clock
 	c := &Controller{
-		client: client.WithFieldOwner(deps.Client, ControllerName), instances: deps.Instances, recorder: kit.Recorder(deps.Recorder),
+		client: shared.Client, instances: deps.Instances, recorder: shared.Recorder,
 		metrics: m, cfg: cfg, clock: clk, seen: map[string]time.Time{}, waiting: map[string]time.Time{}, written: map[string][]string{},
-		ownership: deps.Ownership, foreign: map[string]struct{}{},
+		ownership: shared.Ownership, foreign: map[string]struct{}{},
 		limiter: kit.NewBackoff[reconcile.Request]("per-Node", cfg.BaseBackoff, cfg.MaxBackoff),
-		explain: deps.Explain,
+		explain: shared.Explain,
 	}
-	if err := c.registerWaiting(deps.Registerer); err != nil {
+	if err := c.registerWaiting(shared.Registerer); err != nil {
 		return nil, err
 	}
 	if deps.Lister != nil {
 		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk)
 	}
-	kit.OnRecovered(deps.Recovery, c.recovered)
+	kit.OnRecovered(shared.Recovery, c.recovered)
 	return c, nil
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 // SetupWithManager adds the initializing controller and, when refreshes

@@ -9,8 +9,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
 	"github.com/stratus-ccm/stratus/internal/explain"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // A Node whose instance the cloud does not know is explained with the
@@ -18,10 +20,10 @@ import (
 // finds it gone does not bring its explain record back.
 func TestExplainRecordOfADeletedNodeStaysDropped(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud()
+	fc := cloudfake.New()
 	h := newHarness(t, fc, false, newNode("ghost"))
 	store := explain.NewStore()
-	c, err := New(Deps{Client: h.client, Instances: fc, Explain: store}, Config{Workers: 1})
+	c, err := New(Deps{Deps: kit.Deps{Client: h.client, Explain: store}, Instances: fc}, Config{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +53,10 @@ func TestExplainRecordOfADeletedNodeStaysDropped(t *testing.T) {
 // to it (controller-runtime's AddRateLimited), up to the cap and past it.
 func TestExplainQuotesTheQueuesBackoff(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud()
+	fc := cloudfake.New()
 	h := newHarness(t, fc, false, newNode("ghost"))
 	store := explain.NewStore()
-	c, err := New(Deps{Client: h.client, Instances: fc, Explain: store},
+	c, err := New(Deps{Deps: kit.Deps{Client: h.client, Explain: store}, Instances: fc},
 		Config{Workers: 1, BaseBackoff: 250 * time.Millisecond, MaxBackoff: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)

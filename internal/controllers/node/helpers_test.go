@@ -16,55 +16,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
-// fakeCloud is the shared provider double (pkg/cloud/fake) with the
-// counters and knobs these tests read.
-type fakeCloud struct {
-	*cloudfake.Cloud
-	// nilMD makes InstanceMetadata answer nil, nil, as a buggy provider.
-	nilMD bool
-
-	metadataCalls, listCalls callCounter
-}
-
-// callCounter reads how often the double served one operation.
-type callCounter struct {
-	c  *cloudfake.Cloud
-	op string
-}
-
-func (c callCounter) Load() int64 { return int64(c.c.CallCount(c.op)) }
-
-func newFakeCloud(insts ...cloud.Instance) *fakeCloud {
-	c := cloudfake.New(insts...)
-	return &fakeCloud{Cloud: c, metadataCalls: callCounter{c, "InstanceMetadata"}, listCalls: callCounter{c, "ListInstances"}}
-}
-
-func (f *fakeCloud) put(inst cloud.Instance) { f.PutInstance(inst) }
-
-// setErr makes every call fail with err (nil: none).
-func (f *fakeCloud) setErr(err error) { f.SetError("", err) }
-
-// edit changes the instance of the node called name in place.
-func (f *fakeCloud) edit(name string, change func(*cloud.Instance)) {
-	for _, in := range f.Held() {
-		if in.Name == name {
-			f.DeleteInstance(in.ProviderID)
-			change(&in)
-			f.PutInstance(in)
-		}
+// editInstance changes the cloud's instance of the node called name in
+// place, failing t when it holds none: an edit that changed nothing would
+// let a test pass for the wrong reason.
+func editInstance(t *testing.T, fc *cloudfake.Cloud, name string, change func(*cloud.Instance)) {
+	t.Helper()
+	if !fc.EditInstance(name, change) {
+		t.Fatalf("the cloud holds no instance called %s to edit", name)
 	}
-}
-
-func (f *fakeCloud) InstanceMetadata(ctx context.Context, n *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
-	md, err := f.Cloud.InstanceMetadata(ctx, n)
-	if f.nilMD && err == nil {
-		return nil, nil
-	}
-	return md, err
 }
 
 // instance returns a running instance for a node name, with an internal
@@ -109,14 +73,14 @@ func (w *writes) total() int64 { return w.spec.Load() + w.status.Load() }
 type harness struct {
 	c        *Controller
 	client   client.Client
-	cloud    *fakeCloud
+	cloud    *cloudfake.Cloud
 	recorder *events.FakeRecorder
 	writes   *writes
 }
 
 // newHarness builds a controller over a fake client holding nodes; with
 // list the cloud's ListInstances serves metadata.
-func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*corev1.Node) *harness {
+func newHarness(t *testing.T, fc *cloudfake.Cloud, list bool, nodes ...*corev1.Node) *harness {
 	t.Helper()
 	w := &writes{}
 	objs := make([]client.Object, 0, len(nodes))
@@ -142,7 +106,7 @@ func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*corev1.Node) *
 			},
 		}).Build()
 	rec := events.NewFakeRecorder(1000)
-	deps := Deps{Client: cl, Instances: fc, Recorder: rec}
+	deps := Deps{Deps: kit.Deps{Client: cl, Recorder: rec}, Instances: fc}
 	if list {
 		deps.Lister = fc
 	}

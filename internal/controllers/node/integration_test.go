@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/node"
 	"github.com/stratus-ccm/stratus/internal/controllers/node/nodetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -30,8 +31,9 @@ func TestIntegration(t *testing.T) {
 	mgr := nodetest.NewManager(t, env.Config)
 	reg := prometheus.NewRegistry()
 	c, err := node.New(node.Deps{
-		Client: mgr.GetClient(), Instances: in, Lister: lister,
-		Recorder: mgr.GetEventRecorder(node.ControllerName), Registerer: reg,
+		Deps:      kit.Deps{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(node.ControllerName), Registerer: reg},
+		Instances: in,
+		Lister:    lister,
 	}, node.Config{Workers: 4, RefreshPeriod: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratus-ccm/stratus/internal/metricsutil"
@@ -45,8 +43,6 @@ func upstreamDelayBuckets() []float64 { return prometheus.ExponentialBuckets(1, 
 
 // Values of the "result" label.
 const (
-	resultSuccess          = "success"
-	resultError            = "error"
 	resultCloudError       = "cloud_error"
 	resultInstanceNotFound = "instance_not_found"
 	resultInvalidMetadata  = "invalid_metadata"
@@ -74,73 +70,24 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	var s metricsutil.Set
 	m := &metrics{
-		inits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricInitializations,
-			Help: "Node initialization attempts by result (success, cloud_error, instance_not_found, invalid_metadata, provided_node_ip, api_error).",
-		}, []string{"result"}),
-		initDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    MetricInitializationDuration,
-			Help:    "Time from when the controller first saw an uninitialized Node to its successful initialization.",
-			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
-		}),
-		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRefreshes,
-			Help: "Refresh periods over initialized Nodes by result.",
-		}, []string{"result"}),
-		refreshTime: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    MetricRefreshDuration,
-			Help:    "Duration of one refresh period over every initialized Node.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
-		}),
-		refreshWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRefreshWrites,
-			Help: "API server writes made by refreshes, by kind (status: addresses, metadata: labels).",
-		}, []string{"kind"}),
-		lists: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricInstanceLists,
-			Help: "ListInstances calls made to serve node syncs and refreshes, by result.",
-		}, []string{"result"}),
-		listWaiters: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    MetricInstanceListWaiters,
-			Help:    "Node syncs that shared one ListInstances call.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
-		}),
-		listServed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricInstanceListServed,
-			Help: "Node syncs served by an answer already at hand (no cloud call of their own).",
-		}, []string{"served"}),
-		foreign: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: MetricForeignNodes,
-			Help: "Nodes of another platform (--cloud-provider-platforms) that Stratus' controllers leave alone.",
-		}),
+		inits:         s.CounterVec(MetricInitializations, "Node initialization attempts by result (success, cloud_error, instance_not_found, invalid_metadata, provided_node_ip, api_error).", metricsutil.LabelResult),
+		initDuration:  s.Histogram(MetricInitializationDuration, "Time from when the controller first saw an uninitialized Node to its successful initialization.", prometheus.ExponentialBuckets(0.05, 2, 14)),
+		refreshes:     s.CounterVec(MetricRefreshes, "Refresh periods over initialized Nodes by result.", metricsutil.LabelResult),
+		refreshTime:   s.Histogram(MetricRefreshDuration, "Duration of one refresh period over every initialized Node.", prometheus.ExponentialBuckets(0.01, 2, 14)),
+		refreshWrites: s.CounterVec(MetricRefreshWrites, "API server writes made by refreshes, by kind (status: addresses, metadata: labels).", "kind"),
+		lists:         s.CounterVec(MetricInstanceLists, "ListInstances calls made to serve node syncs and refreshes, by result.", metricsutil.LabelResult),
+		listWaiters:   s.Histogram(MetricInstanceListWaiters, "Node syncs that shared one ListInstances call.", prometheus.ExponentialBuckets(1, 2, 12)),
+		listServed:    s.CounterVec(MetricInstanceListServed, "Node syncs served by an answer already at hand (no cloud call of their own).", "served"),
+		foreign:       s.Gauge(MetricForeignNodes, "Nodes of another platform (--cloud-provider-platforms) that Stratus' controllers leave alone."),
 		// The help texts are upstream's, with the stability prefix
 		// component-base gives an alpha metric.
-		taintRemoval: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    MetricTaintRemovalDelay,
-			Help:    "[ALPHA] Number of seconds after node creation when NodeController removed the cloud-provider taint of a single node.",
-			Buckets: upstreamDelayBuckets(),
-		}),
-		initialSync: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    MetricInitialNodeSyncDelay,
-			Help:    "[ALPHA] Number of seconds after node creation when NodeController finished the initial synchronization of a single node.",
-			Buckets: upstreamDelayBuckets(),
-		}),
+		taintRemoval: s.Histogram(MetricTaintRemovalDelay, "[ALPHA] Number of seconds after node creation when NodeController removed the cloud-provider taint of a single node.", upstreamDelayBuckets()),
+		initialSync:  s.Histogram(MetricInitialNodeSyncDelay, "[ALPHA] Number of seconds after node creation when NodeController finished the initial synchronization of a single node.", upstreamDelayBuckets()),
 	}
-	if err := metricsutil.Register(reg,
-		m.inits,
-		m.initDuration,
-		m.refreshes,
-		m.refreshTime,
-		m.refreshWrites,
-		m.lists,
-		m.listWaiters,
-		m.listServed,
-		m.foreign,
-		m.taintRemoval,
-		m.initialSync,
-	); err != nil {
-		return nil, fmt.Errorf("node controller metrics: %w", err)
+	if err := s.Register(reg, "node controller"); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -11,6 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // TestUpstreamDelayHistograms: initializing a Node observes the seconds
@@ -23,10 +26,8 @@ func TestUpstreamDelayHistograms(t *testing.T) {
 	missing.CreationTimestamp = metav1.NewTime(created)
 	reg := prometheus.NewRegistry()
 	c, err := New(Deps{
-		Client:     fake.NewClientBuilder().WithObjects(ok, missing).WithStatusSubresource(ok).Build(),
-		Instances:  newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")),
-		Registerer: reg,
-		Clock:      clocktesting.NewFakeClock(created.Add(90 * time.Second)),
+		Deps:      kit.Deps{Client: fake.NewClientBuilder().WithObjects(ok, missing).WithStatusSubresource(ok).Build(), Registerer: reg, Clock: clocktesting.NewFakeClock(created.Add(90 * time.Second))},
+		Instances: cloudfake.New(instance("n1", "10.0.0.1", "203.0.113.1")),
 	}, Config{Workers: 1})
 	if err != nil {
 		t.Fatal(err)

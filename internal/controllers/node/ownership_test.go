@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/stratus-ccm/stratus/internal/ownership"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // TestForeignNodesNotInitialized: under an ownership policy for the fake
@@ -22,7 +23,7 @@ func TestForeignNodesNotInitialized(t *testing.T) {
 	}
 	foreign := newNode("onprem")
 	foreign.Spec.ProviderID = "onprem://rack1/onprem"
-	h := newHarness(t, newFakeCloud(instance("own", "10.0.0.1", ""), instance("onprem", "10.0.0.2", "")), false, newNode("own"), foreign)
+	h := newHarness(t, cloudfake.New(instance("own", "10.0.0.1", ""), instance("onprem", "10.0.0.2", "")), false, newNode("own"), foreign)
 	h.c.ownership = pol
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()

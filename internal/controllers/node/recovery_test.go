@@ -9,7 +9,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // A Node whose initialization failed during a cloud outage is queued again
@@ -17,10 +19,10 @@ import (
 // initialized it is not.
 func TestWaitingNodesRetriedWhenCloudRecovers(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1"))
+	fc := cloudfake.New(instance("n1", "10.0.0.1", "203.0.113.1"))
 	h := newHarness(t, fc, false, newNode("n1"))
 	rec := &kittest.Recovery{}
-	c, err := New(Deps{Client: h.client, Instances: fc, Recovery: rec}, Config{Workers: 1})
+	c, err := New(Deps{Deps: kit.Deps{Client: h.client, Recovery: rec}, Instances: fc}, Config{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +35,7 @@ func TestWaitingNodesRetriedWhenCloudRecovers(t *testing.T) {
 	q.Done(got)
 	q.Forget(got)
 
-	fc.setErr(errors.New("HTTP 503"))
+	fc.SetError("", errors.New("HTTP 503"))
 	if _, err := c.Reconcile(context.Background(), req); err == nil {
 		t.Fatal("sync during the outage succeeded")
 	}
@@ -49,7 +51,7 @@ func TestWaitingNodesRetriedWhenCloudRecovers(t *testing.T) {
 	if got != req {
 		t.Fatalf("queued %v, want %v", got, req)
 	}
-	fc.setErr(nil)
+	fc.SetError("", nil)
 	if _, err := c.Reconcile(context.Background(), req); err != nil {
 		t.Fatalf("sync after recovery: %v", err)
 	}

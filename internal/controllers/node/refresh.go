@@ -53,7 +53,7 @@ func (c *Controller) Refresh(ctx context.Context) (RefreshResult, error) {
 	// cluster's idle memory would peak on.
 	var list corev1.NodeList
 	if err := c.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		c.metrics.refreshes.WithLabelValues(resultError).Inc()
+		c.metrics.refreshes.WithLabelValues(kit.ResultError).Inc()
 		return RefreshResult{}, fmt.Errorf("list nodes from cache: %w", err)
 	}
 	nodes := slices.DeleteFunc(list.Items, func(n corev1.Node) bool {
@@ -88,9 +88,9 @@ func (c *Controller) Refresh(ctx context.Context) (RefreshResult, error) {
 	res.Skipped, res.Failed = int(skipped.Load()), int(failed.Load())
 	c.metrics.refreshTime.Observe(c.clock.Since(start).Seconds())
 	if res.Failed > 0 {
-		c.metrics.refreshes.WithLabelValues(resultError).Inc()
+		c.metrics.refreshes.WithLabelValues(kit.ResultError).Inc()
 	} else {
-		c.metrics.refreshes.WithLabelValues(resultSuccess).Inc()
+		c.metrics.refreshes.WithLabelValues(kit.ResultSuccess).Inc()
 	}
 	klog.FromContext(ctx).V(2).Info("Refreshed nodes", "nodes", res.Nodes, "statusWrites", res.StatusWrites,
 		"labelWrites", res.LabelWrites, "skipped", res.Skipped, "failed", res.Failed, "duration", c.clock.Since(start))
@@ -163,13 +163,7 @@ func (c *Controller) refreshMetadata(ctx context.Context, node *corev1.Node, sna
 	if snap != nil {
 		return metadataFrom(snap, node)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
-	defer cancel()
-	md, err := c.instances.InstanceMetadata(ctx, node)
-	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", node.Name, err)
-	}
-	return md, nil
+	return c.askOne(ctx, node)
 }
 
 // ignoreNotFound turns "the Node was deleted meanwhile" into a skip.

@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // initializedNode returns a Node as sync leaves it for inst.
-func initializedNode(t *testing.T, name string) (*corev1.Node, *fakeCloud) {
+func initializedNode(t *testing.T, name string) (*corev1.Node, *cloudfake.Cloud) {
 	t.Helper()
-	fc := newFakeCloud(instance(name, "10.0.0.1", "203.0.113.1"))
+	fc := cloudfake.New(instance(name, "10.0.0.1", "203.0.113.1"))
 	h := newHarness(t, fc, true, newNode(name))
 	if err := h.c.sync(context.Background(), name); err != nil {
 		t.Fatal(err)
@@ -24,14 +26,14 @@ func TestRefreshUnchangedNodesWritesNothing(t *testing.T) {
 	t.Parallel()
 	for _, list := range []bool{false, true} {
 		t.Run(fmt.Sprintf("list=%v", list), func(t *testing.T) {
-			fc := newFakeCloud()
+			fc := cloudfake.New()
 			var nodes []*corev1.Node
 			for i := range 20 {
 				name := fmt.Sprintf("n%d", i)
 				n, _ := initializedNode(t, name)
 				n.ResourceVersion = ""
 				nodes = append(nodes, n)
-				fc.put(instance(name, "10.0.0.1", "203.0.113.1"))
+				fc.PutInstance(instance(name, "10.0.0.1", "203.0.113.1"))
 			}
 			h := newHarness(t, fc, list, nodes...)
 			res, err := h.c.Refresh(context.Background())
@@ -41,7 +43,7 @@ func TestRefreshUnchangedNodesWritesNothing(t *testing.T) {
 			if res.Nodes != 20 || h.writes.total() != 0 {
 				t.Errorf("refreshed %d nodes with %d writes; want 20 nodes, 0 writes", res.Nodes, h.writes.total())
 			}
-			calls := fc.listCalls.Load() + fc.metadataCalls.Load()
+			calls := fc.CallCount("ListInstances") + fc.CallCount("InstanceMetadata")
 			if list && calls != 1 || !list && calls != 20 {
 				t.Errorf("cloud calls = %d (list=%v)", calls, list)
 			}
@@ -55,7 +57,7 @@ func TestRefreshWritesChangedAddresses(t *testing.T) {
 	n.ResourceVersion = ""
 	h := newHarness(t, fc, true, n)
 	changed := instance("n1", "10.0.0.1", "198.51.100.7")
-	fc.put(changed)
+	fc.PutInstance(changed)
 
 	res, err := h.c.Refresh(context.Background())
 	if err != nil {
@@ -78,7 +80,7 @@ func TestRefreshWritesChangedLabelsOnly(t *testing.T) {
 	inst := instance("n1", "10.0.0.1", "203.0.113.1")
 	inst.Metadata.InstanceType = "large"
 	inst.Metadata.AdditionalLabels = map[string]string{"example.com/pool": "cloud", "example.com/new": "x"}
-	fc.put(inst)
+	fc.PutInstance(inst)
 
 	res, err := h.c.Refresh(context.Background())
 	if err != nil {
@@ -100,7 +102,7 @@ func TestRefreshSkipsUninitializedAndMissingNodes(t *testing.T) {
 	t.Parallel()
 	n, _ := initializedNode(t, "gone")
 	n.ResourceVersion = ""
-	fc := newFakeCloud()
+	fc := cloudfake.New()
 	h := newHarness(t, fc, true, n, newNode("new"))
 	res, err := h.c.Refresh(context.Background())
 	if err != nil {
@@ -116,7 +118,7 @@ func TestRefreshListErrorWritesNothing(t *testing.T) {
 	n, fc := initializedNode(t, "n1")
 	n.ResourceVersion = ""
 	h := newHarness(t, fc, true, n)
-	fc.setErr(fmt.Errorf("unavailable"))
+	fc.SetError("", fmt.Errorf("unavailable"))
 	if _, err := h.c.Refresh(context.Background()); err == nil {
 		t.Fatal("want the list error")
 	}

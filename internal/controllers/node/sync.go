@@ -69,7 +69,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	// From the first sighting: seen moves with every failed attempt.
 	waited := c.clock.Since(c.waitingSince(name, seen)).Seconds()
 	c.forget(name)
-	c.metrics.inits.WithLabelValues(resultSuccess).Inc()
+	c.metrics.inits.WithLabelValues(kit.ResultSuccess).Inc()
 	c.metrics.initDuration.Observe(waited)
 	c.event(node, corev1.EventTypeNormal, ReasonSynced, actionInitialize, "Node synced successfully")
 	c.metrics.initialSync.Observe(c.clock.Since(node.CreationTimestamp.Time).Seconds())
@@ -77,17 +77,22 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	return nil
 }
 
+// askOne asks the cloud about one Node with the standard per-node call.
+func (c *Controller) askOne(ctx context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
+	defer cancel()
+	md, err := c.instances.InstanceMetadata(ctx, node)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", node.Name, err)
+	}
+	return md, nil
+}
+
 // metadata asks the cloud about one Node: from a shared list answer that
 // started after notBefore when the provider can list, else per Node.
 func (c *Controller) metadata(ctx context.Context, node *corev1.Node, notBefore time.Time) (*cloudprovider.InstanceMetadata, error) {
 	if c.batcher == nil {
-		ctx, cancel := context.WithTimeout(ctx, c.cfg.CloudTimeout)
-		defer cancel()
-		md, err := c.instances.InstanceMetadata(ctx, node)
-		if err != nil {
-			return nil, fmt.Errorf("node %s: %w", node.Name, err)
-		}
-		return md, nil
+		return c.askOne(ctx, node)
 	}
 	snap, err := c.batcher.Get(ctx, notBefore)
 	if err != nil {

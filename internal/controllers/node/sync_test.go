@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 func TestSyncInitializesNode(t *testing.T) {
@@ -25,7 +26,7 @@ func TestSyncInitializesNode(t *testing.T) {
 		t.Run(fmt.Sprintf("list=%v", list), func(t *testing.T) {
 			inst := instance("n1", "10.0.0.1", "203.0.113.1")
 			inst.Metadata.AdditionalLabels = map[string]string{"example.com/pool": "blue"}
-			h := newHarness(t, newFakeCloud(inst), list, newNode("n1"))
+			h := newHarness(t, cloudfake.New(inst), list, newNode("n1"))
 
 			if err := h.c.sync(context.Background(), "n1"); err != nil {
 				t.Fatalf("sync: %v", err)
@@ -53,7 +54,7 @@ func TestSyncInitializesNode(t *testing.T) {
 			if got := h.writes.total(); got != 2 {
 				t.Errorf("API writes = %d, want 2 (status, then spec+metadata)", got)
 			}
-			if calls := h.cloud.metadataCalls.Load() + h.cloud.listCalls.Load(); calls != 1 {
+			if calls := h.cloud.CallCount("InstanceMetadata") + h.cloud.CallCount("ListInstances"); calls != 1 {
 				t.Errorf("cloud calls = %d, want 1", calls)
 			}
 			wantEvent(t, h.events(), "Normal Synced")
@@ -74,7 +75,7 @@ func TestSyncKeepsExistingProviderIDAndLabels(t *testing.T) {
 	n := newNode("n1")
 	n.Spec.ProviderID = "fake://n1"
 	n.Labels["example.com/pool"] = "red"
-	h := newHarness(t, newFakeCloud(inst), true, n)
+	h := newHarness(t, cloudfake.New(inst), true, n)
 
 	if err := h.c.sync(context.Background(), "n1"); err != nil {
 		t.Fatalf("sync: %v", err)
@@ -97,7 +98,7 @@ func TestSyncKeepsOtherTaints(t *testing.T) {
 	t.Parallel()
 	n := newNode("n1")
 	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule})
-	h := newHarness(t, newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")), true, n)
+	h := newHarness(t, cloudfake.New(instance("n1", "10.0.0.1", "203.0.113.1")), true, n)
 	if err := h.c.sync(context.Background(), "n1"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -114,7 +115,7 @@ func TestSyncProvidedNodeIP(t *testing.T) {
 	inst.Metadata.NodeAddresses = append(inst.Metadata.NodeAddresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "fd00::1"})
 	n := newNode("n1")
 	n.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: "10.0.0.1,fd00::1"}
-	h := newHarness(t, newFakeCloud(inst), true, n)
+	h := newHarness(t, cloudfake.New(inst), true, n)
 
 	if err := h.c.sync(context.Background(), "n1"); err != nil {
 		t.Fatalf("sync: %v", err)
@@ -137,35 +138,35 @@ func TestSyncFailuresLeaveNodeTainted(t *testing.T) {
 	cases := []struct {
 		name   string
 		list   bool
-		setup  func(fc *fakeCloud, n *corev1.Node)
+		setup  func(t *testing.T, fc *cloudfake.Cloud, n *corev1.Node)
 		reason string
 	}{
-		{"provider error", false, func(fc *fakeCloud, _ *corev1.Node) { fc.setErr(errors.New("boom")) }, ReasonInstanceMetadataErr},
-		{"list error", true, func(fc *fakeCloud, _ *corev1.Node) { fc.setErr(errors.New("boom")) }, ReasonInstanceMetadataErr},
-		{"instance not found", false, func(_ *fakeCloud, n *corev1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
-		{"instance missing from list", true, func(_ *fakeCloud, n *corev1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
-		{"nil metadata", false, func(fc *fakeCloud, _ *corev1.Node) { fc.nilMD = true }, ReasonNilMetadata},
-		{"empty providerID", true, func(fc *fakeCloud, _ *corev1.Node) {
-			fc.edit("n1", func(in *cloud.Instance) { in.ProviderID, in.Metadata.ProviderID = "", "" })
+		{"provider error", false, func(_ *testing.T, fc *cloudfake.Cloud, _ *corev1.Node) { fc.SetError("", errors.New("boom")) }, ReasonInstanceMetadataErr},
+		{"list error", true, func(_ *testing.T, fc *cloudfake.Cloud, _ *corev1.Node) { fc.SetError("", errors.New("boom")) }, ReasonInstanceMetadataErr},
+		{"instance not found", false, func(_ *testing.T, _ *cloudfake.Cloud, n *corev1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
+		{"instance missing from list", true, func(_ *testing.T, _ *cloudfake.Cloud, n *corev1.Node) { n.Name = "other" }, ReasonInstanceNotFound},
+		{"nil metadata", false, func(_ *testing.T, fc *cloudfake.Cloud, _ *corev1.Node) { fc.NilMetadata = true }, ReasonNilMetadata},
+		{"empty providerID", true, func(t *testing.T, fc *cloudfake.Cloud, _ *corev1.Node) {
+			editInstance(t, fc, "n1", func(in *cloud.Instance) { in.ProviderID, in.Metadata.ProviderID = "", "" })
 		}, ReasonInvalidProviderID},
-		{"malformed providerID", false, func(fc *fakeCloud, _ *corev1.Node) {
-			fc.edit("n1", func(in *cloud.Instance) { in.Metadata.ProviderID = "i-123" })
+		{"malformed providerID", false, func(t *testing.T, fc *cloudfake.Cloud, _ *corev1.Node) {
+			editInstance(t, fc, "n1", func(in *cloud.Instance) { in.Metadata.ProviderID = "i-123" })
 		}, ReasonInvalidProviderID},
-		{"no addresses", true, func(fc *fakeCloud, _ *corev1.Node) {
-			fc.edit("n1", func(in *cloud.Instance) { in.Metadata.NodeAddresses = nil })
+		{"no addresses", true, func(t *testing.T, fc *cloudfake.Cloud, _ *corev1.Node) {
+			editInstance(t, fc, "n1", func(in *cloud.Instance) { in.Metadata.NodeAddresses = nil })
 		}, ReasonNoAddresses},
-		{"provided IP not in cloud", true, func(_ *fakeCloud, n *corev1.Node) {
+		{"provided IP not in cloud", true, func(_ *testing.T, _ *cloudfake.Cloud, n *corev1.Node) {
 			n.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: "10.9.9.9"}
 		}, ReasonInvalidNodeIP},
-		{"provided IP malformed", true, func(_ *fakeCloud, n *corev1.Node) {
+		{"provided IP malformed", true, func(_ *testing.T, _ *cloudfake.Cloud, n *corev1.Node) {
 			n.Annotations = map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: "10.0.0.1,10.0.0.2"}
 		}, ReasonInvalidNodeIP},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fc := newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1"))
+			fc := cloudfake.New(instance("n1", "10.0.0.1", "203.0.113.1"))
 			n := newNode("n1")
-			tc.setup(fc, n)
+			tc.setup(t, fc, n)
 			h := newHarness(t, fc, tc.list, n)
 
 			err := h.c.sync(context.Background(), n.Name)
@@ -185,7 +186,7 @@ func TestSyncFailuresLeaveNodeTainted(t *testing.T) {
 
 func TestSyncAPIErrorIsRetried(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")), true, newNode("n1"))
+	h := newHarness(t, cloudfake.New(instance("n1", "10.0.0.1", "203.0.113.1")), true, newNode("n1"))
 	h.writes.failSpec = apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n1", errors.New("stale"))
 	err := h.c.sync(context.Background(), "n1")
 	if !apierrors.IsConflict(err) {
@@ -207,8 +208,8 @@ func TestSyncAPIErrorIsRetried(t *testing.T) {
 
 func TestSyncHonoursRetryAfter(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1"))
-	fc.setErr(cloudproviderapi.NewRetryError("slow down", 7*time.Second))
+	fc := cloudfake.New(instance("n1", "10.0.0.1", "203.0.113.1"))
+	fc.SetError("", cloudproviderapi.NewRetryError("slow down", 7*time.Second))
 	h := newHarness(t, fc, false, newNode("n1"))
 	res, err := h.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "n1"}})
 	if err != nil || res.RequeueAfter != 7*time.Second {
@@ -222,7 +223,7 @@ func TestSyncHonoursRetryAfter(t *testing.T) {
 
 func TestSyncFailureDoesNotAffectOtherNodes(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud(instance("good", "10.0.0.1", "203.0.113.1"))
+	fc := cloudfake.New(instance("good", "10.0.0.1", "203.0.113.1"))
 	h := newHarness(t, fc, true, newNode("good"), newNode("missing"))
 	if err := h.c.sync(context.Background(), "missing"); !errors.Is(err, cloudprovider.InstanceNotFound) {
 		t.Fatalf("missing: err = %v, want InstanceNotFound", err)
@@ -237,18 +238,18 @@ func TestSyncFailureDoesNotAffectOtherNodes(t *testing.T) {
 
 func TestSyncRetryNeedsNewerList(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud()
+	fc := cloudfake.New()
 	h := newHarness(t, fc, true, newNode("late"))
 	if err := h.c.sync(context.Background(), "late"); err == nil {
 		t.Fatal("want InstanceNotFound before the instance exists")
 	}
 	// The machine appears; the retry must not be answered from the list
 	// that did not contain it.
-	fc.put(instance("late", "10.0.0.5", "203.0.113.5"))
+	fc.PutInstance(instance("late", "10.0.0.5", "203.0.113.5"))
 	if err := h.c.sync(context.Background(), "late"); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
-	if got := fc.listCalls.Load(); got != 2 {
+	if got := fc.CallCount("ListInstances"); got != 2 {
 		t.Errorf("list calls = %d, want 2", got)
 	}
 }
@@ -257,24 +258,24 @@ func TestSyncIgnoresInitializedAndDeletedNodes(t *testing.T) {
 	t.Parallel()
 	n := newNode("done")
 	n.Spec.Taints = nil
-	fc := newFakeCloud(instance("done", "10.0.0.1", "203.0.113.1"))
+	fc := cloudfake.New(instance("done", "10.0.0.1", "203.0.113.1"))
 	h := newHarness(t, fc, true, n)
 	for _, name := range []string{"done", "gone"} {
 		if err := h.c.sync(context.Background(), name); err != nil {
 			t.Errorf("sync %s: %v", name, err)
 		}
 	}
-	if h.writes.total() != 0 || fc.listCalls.Load() != 0 {
-		t.Errorf("writes %d, lists %d; want none", h.writes.total(), fc.listCalls.Load())
+	if h.writes.total() != 0 || fc.CallCount("ListInstances") != 0 {
+		t.Errorf("writes %d, lists %d; want none", h.writes.total(), fc.CallCount("ListInstances"))
 	}
 }
 
-var _ cloud.InstanceLister = (*fakeCloud)(nil)
+var _ cloud.InstanceLister = (*cloudfake.Cloud)(nil)
 
 func TestSyncDoesNotRepeatWritesOnStaleCache(t *testing.T) {
 	t.Parallel()
 	n := newNode("n1")
-	h := newHarness(t, newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1")), true, n)
+	h := newHarness(t, cloudfake.New(instance("n1", "10.0.0.1", "203.0.113.1")), true, n)
 	stale := h.node(t, "n1")
 	if err := h.c.sync(context.Background(), "n1"); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,24 +13,20 @@ import (
 // Node's age grows between syncs without anything updating it, and a
 // deleted or initialized Node leaves them at its forget.
 func (c *Controller) registerWaiting(reg prometheus.Registerer) error {
-	count := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: MetricUninitializedNodes,
-		Help: "Nodes of this platform carrying the uninitialized taint that the node controller has seen and not yet initialized.",
-	}, func() float64 {
-		n, _ := c.waitingNodes()
-		return float64(n)
-	})
-	oldest := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: MetricOldestUninitializedAge,
-		Help: "Seconds since the node controller first saw the longest-waiting uninitialized Node; 0 when none waits.",
-	}, func() float64 {
-		_, age := c.waitingNodes()
-		return age
-	})
-	if err := metricsutil.Register(reg, count, oldest); err != nil {
-		return fmt.Errorf("node controller metrics: %w", err)
-	}
-	return nil
+	var s metricsutil.Set
+	s.GaugeFunc(MetricUninitializedNodes,
+		"Nodes of this platform carrying the uninitialized taint that the node controller has seen and not yet initialized.",
+		func() float64 {
+			n, _ := c.waitingNodes()
+			return float64(n)
+		})
+	s.GaugeFunc(MetricOldestUninitializedAge,
+		"Seconds since the node controller first saw the longest-waiting uninitialized Node; 0 when none waits.",
+		func() float64 {
+			_, age := c.waitingNodes()
+			return age
+		})
+	return s.Register(reg, "node controller")
 }
 
 // waitingNodes returns how many Nodes wait for initialization and the

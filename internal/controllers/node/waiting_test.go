@@ -8,6 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // TestWaitingGauges: the gauges count the uninitialized Nodes the
@@ -17,12 +20,10 @@ func TestWaitingGauges(t *testing.T) {
 	ok, missing := newNode("n1"), newNode("n2")
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	reg := prometheus.NewRegistry()
-	cloud := newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1"))
+	cloud := cloudfake.New(instance("n1", "10.0.0.1", "203.0.113.1"))
 	c, err := New(Deps{
-		Client:     fake.NewClientBuilder().WithObjects(ok, missing).WithStatusSubresource(ok, missing).Build(),
-		Instances:  cloud,
-		Registerer: reg,
-		Clock:      clk,
+		Deps:      kit.Deps{Client: fake.NewClientBuilder().WithObjects(ok, missing).WithStatusSubresource(ok, missing).Build(), Registerer: reg, Clock: clk},
+		Instances: cloud,
 	}, Config{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func TestWaitingGauges(t *testing.T) {
 
 	// Its machine appears: the initialization's duration counts from the
 	// first sighting, not from the last failed attempt. n1 took 0 s.
-	cloud.put(instance("n2", "10.0.0.2", "203.0.113.2"))
+	cloud.PutInstance(instance("n2", "10.0.0.2", "203.0.113.2"))
 	if err := c.sync(ctx, "n2"); err != nil {
 		t.Fatalf("sync n2 once its instance exists: %v", err)
 	}
@@ -64,10 +65,8 @@ func TestWaitingForgetsDeletedNodes(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	reg := prometheus.NewRegistry()
 	c, err := New(Deps{
-		Client:     fake.NewClientBuilder().WithObjects(newNode("n1")).Build(),
-		Instances:  newFakeCloud(),
-		Registerer: reg,
-		Clock:      clk,
+		Deps:      kit.Deps{Client: fake.NewClientBuilder().WithObjects(newNode("n1")).Build(), Registerer: reg, Clock: clk},
+		Instances: cloudfake.New(),
 	}, Config{Workers: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // TestWatchesMatchSetup pins Watches, which the daemon's controller table
@@ -16,7 +18,7 @@ import (
 func TestWatchesMatchSetup(t *testing.T) {
 	t.Parallel()
 	kittest.RequireWatches(t, Watches(), func(_ context.Context, mgr manager.Manager) error {
-		c, err := New(Deps{Client: mgr.GetClient(), Instances: newFakeCloud(), Recorder: events.NewFakeRecorder(10)}, Config{Workers: 1, RefreshPeriod: time.Hour})
+		c, err := New(Deps{Deps: kit.Deps{Client: mgr.GetClient(), Recorder: events.NewFakeRecorder(10)}, Instances: cloudfake.New()}, Config{Workers: 1, RefreshPeriod: time.Hour})
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // updateOnlyRole counts what a role granting nodes get, list, watch and
@@ -32,7 +34,7 @@ func forbidden(resource, name string) error {
 
 // newUpdateOnlyController builds a controller over a fake API server that
 // answers as under updateOnlyRole.
-func newUpdateOnlyController(t *testing.T, fc *fakeCloud, nodes ...*corev1.Node) (*Controller, client.Client, *updateOnlyRole, *events.FakeRecorder) {
+func newUpdateOnlyController(t *testing.T, fc *cloudfake.Cloud, nodes ...*corev1.Node) (*Controller, client.Client, *updateOnlyRole, *events.FakeRecorder) {
 	t.Helper()
 	role := &updateOnlyRole{}
 	objs := make([]client.Object, 0, len(nodes))
@@ -59,7 +61,7 @@ func newUpdateOnlyController(t *testing.T, fc *fakeCloud, nodes ...*corev1.Node)
 			},
 		}).Build()
 	rec := events.NewFakeRecorder(100)
-	c, err := New(Deps{Client: cl, Instances: fc, Recorder: rec}, Config{Workers: 1, BaseBackoff: time.Millisecond})
+	c, err := New(Deps{Deps: kit.Deps{Client: cl, Recorder: rec}, Instances: fc}, Config{Workers: 1, BaseBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func newUpdateOnlyController(t *testing.T, fc *fakeCloud, nodes ...*corev1.Node)
 // asking for a patch only once.
 func TestSyncUnderUpdateOnlyRole(t *testing.T) {
 	t.Parallel()
-	fc := newFakeCloud(instance("n1", "10.0.0.1", "203.0.113.1"), instance("n2", "10.0.0.2", "203.0.113.2"))
+	fc := cloudfake.New(instance("n1", "10.0.0.1", "203.0.113.1"), instance("n2", "10.0.0.2", "203.0.113.2"))
 	kubelets := []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "n1"}}
 	n1 := newNode("n1")
 	n1.Status.Addresses = kubelets
@@ -113,7 +115,7 @@ func TestSyncUnderUpdateOnlyRole(t *testing.T) {
 // newer copy.
 func TestUpdateFallbackKeepsOptimisticConcurrency(t *testing.T) {
 	t.Parallel()
-	c, cl, _, _ := newUpdateOnlyController(t, newFakeCloud(), newNode("n1"))
+	c, cl, _, _ := newUpdateOnlyController(t, cloudfake.New(), newNode("n1"))
 	ctx := context.Background()
 	base := &corev1.Node{}
 	if err := cl.Get(ctx, client.ObjectKey{Name: "n1"}, base); err != nil {
@@ -145,7 +147,7 @@ func TestRefreshUnderUpdateOnlyRole(t *testing.T) {
 	t.Parallel()
 	n, fc := initializedNode(t, "n1")
 	n.ResourceVersion = ""
-	fc.edit("n1", func(in *cloud.Instance) {
+	editInstance(t, fc, "n1", func(in *cloud.Instance) {
 		in.Metadata.InstanceType = "large"
 		in.Metadata.NodeAddresses[0].Address = "10.0.0.9"
 	})

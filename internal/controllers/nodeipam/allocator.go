@@ -232,3 +232,25 @@ func (a *allocator) updateGauges() {
 		a.m.available.WithLabelValues(fam).Set(float64(s.Size() - used))
 	}
 }
+
+// holding is what the allocator holds for a Node, for explain: its
+// sub-CIDRs and whether they await the write to the Node; known is false
+// for a Node it holds nothing for.
+func (a *allocator) holding(name string) (held []netip.Prefix, pending, known bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e := a.nodes[name]
+	if e == nil {
+		return nil, false, false
+	}
+	return slices.Clone(e.held), e.pending, true
+}
+
+// clusterCIDRs names the ranges allocated from, for explain.
+func (a *allocator) clusterCIDRs() []string {
+	out := make([]string, len(a.sets))
+	for i, s := range a.sets {
+		out[i] = s.ClusterCIDR().String()
+	}
+	return out
+}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam/cidrset"
 )
 
@@ -277,7 +278,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, dualStack(t), nil)
-			_, err := New(Deps{Client: f.cl, Recorder: f.rec}, tt.cfg)
+			_, err := New(Deps{Deps: kit.Deps{Client: f.cl, Recorder: f.rec}}, tt.cfg)
 			if err == nil {
 				t.Fatal("want an error")
 			}

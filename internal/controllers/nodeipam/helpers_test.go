@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 )
 
 type fixture struct {
@@ -55,7 +57,7 @@ func newFixture(t *testing.T, cfg Config, funcs *interceptor.Funcs, objs ...clie
 		b = b.WithInterceptorFuncs(*funcs)
 	}
 	f := &fixture{t: t, ctx: ctx, cl: b.Build(), rec: events.NewFakeRecorder(100), reg: prometheus.NewRegistry()}
-	c, err := New(Deps{Client: f.cl, Recorder: f.rec, Registerer: f.reg}, cfg)
+	c, err := New(Deps{Deps: kit.Deps{Client: f.cl, Recorder: f.rec, Registerer: f.reg}}, cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -1,8 +1,6 @@
 package nodeipam
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratus-ccm/stratus/internal/metricsutil"
@@ -32,36 +30,16 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	var s metricsutil.Set
 	m := &metrics{
-		allocated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: MetricCIDRsAllocated,
-			Help: "Pod CIDRs held by Nodes, by IP family (reserved ranges such as the service range not included).",
-		}, []string{labelFamily}),
-		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: MetricCIDRsAvailable,
-			Help: "Pod CIDRs still free to allocate, by IP family.",
-		}, []string{labelFamily}),
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricAllocationFailures,
-			Help: "Failed pod CIDR allocations, by reason (exhausted: the cluster CIDR is full; patch_failed: the Node could not be updated).",
-		}, []string{labelReason}),
-		outside: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricCIDRsOutsideCluster,
-			Help: "Pod CIDRs found on Nodes that lie outside every --cluster-cidr (each counted once per Node).",
-		}),
-		collision: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricCIDRCollisions,
-			Help: "Pod CIDRs found on a Node that another Node already holds (each counted once per Node).",
-		}),
+		allocated: s.GaugeVec(MetricCIDRsAllocated, "Pod CIDRs held by Nodes, by IP family (reserved ranges such as the service range not included).", labelFamily),
+		available: s.GaugeVec(MetricCIDRsAvailable, "Pod CIDRs still free to allocate, by IP family.", labelFamily),
+		failures:  s.CounterVec(MetricAllocationFailures, "Failed pod CIDR allocations, by reason (exhausted: the cluster CIDR is full; patch_failed: the Node could not be updated).", labelReason),
+		outside:   s.Counter(MetricCIDRsOutsideCluster, "Pod CIDRs found on Nodes that lie outside every --cluster-cidr (each counted once per Node)."),
+		collision: s.Counter(MetricCIDRCollisions, "Pod CIDRs found on a Node that another Node already holds (each counted once per Node)."),
 	}
-	if err := metricsutil.Register(reg,
-		m.allocated,
-		m.available,
-		m.failures,
-		m.outside,
-		m.collision,
-	); err != nil {
-		return nil, fmt.Errorf("nodeipam metrics: %w", err)
+	if err := s.Register(reg, "nodeipam"); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

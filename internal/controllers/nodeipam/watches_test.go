@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
 )
 
@@ -14,7 +15,7 @@ import (
 // reads, to what SetupWithManager really watches.
 func TestWatchesMatchSetup(t *testing.T) {
 	kittest.RequireWatches(t, Watches(), func(_ context.Context, mgr manager.Manager) error {
-		c, err := New(Deps{Client: mgr.GetClient(), Recorder: events.NewFakeRecorder(10)}, dualStack(t))
+		c, err := New(Deps{Deps: kit.Deps{Client: mgr.GetClient(), Recorder: events.NewFakeRecorder(10)}}, dualStack(t))
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/ownership"
 )
 
@@ -57,18 +58,10 @@ func (d DeletionCap) withDefaults() (DeletionCap, error) {
 	if d.Window < 0 || d.MaxShare < 0 || d.MaxShare > 1 || d.MaxZoneShare < 0 || d.MaxZoneShare > 1 || d.Min < 0 {
 		return d, fmt.Errorf("node lifecycle controller: deletion cap %+v: the window and the minimum must not be negative, the shares must be within [0, 1]", d)
 	}
-	if d.Window == 0 {
-		d.Window = DefaultDeletionWindow
-	}
-	if d.MaxShare == 0 {
-		d.MaxShare = DefaultMaxDeletionShare
-	}
-	if d.MaxZoneShare == 0 {
-		d.MaxZoneShare = DefaultMaxZoneDeletionShare
-	}
-	if d.Min == 0 {
-		d.Min = DefaultMinDeletions
-	}
+	d.Window = kit.OrDefault(d.Window, DefaultDeletionWindow)
+	d.MaxShare = kit.OrDefault(d.MaxShare, DefaultMaxDeletionShare)
+	d.MaxZoneShare = kit.OrDefault(d.MaxZoneShare, DefaultMaxZoneDeletionShare)
+	d.Min = kit.OrDefault(d.Min, DefaultMinDeletions)
 	return d, nil
 }
 

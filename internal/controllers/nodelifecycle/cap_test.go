@@ -13,13 +13,16 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // capHarness builds a controller with the given cap over nodes, on a fake
 // clock, with a list-capable cloud that knows alive's instances.
 func capHarness(t *testing.T, capc DeletionCap, alive []string, nodes ...*corev1.Node) (*harness, *clocktesting.FakeClock) {
 	t.Helper()
-	fc := newCloud()
+	fc := cloudfake.New()
 	for _, name := range alive {
 		fc.PutInstance(inst(name, false))
 	}
@@ -30,7 +33,7 @@ func capHarness(t *testing.T, capc DeletionCap, alive []string, nodes ...*corev1
 	cl := fake.NewClientBuilder().WithObjects(objs...).WithIndex(&corev1.Node{}, attentionField, needsAttention).Build()
 	rec := events.NewFakeRecorder(1000)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c, err := New(Deps{Client: cl, Instances: fc, Lister: fc, Recorder: rec, Clock: clk}, Config{Period: 1, Cap: capc})
+	c, err := New(Deps{Deps: kit.Deps{Client: cl, Recorder: rec, Clock: clk}, Instances: fc, Lister: fc}, Config{Period: 1, Cap: capc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +147,7 @@ func TestCapDefaults(t *testing.T) {
 
 func TestCapRefusesBadValues(t *testing.T) {
 	for _, bad := range []DeletionCap{{MaxShare: 1.5}, {MaxZoneShare: -0.1}, {Window: -time.Second}, {Min: -1}} {
-		_, err := New(Deps{Client: fake.NewClientBuilder().Build(), Instances: newCloud()}, Config{Period: 1, Cap: bad})
+		_, err := New(Deps{Deps: kit.Deps{Client: fake.NewClientBuilder().Build()}, Instances: cloudfake.New()}, Config{Period: 1, Cap: bad})
 		if err == nil {
 			t.Errorf("cap %+v accepted", bad)
 		}

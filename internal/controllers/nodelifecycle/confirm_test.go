@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // TestListAloneNeverDeletes: the list answer lacks instances that exist
@@ -16,7 +18,7 @@ import (
 // The per-node check disagrees, so none of them is deleted; the Node whose
 // instance is really gone is deleted, after its own check confirmed it.
 func TestListAloneNeverDeletes(t *testing.T) {
-	fc := newCloud()
+	fc := cloudfake.New()
 	var nodes []*corev1.Node
 	for i := range 10 {
 		name := fmt.Sprintf("n%d", i)
@@ -61,7 +63,7 @@ func TestListAloneNeverDeletes(t *testing.T) {
 func TestUnparseableProviderIDKept(t *testing.T) {
 	ids := []string{"nonsense://x", "aws:///eu-west-1a/i-0abc", "localcloud://garbage"}
 	modes(t, func(t *testing.T, list bool) {
-		fc := newCloud()
+		fc := cloudfake.New()
 		// The provider cannot parse them, as a real one's per-node
 		// calls refuse a providerID of another scheme.
 		for _, id := range ids {
@@ -105,7 +107,7 @@ func TestUnparseableProviderIDKept(t *testing.T) {
 // TestSecondOpinionErrorsKeep: a per-node check that fails keeps the Node
 // and counts as failed, never as confirmed.
 func TestSecondOpinionErrorsKeep(t *testing.T) {
-	fc := newCloud()
+	fc := cloudfake.New()
 	fc.SetError("InstanceExists", errors.New("503 service unavailable"))
 	fc.SetError("InstanceShutdown", errors.New("503 service unavailable"))
 	h := newHarness(t, fc, true, node("n1", corev1.ConditionFalse))

@@ -18,26 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
-
-// fakeCloud is the shared provider double with the counter these tests
-// read.
-type fakeCloud struct {
-	*cloudfake.Cloud
-	// calls counts every call that reached the cloud.
-	calls callCounter
-}
-
-type callCounter struct{ c *cloudfake.Cloud }
-
-func (c callCounter) Load() int64 { return int64(len(c.c.Calls())) }
-
-func newCloud(insts ...cloud.Instance) *fakeCloud {
-	c := cloudfake.New(insts...)
-	return &fakeCloud{Cloud: c, calls: callCounter{c}}
-}
 
 func inst(name string, shutdown bool) cloud.Instance {
 	return cloud.Instance{ProviderID: "fake://" + name, Name: name, Shutdown: shutdown}
@@ -60,7 +44,7 @@ type harness struct {
 	rec    *events.FakeRecorder
 }
 
-func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*corev1.Node) *harness {
+func newHarness(t *testing.T, fc *cloudfake.Cloud, list bool, nodes ...*corev1.Node) *harness {
 	t.Helper()
 	objs := make([]client.Object, 0, len(nodes))
 	for _, n := range nodes {
@@ -68,7 +52,7 @@ func newHarness(t *testing.T, fc *fakeCloud, list bool, nodes ...*corev1.Node) *
 	}
 	cl := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&corev1.Node{}).WithIndex(&corev1.Node{}, attentionField, needsAttention).Build()
 	rec := events.NewFakeRecorder(1000)
-	deps := Deps{Client: cl, Instances: fc, Recorder: rec}
+	deps := Deps{Deps: kit.Deps{Client: cl, Recorder: rec}, Instances: fc}
 	if list {
 		deps.Lister = fc
 	}
@@ -109,7 +93,7 @@ func modes(t *testing.T, f func(t *testing.T, list bool)) {
 
 func TestDeletesNotReadyNodeWhoseInstanceIsGone(t *testing.T) {
 	modes(t, func(t *testing.T, list bool) {
-		h := newHarness(t, newCloud(inst("alive", false)), list,
+		h := newHarness(t, cloudfake.New(inst("alive", false)), list,
 			node("gone", corev1.ConditionFalse), node("unknown", ""), node("alive", corev1.ConditionUnknown))
 		sum, err := h.c.sync(context.Background(), pass{})
 		if err != nil {
@@ -131,7 +115,7 @@ func TestDeletesNotReadyNodeWhoseInstanceIsGone(t *testing.T) {
 
 func TestNeverDeletesReadyNode(t *testing.T) {
 	modes(t, func(t *testing.T, list bool) {
-		fc := newCloud()
+		fc := cloudfake.New()
 		h := newHarness(t, fc, list, node("ready-but-gone", corev1.ConditionTrue))
 		if _, err := h.c.sync(context.Background(), pass{}); err != nil {
 			t.Fatal(err)
@@ -139,8 +123,8 @@ func TestNeverDeletesReadyNode(t *testing.T) {
 		if _, ok := h.get(t, "ready-but-gone"); !ok {
 			t.Error("a Ready node was deleted")
 		}
-		if fc.calls.Load() != 0 {
-			t.Errorf("cloud calls = %d, want 0 with no NotReady node", fc.calls.Load())
+		if len(fc.Calls()) != 0 {
+			t.Errorf("cloud calls = %d, want 0 with no NotReady node", len(fc.Calls()))
 		}
 	})
 }
@@ -153,7 +137,7 @@ func TestCloudErrorsNeverDelete(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			modes(t, func(t *testing.T, list bool) {
-				fc := newCloud()
+				fc := cloudfake.New()
 				fc.SetError("", err)
 				h := newHarness(t, fc, list, node("n1", corev1.ConditionFalse))
 				sum, _ := h.c.sync(context.Background(), pass{})
@@ -170,7 +154,7 @@ func TestCloudErrorsNeverDelete(t *testing.T) {
 
 func TestShutdownTaintAddedAndRemoved(t *testing.T) {
 	modes(t, func(t *testing.T, list bool) {
-		fc := newCloud(inst("n1", true))
+		fc := cloudfake.New(inst("n1", true))
 		h := newHarness(t, fc, list, node("n1", corev1.ConditionFalse))
 		if sum, err := h.c.sync(context.Background(), pass{}); err != nil || sum.Tainted != 1 {
 			t.Fatalf("sync: %+v %v", sum, err)
@@ -198,7 +182,7 @@ func TestShutdownTaintAddedAndRemoved(t *testing.T) {
 }
 
 func TestOneListPerPeriod(t *testing.T) {
-	fc := newCloud()
+	fc := cloudfake.New()
 	var nodes []*corev1.Node
 	for i := range 50 {
 		name := fmt.Sprintf("n%d", i)
@@ -210,15 +194,15 @@ func TestOneListPerPeriod(t *testing.T) {
 	if err != nil || sum.NotReady != 50 || sum.Deleted != 0 {
 		t.Fatalf("sync: %+v %v", sum, err)
 	}
-	if fc.calls.Load() != 1 {
-		t.Errorf("cloud calls = %d, want 1 for 50 NotReady nodes", fc.calls.Load())
+	if len(fc.Calls()) != 1 {
+		t.Errorf("cloud calls = %d, want 1 for 50 NotReady nodes", len(fc.Calls()))
 	}
 }
 
 func TestMatchesNodeWithoutProviderIDByName(t *testing.T) {
 	n := node("n1", corev1.ConditionFalse)
 	n.Spec.ProviderID = ""
-	h := newHarness(t, newCloud(inst("n1", false)), true, n)
+	h := newHarness(t, cloudfake.New(inst("n1", false)), true, n)
 	if sum, err := h.c.sync(context.Background(), pass{}); err != nil || sum.Deleted != 0 {
 		t.Fatalf("sync: %+v %v", sum, err)
 	}
@@ -235,7 +219,7 @@ func TestLeavesNodeTheProviderCannotTellAboutQuietly(t *testing.T) {
 	n.Spec.ProviderID = ""
 	cl := fake.NewClientBuilder().WithObjects(n).WithIndex(&corev1.Node{}, attentionField, needsAttention).Build()
 	rec := events.NewFakeRecorder(10)
-	c, err := New(Deps{Client: cl, Instances: legacy, Recorder: rec}, Config{Period: 1})
+	c, err := New(Deps{Deps: kit.Deps{Client: cl, Recorder: rec}, Instances: legacy}, Config{Period: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +252,7 @@ func (noIDInstances) InstanceID(context.Context, types.NodeName) (string, error)
 }
 
 func TestReconcileSchedulesNextPeriodEvenAfterFailure(t *testing.T) {
-	fc := newCloud()
+	fc := cloudfake.New()
 	fc.SetError("", errors.New("cloud unavailable"))
 	h := newHarness(t, fc, true, node("a", corev1.ConditionFalse))
 	h.c.cfg.Period = 7

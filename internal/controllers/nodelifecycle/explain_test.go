@@ -10,11 +10,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // explainHarness is a controller with an explain record.
-func explainHarness(t *testing.T, fc *fakeCloud, capc DeletionCap, nodes ...*corev1.Node) (*harness, *explain.Store) {
+func explainHarness(t *testing.T, fc *cloudfake.Cloud, capc DeletionCap, nodes ...*corev1.Node) (*harness, *explain.Store) {
 	t.Helper()
 	objs := make([]client.Object, 0, len(nodes))
 	for _, n := range nodes {
@@ -22,7 +24,7 @@ func explainHarness(t *testing.T, fc *fakeCloud, capc DeletionCap, nodes ...*cor
 	}
 	cl := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&corev1.Node{}).WithIndex(&corev1.Node{}, attentionField, needsAttention).Build()
 	store := explain.NewStore()
-	c, err := New(Deps{Client: cl, Instances: fc, Lister: fc, Explain: store}, Config{Period: 7, Cap: capc})
+	c, err := New(Deps{Deps: kit.Deps{Client: cl, Explain: store}, Instances: fc, Lister: fc}, Config{Period: 7, Cap: capc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +47,7 @@ func said(store *explain.Store, name string) (explain.Explanation, string) {
 // in its explain record: a shutdown taint, a deletion the cap holds, a
 // Node the second opinion kept; the deleted Node's record is dropped.
 func TestExplainsEachVerdict(t *testing.T) {
-	fc := newCloud(inst("stopped", true), inst("disputed", false), inst("running", false))
+	fc := cloudfake.New(inst("stopped", true), inst("disputed", false), inst("running", false))
 	fc.HideFromList("fake://disputed")
 	h, store := explainHarness(t, fc, DeletionCap{MaxShare: 0.01, MaxZoneShare: 1, Min: 1},
 		node("stopped", corev1.ConditionFalse), node("disputed", corev1.ConditionFalse), node("running", corev1.ConditionUnknown),
@@ -87,7 +89,7 @@ func TestExplainsEachVerdict(t *testing.T) {
 // every NotReady Node; a Node that turns Ready loses its verdict, and one
 // deleted by someone else loses its record.
 func TestExplainsCloudFailuresAndForgets(t *testing.T) {
-	fc := newCloud(inst("a", false), inst("b", false))
+	fc := cloudfake.New(inst("a", false), inst("b", false))
 	h, store := explainHarness(t, fc, DeletionCap{}, node("a", corev1.ConditionFalse), node("b", corev1.ConditionFalse))
 	fc.SetError("ListInstances", errors.New("cloud is down"))
 	for range 2 {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/node/nodetest"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -47,8 +48,9 @@ func TestIntegration(t *testing.T) {
 		return 0
 	}
 	c, err := nodelifecycle.New(nodelifecycle.Deps{
-		Client: mgr.GetClient(), Instances: in, Lister: lister,
-		Recorder: mgr.GetEventRecorder(nodelifecycle.ControllerName), Registerer: reg,
+		Deps:      kit.Deps{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(nodelifecycle.ControllerName), Registerer: reg},
+		Instances: in,
+		Lister:    lister,
 	}, nodelifecycle.Config{Period: period, CloudTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,11 @@ package nodelifecycle
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/metricsutil"
 )
 
@@ -42,8 +42,6 @@ const (
 	opInstanceShutdown = "instance_shutdown"
 	opListInstances    = "list_instances"
 
-	callSuccess        = "success"
-	callError          = "error"
 	callNotFound       = "instance_not_found"
 	callNotImplemented = "not_implemented"
 	callCanceled       = "canceled"
@@ -66,7 +64,7 @@ type metrics struct {
 // observeCall counts one cloud call by its answer, as upstream's
 // observeInstanceOp classifies it.
 func (m *metrics) observeCall(op string, err error) {
-	result := callSuccess
+	result := kit.ResultSuccess
 	switch {
 	case errors.Is(err, cloudprovider.NotImplemented):
 		result = callNotImplemented
@@ -75,7 +73,7 @@ func (m *metrics) observeCall(op string, err error) {
 	case errors.Is(err, context.Canceled):
 		result = callCanceled
 	case err != nil:
-		result = callError
+		result = kit.ResultError
 	}
 	m.calls.WithLabelValues(op, result).Inc()
 }
@@ -90,58 +88,20 @@ func (m *metrics) observeExists(exists bool, err error) {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	var s metricsutil.Set
 	m := &metrics{
-		deletions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricDeletions,
-			Help: "Nodes deleted because their machine is gone, by result (success, error).",
-		}, []string{"result"}),
-		taints: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricShutdownTaints,
-			Help: "Shutdown taints written, by action (add, remove).",
-		}, []string{"action"}),
-		cloudErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricCloudErrors,
-			Help: "Cloud answers that left a NotReady Node undecided (errors, timeouts, rate limits).",
-		}),
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    MetricPeriodDuration,
-			Help:    "Duration of one monitor period.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-		}),
-		secondOpinions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricSecondOpinions,
-			Help: "Per-node checks of NotReady Nodes missing from the cloud's instance list, by answer (confirmed, disagreed, failed); only confirmed ones may be deleted.",
-		}, []string{"answer"}),
-		held: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricDeletionsHeld,
-			Help: "Deletions of Nodes whose instance is gone that the deletion cap held back, by scope (cluster, zone).",
-		}, []string{"scope"}),
-		heldNow: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: MetricDeletionsHeldNow,
-			Help: "Nodes whose instance is gone that the last monitor period did not delete because the deletion cap held.",
-		}),
-		upstreamDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    MetricMonitorNodesDuration,
-			Help:    "[ALPHA] A metric measuring the duration in seconds of a single MonitorNodes loop execution.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
-		}),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricCloudProviderCalls,
-			Help: "[ALPHA] The total number of cloud provider API calls, labeled by operation and result.",
-		}, []string{"operation", "result"}),
+		deletions:        s.CounterVec(MetricDeletions, "Nodes deleted because their machine is gone, by result (success, error).", metricsutil.LabelResult),
+		taints:           s.CounterVec(MetricShutdownTaints, "Shutdown taints written, by action (add, remove).", "action"),
+		cloudErrors:      s.Counter(MetricCloudErrors, "Cloud answers that left a NotReady Node undecided (errors, timeouts, rate limits)."),
+		duration:         s.Histogram(MetricPeriodDuration, "Duration of one monitor period.", prometheus.ExponentialBuckets(0.001, 2, 16)),
+		secondOpinions:   s.CounterVec(MetricSecondOpinions, "Per-node checks of NotReady Nodes missing from the cloud's instance list, by answer (confirmed, disagreed, failed); only confirmed ones may be deleted.", "answer"),
+		held:             s.CounterVec(MetricDeletionsHeld, "Deletions of Nodes whose instance is gone that the deletion cap held back, by scope (cluster, zone).", "scope"),
+		heldNow:          s.Gauge(MetricDeletionsHeldNow, "Nodes whose instance is gone that the last monitor period did not delete because the deletion cap held."),
+		upstreamDuration: s.Histogram(MetricMonitorNodesDuration, "[ALPHA] A metric measuring the duration in seconds of a single MonitorNodes loop execution.", prometheus.ExponentialBuckets(0.001, 2, 15)),
+		calls:            s.CounterVec(MetricCloudProviderCalls, "[ALPHA] The total number of cloud provider API calls, labeled by operation and result.", "operation", metricsutil.LabelResult),
 	}
-	if err := metricsutil.Register(reg,
-		m.deletions,
-		m.taints,
-		m.cloudErrors,
-		m.duration,
-		m.secondOpinions,
-		m.held,
-		m.heldNow,
-		m.upstreamDuration,
-		m.calls,
-	); err != nil {
-		return nil, fmt.Errorf("node lifecycle controller metrics: %w", err)
+	if err := s.Register(reg, "node lifecycle controller"); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -8,7 +8,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/ownership"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // TestForeignNodesLeftAlone: with an ownership policy for the fake
@@ -29,10 +31,10 @@ func TestForeignNodesLeftAlone(t *testing.T) {
 		edge.Annotations = map[string]string{ownership.AnnotationPlatform: "edge"}
 		noPlatform := node("no-platform", corev1.ConditionFalse)
 		noPlatform.Spec.ProviderID = ""
-		fc := newCloud()
+		fc := cloudfake.New()
 		cl := fake.NewClientBuilder().WithObjects(onprem, edge, noPlatform, node("gone", corev1.ConditionFalse)).
 			WithIndex(&corev1.Node{}, attentionField, needsAttention).Build()
-		deps := Deps{Client: cl, Instances: fc, Recorder: events.NewFakeRecorder(100), Ownership: pol}
+		deps := Deps{Deps: kit.Deps{Client: cl, Recorder: events.NewFakeRecorder(100), Ownership: pol}, Instances: fc}
 		if list {
 			deps.Lister = fc
 		}
@@ -54,11 +56,11 @@ func TestForeignNodesLeftAlone(t *testing.T) {
 			}
 		}
 		// Per node: gone (and no-platform) asked, never the foreign ones.
-		wantCalls := int64(2)
+		wantCalls := 2
 		if list {
 			wantCalls = 3 // one list, then the second opinions of the two it lacks
 		}
-		if got := fc.calls.Load(); got != wantCalls {
+		if got := len(fc.Calls()); got != wantCalls {
 			t.Errorf("cloud calls = %d, want %d: the foreign nodes must not be asked about", got, wantCalls)
 		}
 	})
@@ -76,7 +78,7 @@ func TestCensusLeavesForeignNodesOut(t *testing.T) {
 		n.Spec.ProviderID = "onprem://" + name
 		objs = append(objs, n)
 	}
-	h := newHarness(t, newCloud(), true, objs...)
+	h := newHarness(t, cloudfake.New(), true, objs...)
 	h.c.ownership = pol
 	cs, err := h.c.takeCensus(context.Background())
 	if err != nil {

@@ -7,14 +7,16 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // A monitor period that failed during a cloud outage is run again as soon
 // as the cloud answers, not a period later.
 func TestPeriodRunsWhenCloudRecovers(t *testing.T) {
 	rec := &kittest.Recovery{}
-	c, err := New(Deps{Client: fake.NewClientBuilder().Build(), Instances: newCloud(), Recovery: rec}, Config{Period: time.Hour})
+	c, err := New(Deps{Deps: kit.Deps{Client: fake.NewClientBuilder().Build(), Recovery: rec}, Instances: cloudfake.New()}, Config{Period: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

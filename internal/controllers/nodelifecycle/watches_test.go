@@ -8,14 +8,16 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // TestWatchesMatchSetup pins Watches, which the daemon's controller table
 // reads, to what SetupWithManager really watches.
 func TestWatchesMatchSetup(t *testing.T) {
 	kittest.RequireWatches(t, Watches(), func(ctx context.Context, mgr manager.Manager) error {
-		c, err := New(Deps{Client: mgr.GetClient(), Instances: newCloud(), Recorder: events.NewFakeRecorder(10)}, Config{Period: time.Hour})
+		c, err := New(Deps{Deps: kit.Deps{Client: mgr.GetClient(), Recorder: events.NewFakeRecorder(10)}, Instances: cloudfake.New()}, Config{Period: time.Hour})
 		if err != nil {
 			return err
 		}

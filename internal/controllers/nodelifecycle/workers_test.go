@@ -14,6 +14,9 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // gatedInstances holds every InstanceExists call until want calls are in
@@ -49,7 +52,7 @@ func (g *gatedInstances) InstanceExists(ctx context.Context, n *corev1.Node) (bo
 	return g.InstancesV2.InstanceExists(ctx, n)
 }
 
-func workersHarness(t *testing.T, in cloudprovider.InstancesV2, lister *fakeCloud, workers int, capc DeletionCap, nodes ...*corev1.Node) (*harness, *prometheus.Registry) {
+func workersHarness(t *testing.T, in cloudprovider.InstancesV2, lister *cloudfake.Cloud, workers int, capc DeletionCap, nodes ...*corev1.Node) (*harness, *prometheus.Registry) {
 	t.Helper()
 	objs := make([]client.Object, 0, len(nodes))
 	for _, n := range nodes {
@@ -58,7 +61,7 @@ func workersHarness(t *testing.T, in cloudprovider.InstancesV2, lister *fakeClou
 	cl := fake.NewClientBuilder().WithObjects(objs...).WithIndex(&corev1.Node{}, attentionField, needsAttention).Build()
 	rec := events.NewFakeRecorder(1000)
 	reg := prometheus.NewRegistry()
-	deps := Deps{Client: cl, Instances: in, Recorder: rec, Registerer: reg}
+	deps := Deps{Deps: kit.Deps{Client: cl, Recorder: rec, Registerer: reg}, Instances: in}
 	if lister != nil {
 		deps.Lister = lister
 	}
@@ -73,7 +76,7 @@ func workersHarness(t *testing.T, in cloudprovider.InstancesV2, lister *fakeClou
 // NotReady Nodes' per-node checks are in flight at once, as upstream's
 // --concurrent-node-lifecycle-syncs runs them.
 func TestWorkersCheckNotReadyNodesInParallel(t *testing.T) {
-	fc := newCloud(inst("a", false), inst("b", false), inst("c", false))
+	fc := cloudfake.New(inst("a", false), inst("b", false), inst("c", false))
 	g := &gatedInstances{InstancesV2: fc, want: 3, arrived: make(chan struct{})}
 	h, _ := workersHarness(t, g, nil, 3, DeletionCap{},
 		node("a", corev1.ConditionFalse), node("b", corev1.ConditionFalse), node("c", corev1.ConditionFalse))
@@ -89,7 +92,7 @@ func TestWorkersCheckNotReadyNodesInParallel(t *testing.T) {
 // TestOneWorkerChecksOneNodeAtATime: upstream's default of 1 keeps the
 // checks serial.
 func TestOneWorkerChecksOneNodeAtATime(t *testing.T) {
-	fc := newCloud(inst("a", false), inst("b", false))
+	fc := cloudfake.New(inst("a", false), inst("b", false))
 	g := &gatedInstances{InstancesV2: fc, want: 1, arrived: make(chan struct{})}
 	h, _ := workersHarness(t, g, nil, 0, DeletionCap{}, node("a", corev1.ConditionFalse), node("b", corev1.ConditionFalse))
 	if _, err := h.c.sync(context.Background(), pass{}); err != nil {
@@ -107,7 +110,7 @@ func TestOneWorkerChecksOneNodeAtATime(t *testing.T) {
 func TestWorkersKeepTheDeletionCapAndSecondOpinion(t *testing.T) {
 	modes(t, func(t *testing.T, list bool) {
 		var nodes []*corev1.Node
-		fc := newCloud()
+		fc := cloudfake.New()
 		for i := range 40 {
 			name := fmt.Sprintf("n%02d", i)
 			ready := corev1.ConditionTrue
@@ -118,7 +121,7 @@ func TestWorkersKeepTheDeletionCapAndSecondOpinion(t *testing.T) {
 			}
 			nodes = append(nodes, zoned(name, fmt.Sprintf("z%d", i%4), ready))
 		}
-		var lister *fakeCloud
+		var lister *cloudfake.Cloud
 		if list {
 			lister = fc
 		}
@@ -144,7 +147,7 @@ func TestWorkersKeepTheDeletionCapAndSecondOpinion(t *testing.T) {
 // TestUpstreamMetricNames: the period and the per-node calls are counted
 // under upstream's v1.37 names and label values beside Stratus' own.
 func TestUpstreamMetricNames(t *testing.T) {
-	fc := newCloud(inst("alive", false), inst("stopped", true))
+	fc := cloudfake.New(inst("alive", false), inst("stopped", true))
 	h, reg := workersHarness(t, fc, nil, 2, DeletionCap{},
 		node("alive", corev1.ConditionFalse), node("stopped", corev1.ConditionFalse), node("gone", corev1.ConditionFalse))
 	if _, err := h.c.sync(context.Background(), pass{}); err != nil {
@@ -155,9 +158,9 @@ func TestUpstreamMetricNames(t *testing.T) {
 		op, result string
 		want       float64
 	}{
-		{opInstanceExists, callSuccess, 2},
+		{opInstanceExists, kit.ResultSuccess, 2},
 		{opInstanceExists, callNotFound, 1},
-		{opInstanceShutdown, callSuccess, 2},
+		{opInstanceShutdown, kit.ResultSuccess, 2},
 	} {
 		if got := testutil.ToFloat64(calls.WithLabelValues(c.op, c.result)); got != c.want {
 			t.Errorf("%s{operation=%q,result=%q} = %v, want %v", MetricCloudProviderCalls, c.op, c.result, got, c.want)
@@ -174,7 +177,7 @@ func TestUpstreamMetricNames(t *testing.T) {
 
 func TestNegativeWorkersRefused(t *testing.T) {
 	cl := fake.NewClientBuilder().Build()
-	if _, err := New(Deps{Client: cl, Instances: newCloud()}, Config{Period: 1, Workers: -1}); err == nil {
+	if _, err := New(Deps{Deps: kit.Deps{Client: cl}, Instances: cloudfake.New()}, Config{Period: 1, Workers: -1}); err == nil {
 		t.Error("New accepted -1 workers")
 	}
 }

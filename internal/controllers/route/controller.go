@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -27,7 +26,6 @@ import (
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/ownership"
-	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // ControllerName is the upstream name of this controller.
@@ -54,6 +52,9 @@ const (
 	DefaultConcurrency     = 10
 	DefaultCoalesce        = 500 * time.Millisecond
 	DefaultMaxBackoff      = 5 * time.Minute
+	// defaultPassRetry is the first retry of a failed pass; later ones
+	// double up to the reconcile period.
+	defaultPassRetry = time.Second
 )
 
 // pass is the controller's one work item: every pass covers the whole
@@ -78,28 +79,15 @@ type Config struct {
 	MaxBackoff time.Duration
 }
 
-// Deps are the controller's collaborators.
+// Deps are the controller's collaborators: the shared ones (kit.Deps:
+// Recovery runs a pass at once, without the routes' backoff, when the
+// cloud answers again; Clock dates conditions and paces retries;
+// Ownership leaves foreign Nodes unrouted; Explain receives each routable
+// Node's routes after every pass) and the cloud's route API.
 type Deps struct {
-	// Client lists Nodes (from the manager's cache in production) and
-	// patches their status.
-	Client client.Client
-	// Routes is the cloud's route API.
+	kit.Deps
+	// Routes is the cloud's route API; required.
 	Routes cloudprovider.Routes
-	// Recorder emits events on Nodes; nil emits none.
-	Recorder events.EventRecorder
-	// Recovery, when set, tells the controller that the cloud answers again
-	// after an outage: a pass runs at once, without the routes' backoff.
-	Recovery cloud.RecoveryNotifier
-	// Registerer receives the metrics; nil registers nothing.
-	Registerer prometheus.Registerer
-	// Clock dates conditions and paces retries; nil is the real clock.
-	Clock clock.Clock
-	// Ownership says which Nodes are the provider's in a hybrid cluster;
-	// foreign ones are never routed. The zero value owns every Node.
-	Ownership ownership.Policy
-	// Explain receives each routable Node's routes after every pass
-	// (explain.go); nil records nothing.
-	Explain *explain.Store
 }
 
 // Controller reconciles cloud routes with Nodes' pod CIDRs.
@@ -129,18 +117,18 @@ type Controller struct {
 // New validates cfg and builds the controller. It has no side effects
 // beyond registering metrics.
 func New(deps Deps, cfg Config) (*Controller, error) {
-	if deps.Client == nil || deps.Routes == nil {
-		return nil, errors.New("route controller: Client and Routes are required")
+	shared, err := deps.Resolve(ControllerName)
+	if err != nil {
+		return nil, err
+	}
+	if deps.Routes == nil {
+		return nil, errors.New("route controller: the cloud provider's Routes is required")
 	}
 	if len(cfg.ClusterCIDRs) == 0 {
 		return nil, errors.New("route controller: at least one cluster CIDR is required to tell this cluster's routes apart")
 	}
-	if cfg.ReconcilePeriod <= 0 {
-		cfg.ReconcilePeriod = DefaultReconcilePeriod
-	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = DefaultConcurrency
-	}
+	cfg.ReconcilePeriod = kit.OrDefault(cfg.ReconcilePeriod, DefaultReconcilePeriod)
+	cfg.Concurrency = kit.OrDefault(cfg.Concurrency, DefaultConcurrency)
 	if cfg.Coalesce < 0 {
 		cfg.Coalesce = 0
 	} else if cfg.Coalesce == 0 {
@@ -149,18 +137,18 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	if cfg.MaxBackoff < cfg.ReconcilePeriod {
 		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.ReconcilePeriod)
 	}
-	m, err := newMetrics(deps.Registerer)
+	m, err := newMetrics(shared.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	c := &Controller{
-		client: client.WithFieldOwner(deps.Client, ControllerName), routes: deps.Routes, recorder: kit.Recorder(deps.Recorder), cfg: cfg, m: m,
-		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff), clock: kit.Clock(deps.Clock), ownership: deps.Ownership,
-		explain: deps.Explain, states: &routeStates{nodes: map[string]routeState{}},
-		limiter: kit.NewBackoff[pass]("route pass", time.Second, cfg.ReconcilePeriod).Resyncing(cfg.ReconcilePeriod),
+		client: shared.Client, routes: deps.Routes, recorder: shared.Recorder, cfg: cfg, m: m,
+		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff), clock: shared.Clock, ownership: shared.Ownership,
+		explain: shared.Explain, states: &routeStates{nodes: map[string]routeState{}},
+		limiter: kit.NewBackoff[pass]("route pass", defaultPassRetry, cfg.ReconcilePeriod).Resyncing(cfg.ReconcilePeriod),
 	}
-	deps.Explain.Describe(explain.KindNode, ControllerName, c.describe)
-	kit.OnRecovered(deps.Recovery, c.recovered)
+	shared.Explain.Describe(explain.KindNode, ControllerName, c.describe)
+	kit.OnRecovered(shared.Recovery, c.recovered)
 	return c, nil
 }
 

@@ -18,11 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 func TestCreatesRoutesForRoutableNodes(t *testing.T) {
 	t.Parallel()
-	cloud := newFakeRoutes()
+	cloud := cloudfake.New()
 	f := newFixture(t, cloud, Config{},
 		node("a", "lc://a", "10.244.0.0/24", "fd00:10:244::/64"),
 		node("b", "lc://b", "10.244.1.0/24"),
@@ -31,10 +32,10 @@ func TestCreatesRoutesForRoutableNodes(t *testing.T) {
 	)
 	f.mustSync()
 	f.wantRoutes("10.244.0.0/24→a 10.244.1.0/24→b fd00:10:244::/64→a")
-	if lists, _, _ := cloud.counts(); lists != 1 {
+	if lists, _, _ := counts(cloud); lists != 1 {
 		t.Errorf("ListRoutes calls = %d, want 1 per pass", lists)
 	}
-	if h4, h6 := cloud.hint("10.244.0.0/24"), cloud.hint("fd00:10:244::/64"); h4 != "uid-a" || h6 != "uid-a-1" {
+	if h4, h6 := hint(cloud, "10.244.0.0/24"), hint(cloud, "fd00:10:244::/64"); h4 != "uid-a" || h6 != "uid-a-1" {
 		t.Errorf("name hints = %q, %q; want the UID, then the UID with the CIDR index", h4, h6)
 	}
 	f.wantCondition("a", corev1.ConditionFalse, ConditionRouteCreated)
@@ -49,13 +50,13 @@ func TestCreatesRoutesForRoutableNodes(t *testing.T) {
 
 func TestSteadyStateCostsOneListAndNoWrites(t *testing.T) {
 	t.Parallel()
-	cloud := newFakeRoutes()
+	cloud := cloudfake.New()
 	f := newFixture(t, cloud, Config{}, node("a", "lc://a", "10.244.0.0/24"))
 	f.mustSync()
 	patches := f.statusPatches.Load()
 	f.mustSync()
 	f.mustSync()
-	lists, creates, deletes := cloud.counts()
+	lists, creates, deletes := counts(cloud)
 	if lists != 3 || creates != 1 || deletes != 0 {
 		t.Fatalf("lists/creates/deletes = %d/%d/%d, want 3/1/0", lists, creates, deletes)
 	}
@@ -66,13 +67,16 @@ func TestSteadyStateCostsOneListAndNoWrites(t *testing.T) {
 
 func TestDeletesRoutesNoNodeAccountsFor(t *testing.T) {
 	t.Parallel()
-	cloud := newFakeRoutes(
-		&cloudprovider.Route{Name: "gone", TargetNode: "gone", DestinationCIDR: "10.244.9.0/24"},
-		&cloudprovider.Route{Name: "moved", TargetNode: "old", DestinationCIDR: "10.244.0.0/24"},
-		&cloudprovider.Route{Name: "hole", TargetNode: "b", DestinationCIDR: "10.244.1.0/24", Blackhole: true},
-		&cloudprovider.Route{Name: "foreign", TargetNode: "x", DestinationCIDR: "192.168.0.0/24"},
-		&cloudprovider.Route{Name: "waiting", TargetNode: "c", DestinationCIDR: "10.244.2.0/24"},
-	)
+	cloud := cloudfake.New()
+	for _, r := range []cloudprovider.Route{
+		{Name: "gone", TargetNode: "gone", DestinationCIDR: "10.244.9.0/24"},
+		{Name: "moved", TargetNode: "old", DestinationCIDR: "10.244.0.0/24"},
+		{Name: "hole", TargetNode: "b", DestinationCIDR: "10.244.1.0/24", Blackhole: true},
+		{Name: "foreign", TargetNode: "x", DestinationCIDR: "192.168.0.0/24"},
+		{Name: "waiting", TargetNode: "c", DestinationCIDR: "10.244.2.0/24"},
+	} {
+		cloud.PutRoute(testCluster, r)
+	}
 	f := newFixture(t, cloud, Config{},
 		node("a", "lc://a", "10.244.0.0/24"),
 		node("b", "lc://b", "10.244.1.0/24"),
@@ -89,7 +93,7 @@ func TestDeletesRoutesNoNodeAccountsFor(t *testing.T) {
 
 func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 	t.Parallel()
-	cloud := newFakeRoutes()
+	cloud := cloudfake.New()
 	cloud.RouteQuota = 2
 	f := newFixture(t, cloud, Config{ReconcilePeriod: 10 * time.Second},
 		node("a", "lc://a", "10.244.0.0/24"),
@@ -97,7 +101,7 @@ func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 		node("c", "lc://c", "10.244.2.0/24"),
 	)
 	f.mustSync()
-	_, creates, _ := cloud.counts()
+	_, creates, _ := counts(cloud)
 	if creates != 3 {
 		t.Fatalf("creates = %d, want 3 (two fit, one refused)", creates)
 	}
@@ -123,7 +127,7 @@ func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 	for range 5 {
 		f.mustSync()
 	}
-	if _, n, _ := cloud.counts(); n != 3 {
+	if _, n, _ := counts(cloud); n != 3 {
 		t.Fatalf("creates = %d after more passes, want still 3 (backoff)", n)
 	}
 	if evs := f.events(); len(evs) != 0 {
@@ -136,7 +140,7 @@ func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 	f.mustSync()
 	f.clk.Step(10 * time.Second)
 	f.mustSync()
-	if _, n, _ := cloud.counts(); n != 4 {
+	if _, n, _ := counts(cloud); n != 4 {
 		t.Fatalf("creates = %d, want 4 (one retry after a period, none before 2 periods)", n)
 	}
 
@@ -157,7 +161,7 @@ func TestFullRouteTableIsReportedWithoutRetryStorm(t *testing.T) {
 
 func TestCreationsRunInParallelWithABound(t *testing.T) {
 	t.Parallel()
-	cloud := newFakeRoutes()
+	cloud := cloudfake.New()
 	release := cloud.Gate("CreateRoute")
 	var nodes []*corev1.Node
 	for i := range 40 {
@@ -180,20 +184,22 @@ func TestCreationsRunInParallelWithABound(t *testing.T) {
 	if m := cloud.MaxConcurrent("CreateRoute"); m != 4 {
 		t.Fatalf("max concurrent CreateRoute = %d, want 4", m)
 	}
-	if _, n, _ := cloud.counts(); n != 40 {
+	if _, n, _ := counts(cloud); n != 40 {
 		t.Fatalf("creates = %d, want 40", n)
 	}
 }
 
 func TestListFailureChangesNothing(t *testing.T) {
 	t.Parallel()
-	cloud := newFakeRoutes(&cloudprovider.Route{Name: "x", TargetNode: "gone", DestinationCIDR: "10.244.9.0/24"})
-	cloud.listErr = errors.New("cloud unavailable")
+	cloud := cloudfake.New()
+	cloud.PutRoute(testCluster, cloudprovider.Route{Name: "x", TargetNode: "gone", DestinationCIDR: "10.244.9.0/24"})
+	listErr := errors.New("cloud unavailable")
+	cloud.SetError("ListRoutes", listErr)
 	f := newFixture(t, cloud, Config{}, node("a", "lc://a", "10.244.0.0/24"))
-	if _, err := f.c.sync(f.ctx, pass{}); err == nil || !errors.Is(err, cloud.listErr) {
+	if _, err := f.c.sync(f.ctx, pass{}); err == nil || !errors.Is(err, listErr) {
 		t.Fatalf("sync error = %v, want it to wrap the list error", err)
 	}
-	if _, creates, deletes := cloud.counts(); creates+deletes != 0 {
+	if _, creates, deletes := counts(cloud); creates+deletes != 0 {
 		t.Fatalf("writes after a failed list: %d creates, %d deletes", creates, deletes)
 	}
 	if c := f.condition("a"); c != nil {
@@ -206,26 +212,27 @@ func TestListFailureChangesNothing(t *testing.T) {
 // another failure goes to the queue's backoff.
 func TestReconcileMapsOutcomes(t *testing.T) {
 	t.Parallel()
-	fr := newFakeRoutes()
+	fr := cloudfake.New()
 	f := newFixture(t, fr, Config{ReconcilePeriod: time.Minute}, node("a", "lc://a", "10.244.0.0/24"))
 	res, err := f.c.Reconcile(f.ctx, pass{})
 	if err != nil || res.RequeueAfter != time.Minute {
 		t.Errorf("after a pass: %+v, %v; want the next one a period later", res, err)
 	}
-	fr.listErr = fmt.Errorf("list: %w", cloudproviderapi.NewRetryError("table being updated", 7*time.Second))
+	fr.SetError("ListRoutes", fmt.Errorf("list: %w", cloudproviderapi.NewRetryError("table being updated", 7*time.Second)))
 	res, err = f.c.Reconcile(f.ctx, pass{})
 	if err != nil || res.RequeueAfter != 7*time.Second {
 		t.Errorf("after a RetryError: %+v, %v; want a requeue after 7s and no error", res, err)
 	}
-	fr.listErr = errors.New("cloud unavailable")
-	if res, err = f.c.Reconcile(f.ctx, pass{}); !errors.Is(err, fr.listErr) || res.RequeueAfter != 0 {
+	listErr := errors.New("cloud unavailable")
+	fr.SetError("ListRoutes", listErr)
+	if res, err = f.c.Reconcile(f.ctx, pass{}); !errors.Is(err, listErr) || res.RequeueAfter != 0 {
 		t.Errorf("after a failure: %+v, %v; want the error, for the queue's backoff", res, err)
 	}
 }
 
 func TestConditionKeepsTransitionTimeWhenOnlyReasonChanges(t *testing.T) {
 	t.Parallel()
-	cloud := newFakeRoutes()
+	cloud := cloudfake.New()
 	n := node("a", "lc://a", "10.244.0.0/24")
 	old := metav1.NewTime(time.Unix(1_600_000_000, 0))
 	n.Status.Conditions = []corev1.NodeCondition{
@@ -276,11 +283,11 @@ func TestRoutesMayChange(t *testing.T) {
 func TestNewRequiresDepsAndClusterCIDRs(t *testing.T) {
 	t.Parallel()
 	rec := events.NewFakeRecorder(1)
-	if _, err := New(Deps{Routes: newFakeRoutes(), Recorder: rec}, Config{}); err == nil {
+	if _, err := New(Deps{Deps: kit.Deps{Recorder: rec}, Routes: cloudfake.New()}, Config{}); err == nil {
 		t.Error("missing client accepted")
 	}
-	f := newFixture(t, newFakeRoutes(), Config{})
-	if _, err := New(Deps{Client: f.cl, Routes: newFakeRoutes(), Recorder: rec}, Config{}); err == nil {
+	f := newFixture(t, cloudfake.New(), Config{})
+	if _, err := New(Deps{Deps: kit.Deps{Client: f.cl, Recorder: rec}, Routes: cloudfake.New()}, Config{}); err == nil {
 		t.Error("missing cluster CIDRs accepted")
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // explained returns a Node's explanation and this controller's lines.
@@ -30,11 +32,11 @@ func explained(f *fixture, store *explain.Store, name string) (explain.Explanati
 // pod CIDRs says why it has no route. Passes during the backoff attempt
 // nothing, so they count no attempt; a deleted Node's record is dropped.
 func TestExplainsEachNodesRoutes(t *testing.T) {
-	cloud := newFakeRoutes()
+	cloud := cloudfake.New()
 	cloud.RouteQuota = 1
 	f := newFixture(t, cloud, Config{}, node("a", "lc://a", "10.244.0.0/24"), node("b", "lc://b", "10.244.1.0/24"), node("bare", "lc://bare"))
 	store := explain.NewStore()
-	c, err := New(Deps{Client: f.cl, Routes: cloud, Clock: f.clk, Explain: store},
+	c, err := New(Deps{Deps: kit.Deps{Client: f.cl, Clock: f.clk, Explain: store}, Routes: cloud},
 		Config{ClusterName: "test", ClusterCIDRs: f.c.cfg.ClusterCIDRs, ReconcilePeriod: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +44,7 @@ func TestExplainsEachNodesRoutes(t *testing.T) {
 	f.c = c
 	f.mustSync()
 	routed, refused := "a", "b"
-	if strings.Contains(f.cloud.snapshot(), "→b") {
+	if strings.Contains(snapshot(f.cloud), "→b") {
 		routed, refused = "b", "a"
 	}
 	ex, lines := explained(f, store, routed)

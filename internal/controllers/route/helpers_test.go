@@ -15,47 +15,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
-	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
-// fakeRoutes is the shared provider double's route table for the
-// cluster "test", with the knobs these tests read.
-type fakeRoutes struct {
-	*cloudfake.Cloud
-	// failFor is a CreateRoute error by destination CIDR.
-	failFor failFor
-	// listErr is what ListRoutes returns.
-	listErr error
-}
-
-// failFor sets the double's per-CIDR CreateRoute errors.
-type failFor struct{ c *cloudfake.Cloud }
-
-func (f failFor) set(cidr string, err error) { f.c.SetErrorFor("CreateRoute", cidr, err) }
-
-func newFakeRoutes(routes ...*cloudprovider.Route) *fakeRoutes {
-	c := &cloudfake.Cloud{}
-	for _, r := range routes {
-		c.PutRoute("test", *r)
-	}
-	return &fakeRoutes{Cloud: c, failFor: failFor{c}}
-}
-
-func (f *fakeRoutes) ListRoutes(ctx context.Context, cluster string) ([]*cloudprovider.Route, error) {
-	f.SetError("ListRoutes", f.listErr)
-	return f.Cloud.ListRoutes(ctx, cluster)
-}
+// testCluster is the cluster name the fixture gives the controller: the
+// routes the tests put and read are in its table of the double.
+const testCluster = "test"
 
 // hint is the name hint the route to cidr was created with.
-func (f *fakeRoutes) hint(cidr string) string {
-	for _, r := range f.HeldRoutes("test") {
+func hint(c *cloudfake.Cloud, cidr string) string {
+	for _, r := range c.HeldRoutes(testCluster) {
 		if r.DestinationCIDR == cidr {
 			return strings.TrimPrefix(r.Name, "r-")
 		}
@@ -64,9 +40,9 @@ func (f *fakeRoutes) hint(cidr string) string {
 }
 
 // snapshot returns "cidr→node" for every route, sorted.
-func (f *fakeRoutes) snapshot() string {
+func snapshot(c *cloudfake.Cloud) string {
 	var out []string
-	for _, r := range f.HeldRoutes("test") {
+	for _, r := range c.HeldRoutes(testCluster) {
 		s := r.DestinationCIDR + "→" + string(r.TargetNode)
 		if r.Blackhole {
 			s += "(blackhole)"
@@ -77,8 +53,10 @@ func (f *fakeRoutes) snapshot() string {
 	return strings.Join(out, " ")
 }
 
-func (f *fakeRoutes) counts() (lists, creates, deletes int) {
-	return f.CallCount("ListRoutes"), f.CallCount("CreateRoute"), f.CallCount("DeleteRoute")
+// counts is how many times the controller listed, created and deleted
+// routes.
+func counts(c *cloudfake.Cloud) (lists, creates, deletes int) {
+	return c.CallCount("ListRoutes"), c.CallCount("CreateRoute"), c.CallCount("DeleteRoute")
 }
 
 type fixture struct {
@@ -86,7 +64,7 @@ type fixture struct {
 	ctx           context.Context
 	c             *Controller
 	cl            client.Client
-	cloud         *fakeRoutes
+	cloud         *cloudfake.Cloud
 	rec           *events.FakeRecorder
 	clk           *clocktesting.FakeClock
 	statusPatches atomic.Int32
@@ -99,7 +77,7 @@ func node(name, providerID string, cidrs ...string) *corev1.Node {
 	}
 }
 
-func newFixture(t *testing.T, fr *fakeRoutes, cfg Config, nodes ...*corev1.Node) *fixture {
+func newFixture(t *testing.T, fr *cloudfake.Cloud, cfg Config, nodes ...*corev1.Node) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	f := &fixture{t: t, ctx: ctx, cloud: fr, rec: events.NewFakeRecorder(1000), clk: clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))}
@@ -113,12 +91,12 @@ func newFixture(t *testing.T, fr *fakeRoutes, cfg Config, nodes ...*corev1.Node)
 			f.statusPatches.Add(1)
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		}}).Build()
-	cfg.ClusterName = "test"
+	cfg.ClusterName = testCluster
 	if cfg.ClusterCIDRs == nil {
 		cfg.ClusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/56")}
 	}
 
-	c, err := New(Deps{Client: f.cl, Routes: fr, Recorder: f.rec, Registerer: prometheus.NewRegistry(), Clock: f.clk}, cfg)
+	c, err := New(Deps{Deps: kit.Deps{Client: f.cl, Recorder: f.rec, Registerer: prometheus.NewRegistry(), Clock: f.clk}, Routes: fr}, cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -135,7 +113,7 @@ func (f *fixture) mustSync() {
 
 func (f *fixture) wantRoutes(want string) {
 	f.t.Helper()
-	if got := f.cloud.snapshot(); got != want {
+	if got := snapshot(f.cloud); got != want {
 		f.t.Fatalf("routes:\n got %s\nwant %s", got, want)
 	}
 }

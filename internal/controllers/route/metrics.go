@@ -1,8 +1,6 @@
 package route
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
@@ -20,7 +18,6 @@ const (
 	// dashboards and alerts had two releases to move.
 	MetricQuotaExceededTotalDeprecated = "stratus_routes_quota_exceeded_total"
 	MetricRoutesBackingOff             = "stratus_route_create_backoff_routes"
-	labelResult                        = "result"
 
 	// MetricRouteSyncs is upstream's name (k8s.io/cloud-provider v0.37,
 	// alpha): passes by outcome (changed, noop, error) and trigger
@@ -34,7 +31,6 @@ const (
 	triggerNodeChange = "node_change"
 	outcomeChanged    = "changed"
 	outcomeNoop       = "noop"
-	outcomeError      = "error"
 )
 
 type metrics struct {
@@ -60,7 +56,7 @@ func (m *metrics) observeSync(trigger string, changed bool, o kit.Outcome) {
 	outcome := outcomeNoop
 	switch {
 	case o.Err != nil:
-		outcome = outcomeError
+		outcome = kit.ResultError
 	case changed:
 		outcome = outcomeChanged
 	}
@@ -68,41 +64,17 @@ func (m *metrics) observeSync(trigger string, changed bool, o kit.Outcome) {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	var s metricsutil.Set
 	m := &metrics{
-		creates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricCreateTotal,
-			Help: "Cloud route creations, by result (success, error).",
-		}, []string{labelResult}),
-		deletes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricDeleteTotal,
-			Help: "Cloud route deletions, by result (success, error).",
-		}, []string{labelResult}),
-		quota: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricQuotaExceededTotal,
-			Help: "Route creations the cloud refused because the route table is full.",
-		}),
-		quotaOld: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricQuotaExceededTotalDeprecated,
-			Help: "(Deprecated: use " + MetricQuotaExceededTotal + ".) Route creations the cloud refused because the route table is full.",
-		}),
-		backedOff: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: MetricRoutesBackingOff,
-			Help: "Routes whose creation failed and waits for its backoff before the next attempt.",
-		}),
-		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRouteSyncs,
-			Help: "[ALPHA] A metric counting the number of route reconciles with the cloud provider, labeled by the trigger (periodic or node_change) and the outcome (error if the reconcile failed, changed if at least one route was created or deleted, otherwise noop).",
-		}, []string{"outcome", "trigger"}),
+		creates:   s.CounterVec(MetricCreateTotal, "Cloud route creations, by result (success, error).", metricsutil.LabelResult),
+		deletes:   s.CounterVec(MetricDeleteTotal, "Cloud route deletions, by result (success, error).", metricsutil.LabelResult),
+		quota:     s.Counter(MetricQuotaExceededTotal, "Route creations the cloud refused because the route table is full."),
+		quotaOld:  s.Counter(MetricQuotaExceededTotalDeprecated, "(Deprecated: use "+MetricQuotaExceededTotal+".) Route creations the cloud refused because the route table is full."),
+		backedOff: s.Gauge(MetricRoutesBackingOff, "Routes whose creation failed and waits for its backoff before the next attempt."),
+		syncs:     s.CounterVec(MetricRouteSyncs, "[ALPHA] A metric counting the number of route reconciles with the cloud provider, labeled by the trigger (periodic or node_change) and the outcome (error if the reconcile failed, changed if at least one route was created or deleted, otherwise noop).", "outcome", "trigger"),
 	}
-	if err := metricsutil.Register(reg,
-		m.creates,
-		m.deletes,
-		m.quota,
-		m.quotaOld,
-		m.backedOff,
-		m.syncs,
-	); err != nil {
-		return nil, fmt.Errorf("route metrics: %w", err)
+	if err := s.Register(reg, "route"); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stratus-ccm/stratus/internal/ownership"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // TestForeignNodesNotRouted: under an ownership policy for the lc
@@ -15,7 +16,7 @@ func TestForeignNodesNotRouted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cloud := newFakeRoutes()
+	cloud := cloudfake.New()
 	f := newFixture(t, cloud, Config{},
 		node("a", "lc://a", "10.244.0.0/24"),
 		node("onprem", "onprem://rack1/onprem", "10.244.1.0/24"),

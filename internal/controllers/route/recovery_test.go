@@ -7,18 +7,20 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // After a cloud outage a pass runs at once, and the routes whose creation
 // failed during it are not held back by the backoff the outage built up.
 func TestPassRunsWhenCloudRecovers(t *testing.T) {
 	t.Parallel()
-	fr := newFakeRoutes()
-	fr.failFor.set("10.244.0.0/24", errors.New("HTTP 503"))
+	fr := cloudfake.New()
+	fr.SetErrorFor("CreateRoute", "10.244.0.0/24", errors.New("HTTP 503"))
 	f := newFixture(t, fr, Config{}, node("a", "lc://a", "10.244.0.0/24"))
 	rec := &kittest.Recovery{}
-	c, err := New(Deps{Client: f.cl, Routes: fr, Recovery: rec}, f.c.cfg)
+	c, err := New(Deps{Deps: kit.Deps{Client: f.cl, Recovery: rec}, Routes: fr}, f.c.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
+	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
 // TestWatchesMatchSetup pins Watches, which the daemon's controller table
@@ -17,7 +19,7 @@ import (
 func TestWatchesMatchSetup(t *testing.T) {
 	t.Parallel()
 	kittest.RequireWatches(t, Watches(), func(_ context.Context, mgr manager.Manager) error {
-		c, err := New(Deps{Client: mgr.GetClient(), Routes: newFakeRoutes(), Recorder: events.NewFakeRecorder(10)},
+		c, err := New(Deps{Deps: kit.Deps{Client: mgr.GetClient(), Recorder: events.NewFakeRecorder(10)}, Routes: cloudfake.New()},
 			Config{ClusterName: "test", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, ReconcilePeriod: time.Hour})
 		if err != nil {
 			return err

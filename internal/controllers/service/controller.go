@@ -7,13 +7,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -23,7 +21,6 @@ import (
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
-	"github.com/stratus-ccm/stratus/internal/ownership"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
@@ -84,39 +81,27 @@ type Config struct {
 	NoConditions bool
 }
 
-// Deps are the controller's collaborators.
+// Deps are the controller's collaborators: the shared ones (kit.Deps:
+// Recovery retries the Services whose sync failed at once when the cloud
+// answers again; Clock paces node syncs and dates orphans; Ownership
+// keeps a foreign Node out of the backends unless ForeignBackends;
+// Explain receives each Service's syncs and answers what the controller
+// knows of a Service or a Node) and the provider's load balancer API.
 type Deps struct {
-	// Client reads Services (from the manager's cache in production) and
-	// writes their finalizer and status.
-	Client client.Client
+	kit.Deps
 	// APIReader reads Services from the API server, past the cache: an
 	// orphan is deleted only after a live read confirms it. Required with
 	// Lister.
 	APIReader client.Reader
-	// LoadBalancer is the cloud's load balancer API.
+	// LoadBalancer is the cloud's load balancer API; required.
 	LoadBalancer cloudprovider.LoadBalancer
 	// Lister, when set, enables the orphan collector.
 	Lister cloud.LoadBalancerLister
 	// Annotations, when set, names the annotations under the provider's
 	// prefix it does not read; each sync warns about them on the Service.
 	Annotations cloud.AnnotationChecker
-	// Recovery, when set, tells the controller that the cloud answers again
-	// after an outage: the Services whose sync failed are retried at once.
-	Recovery cloud.RecoveryNotifier
-	// Recorder receives events about Services; nil emits none.
-	Recorder events.EventRecorder
-	// Clock paces node syncs and dates orphans; nil is the real clock.
-	Clock clock.Clock
-	// Registerer receives the metrics; nil registers nothing.
-	Registerer prometheus.Registerer
-	// Ownership says which Nodes are the provider's in a hybrid cluster: a
-	// foreign Node is no backend unless ForeignBackends (backends.go).
-	// The zero value owns every Node.
-	Ownership       ownership.Policy
+	// ForeignBackends puts foreign Nodes in load balancers (backends.go).
 	ForeignBackends bool
-	// Explain, when set, receives the record of each Service's syncs and
-	// answers what the controller knows of a Service or a Node.
-	Explain *explain.Store
 }
 
 // key is one work item: a Service, or one of the two passes that concern
@@ -173,9 +158,10 @@ type Controller struct {
 
 // New builds a controller; it starts nothing (SetupWithManager does).
 func New(d Deps, cfg Config) (*Controller, error) {
+	shared, err := d.Resolve(ControllerName)
 	switch {
-	case d.Client == nil:
-		return nil, errors.New("service controller: Client is required")
+	case err != nil:
+		return nil, err
 	case d.LoadBalancer == nil:
 		return nil, errors.New("service controller: LoadBalancer is required")
 	case d.Lister != nil && d.APIReader == nil:
@@ -185,24 +171,24 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	if cfg.MinRetryDelay > cfg.MaxRetryDelay {
 		return nil, fmt.Errorf("service controller: min retry delay %v exceeds max %v", cfg.MinRetryDelay, cfg.MaxRetryDelay)
 	}
-	m, err := newMetrics(d.Registerer)
+	m, err := newMetrics(shared.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	c := &Controller{
-		cfg: cfg, client: client.WithFieldOwner(d.Client, ControllerName), apiReader: d.APIReader,
-		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: kit.Recorder(d.Recorder), metrics: m, now: kit.Clock(d.Clock).Now,
+		cfg: cfg, client: shared.Client, apiReader: d.APIReader,
+		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: shared.Recorder, metrics: m, now: shared.Clock.Now,
 		nodePacer: newNodePacer(cfg.NodeSyncDelay),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
 		phases:  newPhaseTracker(m.lbs),
 		limiter: kit.NewBackoff[key]("per-Service", cfg.MinRetryDelay, cfg.MaxRetryDelay),
-		explain: d.Explain,
+		explain: shared.Explain,
 	}
-	c.nodes.backend = backendPolicy(d.Ownership, d.ForeignBackends)
+	c.nodes.backend = backendPolicy(shared.Ownership, d.ForeignBackends)
 	c.nodes.now = c.now
-	kit.OnRecovered(d.Recovery, c.retryFailed)
-	d.Explain.Describe(explain.KindService, ControllerName, c.describeService)
-	d.Explain.Describe(explain.KindNode, ControllerName, c.describeNode)
+	kit.OnRecovered(shared.Recovery, c.retryFailed)
+	shared.Explain.Describe(explain.KindService, ControllerName, c.describeService)
+	shared.Explain.Describe(explain.KindNode, ControllerName, c.describeNode)
 	return c, nil
 }
 
@@ -216,24 +202,12 @@ func (c *Controller) firstKeys() []key {
 }
 
 func withDefaults(cfg Config) Config {
-	if cfg.Workers <= 0 {
-		cfg.Workers = DefaultWorkers
-	}
-	if cfg.NodeSyncDelay <= 0 {
-		cfg.NodeSyncDelay = DefaultNodeSyncDelay
-	}
-	if cfg.MinRetryDelay <= 0 {
-		cfg.MinRetryDelay = DefaultMinRetryDelay
-	}
-	if cfg.MaxRetryDelay <= 0 {
-		cfg.MaxRetryDelay = DefaultMaxRetryDelay
-	}
-	if cfg.OrphanInterval <= 0 {
-		cfg.OrphanInterval = DefaultOrphanInterval
-	}
-	if cfg.OrphanGrace < 0 {
-		cfg.OrphanGrace = 0
-	}
+	cfg.Workers = kit.OrDefault(cfg.Workers, DefaultWorkers)
+	cfg.NodeSyncDelay = kit.OrDefault(cfg.NodeSyncDelay, DefaultNodeSyncDelay)
+	cfg.MinRetryDelay = kit.OrDefault(cfg.MinRetryDelay, DefaultMinRetryDelay)
+	cfg.MaxRetryDelay = kit.OrDefault(cfg.MaxRetryDelay, DefaultMaxRetryDelay)
+	cfg.OrphanInterval = kit.OrDefault(cfg.OrphanInterval, DefaultOrphanInterval)
+	cfg.OrphanGrace = max(cfg.OrphanGrace, 0)
 	return cfg
 }
 

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
 
@@ -76,8 +77,12 @@ func newHarness(t *testing.T, cfg Config, objs ...client.Object) *harness {
 		cfg.ClusterName = "test"
 	}
 	h.cluster = cfg.ClusterName
-	c, err := New(Deps{Client: h.cl, APIReader: h.cl, LoadBalancer: h.lb, Lister: h.lb,
-		Recorder: h.recorder, Registerer: h.reg}, cfg)
+	c, err := New(Deps{
+		Deps:         kit.Deps{Client: h.cl, Recorder: h.recorder, Registerer: h.reg},
+		APIReader:    h.cl,
+		LoadBalancer: h.lb,
+		Lister:       h.lb,
+	}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package service
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratus-ccm/stratus/internal/metricsutil"
@@ -34,59 +32,21 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	var s metricsutil.Set
 	m := &metrics{
-		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricSyncsTotal,
-			Help: "Service syncs by result (success, retry: the cloud asked to come back later, error).",
-		}, []string{"result"}),
-		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    MetricSyncDuration,
-			Help:    "Duration of one Service sync, cloud calls included.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
-		}),
-		updates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricLoadBalancerUpdates,
-			Help: "UpdateLoadBalancer calls made because a load balancer's node set changed, by result.",
-		}, []string{"result"}),
-		nodeSyncs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricNodeSyncsTotal,
-			Help: "Passes over the load balancers after (coalesced) node changes.",
-		}),
-		orphans: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: MetricOrphanedLoadBalancers,
-			Help: "Load balancers the cloud lists for this cluster whose Service no longer wants them, at the last check.",
-		}),
-		orphanDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricOrphanedLBDeletesTotal,
-			Help: "Deletions of orphaned load balancers, by result.",
-		}, []string{"result"}),
-		drifted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricDriftedLoadBalancers,
-			Help: "Load balancers found deleted or with changed backends in the cloud, behind the controller's back, and ensured again.",
-		}),
-		lbs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: MetricLoadBalancers,
-			Help: "Load-balancer Services by the outcome of their last sync: pending (no ingress yet), failing (the last sync failed with an error), serving.",
-		}, []string{"state"}),
-		nodeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: MetricNodeSyncLatency,
-			Help: "Seconds from the first node change that altered the eligible node set to the successful UpdateLoadBalancer carrying that set, " +
-				"one observation per load balancer updated; includes the wait while a burst of node changes settles and the wait in the queue.",
-			Buckets: prometheus.ExponentialBuckets(0.1, 2, 14),
-		}),
+		syncs:         s.CounterVec(MetricSyncsTotal, "Service syncs by result (success, retry: the cloud asked to come back later, error).", metricsutil.LabelResult),
+		syncDuration:  s.Histogram(MetricSyncDuration, "Duration of one Service sync, cloud calls included.", prometheus.ExponentialBuckets(0.001, 2.5, 14)),
+		updates:       s.CounterVec(MetricLoadBalancerUpdates, "UpdateLoadBalancer calls made because a load balancer's node set changed, by result.", metricsutil.LabelResult),
+		nodeSyncs:     s.Counter(MetricNodeSyncsTotal, "Passes over the load balancers after (coalesced) node changes."),
+		orphans:       s.Gauge(MetricOrphanedLoadBalancers, "Load balancers the cloud lists for this cluster whose Service no longer wants them, at the last check."),
+		orphanDeletes: s.CounterVec(MetricOrphanedLBDeletesTotal, "Deletions of orphaned load balancers, by result.", metricsutil.LabelResult),
+		drifted:       s.Counter(MetricDriftedLoadBalancers, "Load balancers found deleted or with changed backends in the cloud, behind the controller's back, and ensured again."),
+		lbs:           s.GaugeVec(MetricLoadBalancers, "Load-balancer Services by the outcome of their last sync: pending (no ingress yet), failing (the last sync failed with an error), serving.", "state"),
+		nodeLatency: s.Histogram(MetricNodeSyncLatency, "Seconds from the first node change that altered the eligible node set to the successful UpdateLoadBalancer carrying that set, "+
+			"one observation per load balancer updated; includes the wait while a burst of node changes settles and the wait in the queue.", prometheus.ExponentialBuckets(0.1, 2, 14)),
 	}
-	if err := metricsutil.Register(reg,
-		m.syncs,
-		m.syncDuration,
-		m.updates,
-		m.nodeSyncs,
-		m.orphans,
-		m.orphanDeletes,
-		m.drifted,
-		m.lbs,
-		m.nodeLatency,
-	); err != nil {
-		return nil, fmt.Errorf("service controller metrics: %w", err)
+	if err := s.Register(reg, "service controller"); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

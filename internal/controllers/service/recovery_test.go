@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
 )
 
@@ -16,7 +17,7 @@ func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), lbService("ns", "ok"), node("n1"))
 	rec := &kittest.Recovery{}
-	c, err := New(Deps{Client: h.cl, APIReader: h.cl, LoadBalancer: h.lb, Recorder: h.recorder, Recovery: rec}, Config{ClusterName: "test"})
+	c, err := New(Deps{Deps: kit.Deps{Client: h.cl, Recorder: h.recorder, Recovery: rec}, APIReader: h.cl, LoadBalancer: h.lb}, Config{ClusterName: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
 	cloudfake "github.com/stratus-ccm/stratus/pkg/cloud/fake"
 )
@@ -16,7 +17,7 @@ import (
 // reads, to what SetupWithManager really watches.
 func TestWatchesMatchSetup(t *testing.T) {
 	kittest.RequireWatches(t, Watches(), func(_ context.Context, mgr manager.Manager) error {
-		c, err := New(Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), LoadBalancer: cloudfake.New(), Recorder: events.NewFakeRecorder(10)},
+		c, err := New(Deps{Deps: kit.Deps{Client: mgr.GetClient(), Recorder: events.NewFakeRecorder(10)}, APIReader: mgr.GetAPIReader(), LoadBalancer: cloudfake.New()},
 			Config{ClusterName: "test", OrphanInterval: time.Hour})
 		if err != nil {
 			return err

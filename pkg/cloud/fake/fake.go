@@ -10,6 +10,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -46,6 +47,10 @@ type Cloud struct {
 	// with an error wrapping cloud.ErrPortNotSupported, as a cloud
 	// without SCTP does.
 	Protocols []corev1.Protocol
+	// NilMetadata makes InstanceMetadata answer nil, nil for an instance
+	// it holds, as a buggy provider does: callers must not take a nil
+	// error to mean metadata they can read.
+	NilMetadata bool
 
 	mu        sync.Mutex
 	instances map[string]cloud.Instance // by ProviderID
@@ -108,6 +113,11 @@ func New(insts ...cloud.Instance) *Cloud {
 func (c *Cloud) PutInstance(in cloud.Instance) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.put(in)
+}
+
+// put is PutInstance with the lock held.
+func (c *Cloud) put(in cloud.Instance) {
 	if c.instances == nil {
 		c.instances = map[string]cloud.Instance{}
 	}
@@ -115,6 +125,27 @@ func (c *Cloud) PutInstance(in cloud.Instance) {
 		in.Metadata.ProviderID = in.ProviderID
 	}
 	c.instances[in.ProviderID] = in
+}
+
+// EditInstance changes in place the instance the per-node calls find for
+// a Node called name without a providerID, without logging a call, as a
+// change in the cloud behind the caller's back. change gets a copy (its
+// addresses too) and what it leaves replaces the instance as PutInstance
+// would put it, under its ProviderID, changed or not; change must not
+// call c. EditInstance reports whether it found such an instance, so
+// that a test cannot pass on an edit that changed nothing.
+func (c *Cloud) EditInstance(name string, change func(*cloud.Instance)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in, ok := c.find("", name)
+	if !ok {
+		return false
+	}
+	delete(c.instances, in.ProviderID)
+	in.Metadata.NodeAddresses = slices.Clone(in.Metadata.NodeAddresses)
+	change(&in)
+	c.put(in)
+	return true
 }
 
 // DeleteInstance removes the instance with providerID.

@@ -274,3 +274,66 @@ func TestProtocolsRefusesOtherPortsBeforeAnyChange(t *testing.T) {
 		t.Errorf("ensure with UDP only = %v, balancers %+v", err, c.Balancers())
 	}
 }
+
+func TestEditInstanceChangesItBehindTheCallersBack(t *testing.T) {
+	t.Parallel()
+	c := fake.New(cloud.Instance{ProviderID: "fake://1", Name: "a", Metadata: cloudprovider.InstanceMetadata{
+		InstanceType:  "small",
+		NodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
+	}})
+	ctx := t.Context()
+	before, err := c.InstanceMetadata(ctx, node("a", "fake://1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.EditInstance("a", func(in *cloud.Instance) {
+		in.Metadata.InstanceType = "large"
+		in.Metadata.NodeAddresses[0].Address = "10.0.0.9"
+	}) {
+		t.Fatal("EditInstance did not find the instance called a")
+	}
+	if n := len(c.Calls()); n != 1 {
+		t.Errorf("EditInstance logged calls: %v", c.Calls())
+	}
+	md, err := c.InstanceMetadata(ctx, node("a", "fake://1"))
+	if err != nil || md.InstanceType != "large" || md.NodeAddresses[0].Address != "10.0.0.9" {
+		t.Errorf("metadata after the edit = %+v, %v", md, err)
+	}
+	// An answer already given is the caller's: the edit does not reach it.
+	if before.NodeAddresses[0].Address != "10.0.0.1" {
+		t.Errorf("the edit changed an earlier answer's addresses: %v", before.NodeAddresses)
+	}
+	// A changed ProviderID moves the instance, as PutInstance would put it.
+	if !c.EditInstance("a", func(in *cloud.Instance) { in.ProviderID, in.Metadata.ProviderID = "fake://2", "" }) {
+		t.Fatal("EditInstance did not find the instance called a")
+	}
+	held := c.Held()
+	if len(held) != 1 || held[0].ProviderID != "fake://2" || held[0].Metadata.ProviderID != "fake://2" {
+		t.Errorf("held after a providerID edit = %+v, want one instance under fake://2", held)
+	}
+	if c.EditInstance("b", func(*cloud.Instance) { t.Error("change called for a missing instance") }) {
+		t.Error("EditInstance reported an instance called b")
+	}
+}
+
+func TestNilMetadataAnswersAsABuggyProvider(t *testing.T) {
+	t.Parallel()
+	c := fake.New(cloud.Instance{ProviderID: "fake://1", Name: "a"})
+	c.NilMetadata = true
+	ctx := t.Context()
+	if md, err := c.InstanceMetadata(ctx, node("a", "fake://1")); md != nil || err != nil {
+		t.Errorf("metadata = %+v, %v; want nil, nil", md, err)
+	}
+	// A missing instance and a set error are still answered as such.
+	if _, err := c.InstanceMetadata(ctx, node("b", "")); !errors.Is(err, cloudprovider.InstanceNotFound) {
+		t.Errorf("metadata of a missing instance: %v", err)
+	}
+	boom := errors.New("boom")
+	c.SetError("InstanceMetadata", boom)
+	if _, err := c.InstanceMetadata(ctx, node("a", "fake://1")); !errors.Is(err, boom) {
+		t.Errorf("metadata with an error set: %v", err)
+	}
+	if got := c.CallCount("InstanceMetadata"); got != 3 {
+		t.Errorf("InstanceMetadata logged %d times, want 3", got)
+	}
+}

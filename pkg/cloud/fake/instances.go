@@ -28,7 +28,7 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, n *corev1.Node) (bool, err
 }
 
 // InstanceMetadata returns a copy of the instance's Metadata, or
-// InstanceNotFound.
+// InstanceNotFound; nil, nil when NilMetadata.
 func (c *Cloud) InstanceMetadata(ctx context.Context, n *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	in, ok, err := c.lookup(ctx, "InstanceMetadata", n.Spec.ProviderID, n.Name)
 	if err != nil {
@@ -36,6 +36,9 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, n *corev1.Node) (*cloudpro
 	}
 	if !ok {
 		return nil, cloudprovider.InstanceNotFound
+	}
+	if c.NilMetadata {
+		return nil, nil // the buggy answer is the point
 	}
 	md := in.Metadata
 	md.NodeAddresses = append([]corev1.NodeAddress(nil), md.NodeAddresses...)

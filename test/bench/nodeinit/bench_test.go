@@ -27,6 +27,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/node"
 	"github.com/stratus-ccm/stratus/internal/controllers/node/nodetest"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -90,8 +91,9 @@ func benchInit(b *testing.B, useLister bool) {
 		lister = nil
 	}
 	c, err := node.New(node.Deps{
-		Client: mgr.GetClient(), Instances: in, Lister: lister,
-		Recorder: mgr.GetEventRecorder(node.ControllerName), Registerer: prometheus.NewRegistry(),
+		Deps:      kit.Deps{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(node.ControllerName), Registerer: prometheus.NewRegistry()},
+		Instances: in,
+		Lister:    lister,
 	}, node.Config{Workers: 10})
 	if err != nil {
 		b.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
+	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/objcache"
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -163,8 +164,10 @@ func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.Lo
 		cfg.ClusterName = ClusterName
 	}
 	ctrl, err := service.New(service.Deps{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), LoadBalancer: lb, Lister: lister,
-		Recorder: mgr.GetEventRecorder(service.ControllerName), Registerer: prometheus.NewRegistry(),
+		Deps:         kit.Deps{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(service.ControllerName), Registerer: prometheus.NewRegistry()},
+		APIReader:    mgr.GetAPIReader(),
+		LoadBalancer: lb,
+		Lister:       lister,
 	}, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -54,10 +54,6 @@ const (
 	// the message has the error and the next retry time (per-Service
 	// exponential backoff).
 	ReasonRetryingAfterError = kit.ReasonRetryingAfterError
-	// ReasonWaitingForNodes (Provisioning=True): the node set is changing
-	// (a burst of node changes); the load balancer is updated once it has
-	// settled.
-	ReasonWaitingForNodes = "WaitingForNodes"
 	// ReasonProvisioned (Provisioning=False): nothing is left to do.
 	ReasonProvisioned = "Provisioned"
 	// ReasonQuotaExceeded (Serving=False): the cloud refused the load
@@ -145,11 +141,10 @@ func (c *Controller) servingConditions(svc *corev1.Service, st *lbState) []metav
 	if len(st.nodes.ids) == 0 {
 		serving.Message += "; it has no nodes to send traffic to"
 	}
+	// A burst of node changes settling (a second or so) is not reported
+	// here: it would cost every load balancer two status writes per burst
+	// that upstream does not make; `stratus explain` says it.
 	prov := cond(ConditionProvisioning, metav1.ConditionFalse, ReasonProvisioned, "Load balancer is up to date")
-	if !sameNodes(st.nodes, c.nodes.snapshot()) && c.nodePacer.holding(c.now()) {
-		prov = cond(ConditionProvisioning, metav1.ConditionTrue, ReasonWaitingForNodes,
-			"Node set is changing; the load balancer's nodes are updated once it settles")
-	}
 	out := []metav1.Condition{prov, serving}
 	if meta.FindStatusCondition(svc.Status.Conditions, ConditionPortsError) != nil {
 		out = append(out, cond(ConditionPortsError, metav1.ConditionFalse, ReasonPortsAccepted, "The cloud accepts every port"))
@@ -228,15 +223,7 @@ func ingressString(in []corev1.LoadBalancerIngress) string {
 // transition time changes only with the status.
 func (c *Controller) writeConditions(ctx context.Context, svc *corev1.Service, want []metav1.Condition) error {
 	updated := svc.DeepCopy()
-	for _, t := range []string{ConditionProvisioning, ConditionServing, ConditionPortsError} {
-		if !hasType(want, t) {
-			meta.RemoveStatusCondition(&updated.Status.Conditions, t)
-		}
-	}
-	for _, w := range want {
-		w.ObservedGeneration = svc.Generation
-		meta.SetStatusCondition(&updated.Status.Conditions, w)
-	}
+	setOwnConditions(updated, want)
 	if equality.Semantic.DeepEqual(svc.Status.Conditions, updated.Status.Conditions) {
 		return nil
 	}
@@ -246,6 +233,34 @@ func (c *Controller) writeConditions(ctx context.Context, svc *corev1.Service, w
 		return fmt.Errorf("patch conditions of service %s: %w", klog.KObj(svc), err)
 	}
 	return nil
+}
+
+// setOwnConditions makes svc's own conditions want (nil removes them);
+// the transition time changes only with the status.
+func setOwnConditions(svc *corev1.Service, want []metav1.Condition) {
+	for _, t := range []string{ConditionProvisioning, ConditionServing, ConditionPortsError} {
+		if !hasType(want, t) {
+			meta.RemoveStatusCondition(&svc.Status.Conditions, t)
+		}
+	}
+	for _, w := range want {
+		w.ObservedGeneration = svc.Generation
+		meta.SetStatusCondition(&svc.Status.Conditions, w)
+	}
+}
+
+// conditionsAfterEnsure are the conditions of a Service whose ensure just
+// succeeded, for the status write that publishes its ingress; none with
+// NoConditions.
+func (c *Controller) conditionsAfterEnsure(key types.NamespacedName, svc *corev1.Service) []metav1.Condition {
+	if c.cfg.NoConditions {
+		return nil
+	}
+	want, ok := c.desiredConditions(key, svc, kit.Outcome{})
+	if !ok {
+		return nil
+	}
+	return want
 }
 
 func hasType(cs []metav1.Condition, t string) bool {

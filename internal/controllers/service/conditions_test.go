@@ -252,3 +252,37 @@ func TestConditionsBoundLongErrors(t *testing.T) {
 		t.Errorf("Serving condition %+v: want the retry time, the value quoted by its length, the error's end, under %d bytes", c, kit.MaxMessage)
 	}
 }
+
+// A new load balancer costs the API server what upstream's costs: the
+// finalizer, then one status write that carries the ingress and the
+// conditions together; a node change that settles writes no condition.
+func TestNewLoadBalancerCostsTwoWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	k := key{Service: nn("ns/web")}
+	if _, err := h.c.Reconcile(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.writes.Load(); n != 2 {
+		t.Errorf("a new load balancer made %d API writes, want 2 (finalizer, status with conditions)", n)
+	}
+	svc := h.service("ns", "web")
+	wantCondition(t, svc, ConditionServing, metav1.ConditionTrue, ReasonEnsuredLoadBalancer, h.vip("ns/web"))
+	wantCondition(t, svc, ConditionProvisioning, metav1.ConditionFalse, ReasonProvisioned)
+
+	// A node joins: the node pass updates the load balancer's hosts; the
+	// conditions say the same before and after, so nothing is written.
+	before := h.writes.Load()
+	h.c.nodes.upsert(node("n2"))
+	h.c.nodePass(ctx, h.q)
+	if _, err := h.c.Reconcile(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.calls(); len(got) != 2 || !strings.HasPrefix(got[1], "UpdateLoadBalancer") {
+		t.Fatalf("cloud calls %v, want the ensure then one UpdateLoadBalancer", got)
+	}
+	if n := h.writes.Load() - before; n != 0 {
+		t.Errorf("a node joining made %d API writes, want 0", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -139,9 +140,12 @@ type Controller struct {
 	now       func() time.Time
 	nodePacer *nodePacer
 
-	nodes   *nodeTracker
-	state   *stateStore
-	orphans *orphanTracker
+	nodes *nodeTracker
+	// seedOnce guards seedNodes: the first sync's check of the node set
+	// against the cache.
+	seedOnce sync.Once
+	state    *stateStore
+	orphans  *orphanTracker
 	// failed holds the Services whose last sync failed, retried at once
 	// when the cloud recovers.
 	failed *failedSet
@@ -280,6 +284,7 @@ func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, er
 		return reconcile.Result{RequeueAfter: c.cfg.OrphanInterval}, nil
 	}
 	ctx = explain.WithObject(ctx, serviceRef(k.Service))
+	c.state.takeWritten(k.Service) // a previous sync's answer is no news to this one
 	start := c.now()
 	err := c.sync(ctx, k.Service)
 	c.metrics.syncDuration.Observe(c.now().Sub(start).Seconds())

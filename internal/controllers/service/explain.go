@@ -34,6 +34,10 @@ func (c *Controller) report(ctx context.Context, key types.NamespacedName, o kit
 		klog.FromContext(ctx).Error(err, "Reading the Service after its sync failed; its conditions and explain record wait for the next sync")
 		return
 	}
+	if w := c.state.takeWritten(key); w != nil && w.UID == svc.UID {
+		// The cache has not seen this sync's write yet.
+		svc = w
+	}
 	c.explain.Synced(serviceRef(key), ControllerName, o.Explain())
 	c.reportConditions(ctx, svc, o)
 }

@@ -107,6 +107,29 @@ func (t *nodeTracker) upsert(n *corev1.Node) {
 	t.current = nil
 }
 
+// seed adds the nodes the tracker has not heard of (the cache's view at
+// the first sync); a node it knows keeps the object its events brought.
+// It returns how many it added.
+func (t *nodeTracker) seed(nodes []corev1.Node) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	added := 0
+	for i := range nodes {
+		n := &nodes[i]
+		if _, ok := t.all[n.Name]; ok {
+			continue
+		}
+		t.all[n.Name] = n
+		added++
+	}
+	if added > 0 {
+		t.version++
+		t.markChanged()
+		t.current = nil
+	}
+	return added
+}
+
 // get returns the latest object of a node, nil when none is known.
 func (t *nodeTracker) get(name string) *corev1.Node {
 	t.mu.Lock()

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,14 +44,20 @@ func (c *Controller) removeFinalizer(ctx context.Context, svc *corev1.Service) e
 }
 
 // patchStatus writes status.loadBalancer only when it differs, ipMode and
-// ports included.
-func (c *Controller) patchStatus(ctx context.Context, svc *corev1.Service, status *corev1.LoadBalancerStatus) error {
+// ports included. With conds (the controller's own conditions as they
+// stand after the sync) the same write carries them, so that a new load
+// balancer costs one status write, as upstream's, not one for the ingress
+// and one for the conditions.
+func (c *Controller) patchStatus(ctx context.Context, svc *corev1.Service, status *corev1.LoadBalancerStatus, conds ...metav1.Condition) error {
 	if statusEqual(&svc.Status.LoadBalancer, status) {
 		return nil
 	}
 	updated := svc.DeepCopy()
 	updated.Status.LoadBalancer = *status.DeepCopy()
-	klog.FromContext(ctx).V(2).Info("Patching load balancer status", "ingress", status.Ingress)
+	if len(conds) > 0 {
+		setOwnConditions(updated, conds)
+	}
+	klog.FromContext(ctx).V(2).Info("Patching load balancer status", "ingress", status.Ingress, "conditions", conditionSummary(conds))
 	_, err := c.patch(ctx, svc, updated)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -73,5 +80,6 @@ func (c *Controller) patch(ctx context.Context, old, updated *corev1.Service) (*
 	if err := c.client.Status().Patch(ctx, updated, client.StrategicMergeFrom(old)); err != nil {
 		return nil, fmt.Errorf("patch service %s: %w", klog.KObj(old), err)
 	}
+	c.state.wrote(updated)
 	return updated, nil
 }

@@ -24,10 +24,34 @@ type stateStore struct {
 	mu       sync.Mutex
 	byKey    map[types.NamespacedName]*lbState
 	retrying map[types.NamespacedName]bool
+	// written holds, for the Service being synced, the object as the API
+	// server answered the sync's last write: fresher than the cache, which
+	// has not seen the write yet, so that the conditions written after the
+	// sync are compared with what the API server has, not with a stale
+	// copy (which would cost a second, empty write).
+	written map[types.NamespacedName]*corev1.Service
 }
 
 func newStateStore() *stateStore {
-	return &stateStore{byKey: map[types.NamespacedName]*lbState{}, retrying: map[types.NamespacedName]bool{}}
+	return &stateStore{byKey: map[types.NamespacedName]*lbState{}, retrying: map[types.NamespacedName]bool{},
+		written: map[types.NamespacedName]*corev1.Service{}}
+}
+
+// wrote records the API server's answer to a write of a Service.
+func (s *stateStore) wrote(svc *corev1.Service) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.written[types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}] = svc
+}
+
+// takeWritten returns and forgets the last answer recorded for key; nil
+// when the sync wrote nothing.
+func (s *stateStore) takeWritten(key types.NamespacedName) *corev1.Service {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	svc := s.written[key]
+	delete(s.written, key)
+	return svc
 }
 
 func (s *stateStore) get(key types.NamespacedName) *lbState {
@@ -49,6 +73,7 @@ func (s *stateStore) forget(key types.NamespacedName) {
 	defer s.mu.Unlock()
 	delete(s.byKey, key)
 	delete(s.retrying, key)
+	delete(s.written, key)
 }
 
 // setRetrying remembers that the last ensure was told to come back later,

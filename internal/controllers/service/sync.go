@@ -45,6 +45,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if svc, err = c.addFinalizer(ctx, svc); err != nil {
 		return fmt.Errorf("sync service %s: add finalizer: %w", key, err)
 	}
+	c.seedNodes(ctx)
 	st := c.state.get(key)
 	nodes := c.nodes.snapshot()
 	switch {
@@ -74,6 +75,26 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		}
 		return nil
 	}
+}
+
+// seedNodes makes sure, once per controller, that the node set of the
+// first syncs is the cache's whole view: the workers start once the
+// Node handler has seen every existing Node, and a sync that ran with
+// fewer would hand the cloud a load balancer without its nodes (a
+// takeover's first ensure would take working backends away). Should the
+// handler still lag the cache, the missing Nodes are added from it and
+// the gap is logged.
+func (c *Controller) seedNodes(ctx context.Context) {
+	c.seedOnce.Do(func() {
+		var list corev1.NodeList
+		if err := c.client.List(ctx, &list); err != nil {
+			klog.FromContext(ctx).Error(err, "Listing Nodes from the cache for the first sync failed; the node set is the Node handler's")
+			return
+		}
+		if added := c.nodes.seed(list.Items); added > 0 {
+			klog.FromContext(ctx).Info("The Node handler had not seen every cached Node at the first sync; added them", "added", added, "cached", len(list.Items))
+		}
+	})
 }
 
 // ensure creates or updates the load balancer with EnsureLoadBalancer.
@@ -110,7 +131,7 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 	// Recorded before the status write, so that a failed write is retried
 	// without another cloud call.
 	c.state.set(key, &lbState{uid: svc.UID, applied: svc, status: *status.DeepCopy(), nodes: nodes})
-	if err := c.patchStatus(ctx, svc, status); err != nil {
+	if err := c.patchStatus(ctx, svc, status, c.conditionsAfterEnsure(key, svc)...); err != nil {
 		return fmt.Errorf("sync service %s: %w", key, err)
 	}
 	return nil

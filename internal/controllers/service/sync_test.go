@@ -408,3 +408,28 @@ func TestSyncUnknownProviderAnnotationWarns(t *testing.T) {
 		t.Errorf("EnsureLoadBalancer calls = %d, want 2: an unknown annotation does not block the load balancer", got)
 	}
 }
+
+// TestFirstSyncSeesEveryCachedNode: should the Node handler lag the cache
+// when the first syncs run (a takeover), the first ensure still gets every
+// Node the cache holds, not an empty set that would take the load
+// balancer's working backends away.
+func TestFirstSyncSeesEveryCachedNode(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{}, lbService("ns", "web"))
+	for _, n := range []*corev1.Node{node("n1"), node("n2")} {
+		if err := h.cl.Create(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.sync("ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(h.nodesOf("ns/web"), ","); got != "n1,n2" {
+		t.Errorf("first ensure's nodes %q, want n1,n2 from the cache", got)
+	}
+	for _, e := range h.events() {
+		if strings.Contains(e, ReasonUnAvailableLoadBalancer) {
+			t.Errorf("event %q: the first ensure saw no node", e)
+		}
+	}
+}

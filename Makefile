@@ -65,11 +65,15 @@ UPSTREAM_CCM_SRC := go.mod bench/go.mod bench/go.sum $(wildcard bench/cmd/upstre
 $(BIN)/upstream-ccm: $(UPSTREAM_CCM_SRC)
 	cd bench && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ ./cmd/upstream-ccm
 
-$(BIN)/kube-apiserver: $(TOOLS_MOD)
-	cd hack/tools && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
-
-$(addprefix $(BIN)/,$(KUBE_NODE_CMDS)): $(BIN)/%: $(TOOLS_MOD)
-	cd hack/tools && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/$*
+# One go build for every program of hack/tools: the Kubernetes programs
+# share most of their packages, and one go command compiles each package
+# once and links the programs side by side, where separate builds running
+# as parallel make jobs would each compile the shared packages again.
+KUBE_CMDS := kube-apiserver $(KUBE_NODE_CMDS)
+TOOLS_BINS := $(addprefix $(BIN)/,$(KUBE_CMDS) etcd)
+$(TOOLS_BINS) &: $(TOOLS_MOD) hack/tools/etcd/main.go
+	mkdir -p $(BIN)
+	cd hack/tools && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ $(addprefix k8s.io/kubernetes/cmd/,$(KUBE_CMDS)) ./etcd
 
 # containerd and the CNI plugins install as their own modules (no replace
 # lines), static: no cgo, and no btrfs snapshotter, which needs C headers.
@@ -112,9 +116,6 @@ $(BIN)/coredns: $(COREDNS_SRC)
 $(BIN)/images/coredns.tar: $(BIN)/coredns $(IMAGES_SRC)
 	mkdir -p $(BIN)/images
 	cd hack/images && $(GO) run ./cmd/ociimage -binary $(BIN)/coredns -tag stratus.local/coredns:v1 -out $@
-
-$(BIN)/etcd: $(TOOLS_MOD) hack/tools/etcd/main.go
-	cd hack/tools && $(GO) build -o $@ ./etcd
 
 # skew-tools: the oldest kube-apiserver the version-skew policy supports,
 # one minor before the test bed's (docs/providers.md, "Kubernetes
@@ -170,7 +171,12 @@ $(BIN)/.helm-$(HELM_VERSION):
 .PHONY: e2e-test
 e2e-test: $(BIN)/e2e.test
 
-$(BIN)/e2e.test: hack/conformance/go.mod hack/conformance/go.sum
+# hack/conformance requires every module it shares with hack/tools at
+# hack/tools' version (TestConformanceModuleMatchesTools checks), so e2e.test
+# and agnhost reuse the packages the test bed's programs compiled; they are
+# built after them (order-only) rather than beside them, which would compile
+# those packages twice at once.
+$(BIN)/e2e.test: hack/conformance/go.mod hack/conformance/go.sum | $(TOOLS_BINS)
 	cd hack/conformance && $(GO) test -c -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/test/e2e
 
 # e2e-images: the test images the LoadBalancer specs run, under the names
@@ -185,9 +191,12 @@ PAUSE_IMAGE := registry.k8s.io/pause:3.10.2
 .PHONY: e2e-images
 e2e-images: $(BIN)/images/e2e/agnhost.tar $(BIN)/images/e2e/pause.tar
 
-$(BIN)/images/e2e/agnhost.tar: hack/conformance/go.mod hack/conformance/go.sum $(IMAGES_SRC) hack/images/e2e/wgetrc
+# agnhost is built with the machine's defaults (cgo, full paths), as e2e.test
+# and the test bed's programs are, so it compiles little of its own; the
+# image brings the libraries ldd names for it.
+$(BIN)/images/e2e/agnhost.tar: hack/conformance/go.mod hack/conformance/go.sum $(IMAGES_SRC) hack/images/e2e/wgetrc | $(TOOLS_BINS)
 	mkdir -p $(BIN)/images/e2e
-	cd hack/conformance && CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/images/e2e/agnhost k8s.io/kubernetes/test/images/agnhost
+	cd hack/conformance && $(GO) build -o $(BIN)/images/e2e/agnhost k8s.io/kubernetes/test/images/agnhost
 	cd hack/images && $(GO) run ./cmd/ociimage -binary $(BIN)/images/e2e/agnhost -tag $(AGNHOST_IMAGE) -out $@ \
 		-add /bin/dash -link /bin/sh=dash -add /usr/bin/curl -add /usr/bin/wget -add $(CURDIR)/hack/images/e2e/wgetrc=/etc/wgetrc -add /usr/bin/nc.openbsd=/usr/bin/nc
 

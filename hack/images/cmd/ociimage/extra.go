@@ -28,17 +28,11 @@ func extraFiles(adds, links []string) ([]file, error) {
 			return nil, fmt.Errorf("-add %q: %w", a, err)
 		}
 		out = append(out, f)
-		libs, err := sharedLibraries(src)
+		libs, err := libraryFiles(src)
 		if err != nil {
 			return nil, fmt.Errorf("-add %q: %w", a, err)
 		}
-		for _, lib := range libs {
-			lf, err := hostFile(lib, lib)
-			if err != nil {
-				return nil, fmt.Errorf("-add %q: library: %w", a, err)
-			}
-			out = append(out, lf)
-		}
+		out = append(out, libs...)
 	}
 	for _, l := range links {
 		dst, target, ok := strings.Cut(l, "=")
@@ -66,6 +60,24 @@ func hostFile(src, dst string) (file, error) {
 		return file{}, fmt.Errorf("read %s: %w", src, err)
 	}
 	return file{path: strings.TrimPrefix(dst, "/"), data: data, mode: int64(st.Mode().Perm())}, nil
+}
+
+// libraryFiles reads the shared libraries and loader program needs, each
+// at its own path in the image; none for a static program.
+func libraryFiles(program string) ([]file, error) {
+	libs, err := sharedLibraries(program)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]file, 0, len(libs))
+	for _, lib := range libs {
+		lf, err := hostFile(lib, lib)
+		if err != nil {
+			return nil, fmt.Errorf("library: %w", err)
+		}
+		out = append(out, lf)
+	}
+	return out, nil
 }
 
 // sharedLibraries lists the absolute paths ldd prints for program: its

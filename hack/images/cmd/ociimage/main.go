@@ -1,7 +1,9 @@
-// Command ociimage wraps one static binary into a single-layer image and
+// Command ociimage wraps one binary into a single-layer image and
 // writes it as an image tarball (docker-archive, tagged), the format `ctr
 // images import` and `docker load` read. Equal inputs give equal digests: the
-// layer's timestamps and the image's creation time are fixed.
+// layer's timestamps and the image's creation time are fixed. A dynamic
+// binary comes with the shared libraries ldd names for it, so a program
+// built with the machine's defaults (cgo on) runs as a static one does.
 //
 // -add puts more of the machine's programs beside it, each with the shared
 // libraries ldd names (Kubernetes' e2e specs run sh, curl and nc in the
@@ -42,7 +44,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.binary, "binary", "", "static binary to put in the image")
+	flag.StringVar(&o.binary, "binary", "", "binary to put in the image (with the shared libraries ldd lists, if dynamic)")
 	flag.StringVar(&o.target, "path", "", "absolute path of the binary in the image (default /<binary's name>)")
 	flag.StringVar(&o.tag, "tag", "", "image reference, e.g. stratus.local/pause:1")
 	flag.StringVar(&o.out, "out", "", "tarball to write")
@@ -81,6 +83,11 @@ func run(o options) error {
 		return fmt.Errorf("-binary: %w", err)
 	}
 	files := []file{{path: o.target[1:], data: data, mode: 0o755}}
+	libs, err := libraryFiles(o.binary)
+	if err != nil {
+		return fmt.Errorf("-binary: %w", err)
+	}
+	files = append(files, libs...)
 	extra, err := extraFiles(o.adds, o.links)
 	if err != nil {
 		return err

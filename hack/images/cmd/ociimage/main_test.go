@@ -121,11 +121,50 @@ func TestAddBringsLibrariesAndLinks(t *testing.T) {
 	if err := run(o); err != nil {
 		t.Fatal(err)
 	}
+	got := layerEntries(t, o)
+	libs, err := sharedLibraries("/bin/dash")
+	if err != nil || len(libs) == 0 {
+		t.Fatalf("ldd /bin/dash: %v %v; want its libc and loader", libs, err)
+	}
+	for _, want := range append([]string{"agnhost", "bin/dash"}, libs...) {
+		if h := got[strings.TrimPrefix(want, "/")]; h == nil || h.Typeflag != tar.TypeReg || h.Size == 0 {
+			t.Errorf("layer lacks the file %s: %+v", want, h)
+		}
+	}
+	if h := got["bin/sh"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "dash" {
+		t.Errorf("bin/sh = %+v, want a link to dash", h)
+	}
+}
+
+// A dynamic -binary (agnhost built with cgo, as the test bed's other
+// Kubernetes programs are) comes with its loader and libraries.
+func TestDynamicBinaryBringsLibraries(t *testing.T) {
+	dir := t.TempDir()
+	o := options{binary: "/bin/dash", target: "/agnhost", tag: "a.example/agnhost:1", out: filepath.Join(dir, "a.tar"), arch: "amd64"}
+	if err := run(o); err != nil {
+		t.Fatal(err)
+	}
+	got := layerEntries(t, o)
+	libs, err := sharedLibraries("/bin/dash")
+	if err != nil || len(libs) == 0 {
+		t.Fatalf("ldd /bin/dash: %v %v; want its libc and loader", libs, err)
+	}
+	for _, want := range append([]string{"agnhost"}, libs...) {
+		if h := got[strings.TrimPrefix(want, "/")]; h == nil || h.Typeflag != tar.TypeReg || h.Size == 0 {
+			t.Errorf("layer lacks the file %s: %+v", want, h)
+		}
+	}
+}
+
+// layerEntries reads the image run wrote for o and returns its one layer's
+// entries by name.
+func layerEntries(t *testing.T, o options) map[string]*tar.Header {
+	t.Helper()
 	tag, err := name.NewTag(o.tag)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := tarball.ImageFromPath(out, &tag)
+	img, err := tarball.ImageFromPath(o.out, &tag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,23 +182,11 @@ func TestAddBringsLibrariesAndLinks(t *testing.T) {
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			break
+			return got
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		got[h.Name] = h
-	}
-	libs, err := sharedLibraries("/bin/dash")
-	if err != nil || len(libs) == 0 {
-		t.Fatalf("ldd /bin/dash: %v %v; want its libc and loader", libs, err)
-	}
-	for _, want := range append([]string{"agnhost", "bin/dash"}, libs...) {
-		if h := got[strings.TrimPrefix(want, "/")]; h == nil || h.Typeflag != tar.TypeReg || h.Size == 0 {
-			t.Errorf("layer lacks the file %s: %+v", want, h)
-		}
-	}
-	if h := got["bin/sh"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "dash" {
-		t.Errorf("bin/sh = %+v, want a link to dash", h)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stratus-ccm/stratus/internal/app/leader"
 	"github.com/stratus-ccm/stratus/internal/app/options"
+	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/ownership"
@@ -42,6 +44,9 @@ type ControllerContext struct {
 	// means managerClients: every controller shares the manager's
 	// credentials and cache.
 	NewClients func(name string) (Clients, error)
+	// Fence, when set, refuses every controller's writes (a Node's
+	// deletion first) once this replica cannot prove it holds the lease.
+	Fence *cloudwrap.Fence
 }
 
 // Clients is one controller's access to the API server.
@@ -64,12 +69,17 @@ type Clients struct {
 
 // Clients returns the API access of the controller called name.
 func (cc ControllerContext) Clients(name string) (Clients, error) {
+	cl := Clients{}
 	if cc.NewClients == nil {
-		return managerClients(cc.Manager, name), nil
+		cl = managerClients(cc.Manager, name)
+	} else {
+		var err error
+		if cl, err = cc.NewClients(name); err != nil {
+			return Clients{}, fmt.Errorf("%s: API clients: %w", name, err)
+		}
 	}
-	cl, err := cc.NewClients(name)
-	if err != nil {
-		return Clients{}, fmt.Errorf("%s: API clients: %w", name, err)
+	if cc.Fence != nil {
+		cl.Client = leader.FenceClient(cl.Client, cc.Fence.Check)
 	}
 	return cl, nil
 }
@@ -118,5 +128,5 @@ func (cc ControllerContext) shared(name string) (kit.Deps, Clients, error) {
 	if err != nil {
 		return kit.Deps{}, Clients{}, err
 	}
-	return kit.Deps{Client: cl.Client, Recorder: cl.Recorder, Registerer: cc.Metrics, Recovery: cc.Cloud, Ownership: pol, Explain: cc.Explain}, cl, nil
+	return kit.Deps{Client: cl.Client, Recorder: cl.Recorder, Registerer: cc.Metrics, Recovery: cc.Cloud, Pushback: cc.Cloud, Ownership: pol, Explain: cc.Explain}, cl, nil
 }

@@ -2,6 +2,9 @@ package app
 
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/stratus-ccm/stratus/internal/app/options"
+	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
 )
 
 // rbac is what one controller may do in the API server as itself, beyond
@@ -54,6 +57,13 @@ func cloudNodeLifecycleRBAC() rbac {
 		Rules: []rule{
 			coreRule("The shutdown taint, added and removed.", []string{"nodes"}, "patch"),
 			coreRule("A NotReady Node whose instance the cloud says is gone.", []string{"nodes"}, "delete"),
+			// The record's name follows the Lease's: this is the one of
+			// the default Lease, which the chart's leader-election Role
+			// names too.
+			{Why: "rare: the deletion cap's record, a ConfigMap beside the leader-election Lease: read\nand rewritten at a leader's second deletion within a window and after a leader change ...",
+				PolicyRule: rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
+					ResourceNames: []string{nodelifecycle.RecordName(options.New(nil).LeaderElectName)}, Verbs: []string{"get", "update"}}},
+			coreRule("... created by the first deletion (create cannot be limited to a name).", []string{"configmaps"}, "create"),
 		},
 		Writes: []string{"nodes"},
 	}

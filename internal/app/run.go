@@ -90,6 +90,11 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 		return err
 	}
 	defer stopLock()
+	mgrCtx, fence, stopFence, err := newFence(ctx, o, lock)
+	if err != nil {
+		return err
+	}
+	defer stopFence()
 	scheme, err := newScheme()
 	if err != nil {
 		return err
@@ -111,16 +116,9 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 		return err
 	}
 	explained := explain.NewStore()
-	wrapped, err := cloudwrap.Instrument(provider, cloudwrap.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics,
-		OnCall: explained.CloudCall, OnPaced: explained.Paced})
+	wrapped, c, err := cloudFor(provider, o, deps, explained, fence, rec)
 	if err != nil {
 		return err
-	}
-	// Observe mode stands outside the wrapper: the controllers get a cloud
-	// whose mutating calls are planned, and cannot tell.
-	var c cloud.Cloud = wrapped
-	if rec != nil {
-		c = observe.NewCloud(wrapped, rec, wrapped.CountRefused)
 	}
 	synced := &atomic.Bool{}
 	if o.ServingEnabled() {
@@ -132,7 +130,7 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 	if err := mgr.Add(leader.NewWarmer(mgr.GetCache(), kindsFor(enabled, table), lock, lead, synced)); err != nil {
 		return fmt.Errorf("add cache warmer: %w", err)
 	}
-	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics, Explain: explained}
+	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics, Explain: explained, Fence: fence}
 	ids, err := newIdentities(mgr, restCfg, o.UseServiceAccountCredentials, o.Observe)
 	if err != nil {
 		return err
@@ -145,10 +143,61 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 	log.Info("Starting cloud controller manager", "provider", c.ProviderName(), "controllers", enabled,
 		"serviceAccountCredentials", o.UseServiceAccountCredentials, "leaderElect", o.LeaderElect, "lease", o.LeaderElectNamespace+"/"+o.LeaderElectName,
 		"leaderMigration", migration.String(), "observe", o.Observe)
-	if err := mgr.Start(ctx); err != nil {
+	if err := mgr.Start(mgrCtx); err != nil {
 		return fmt.Errorf("controller manager: %w", err)
 	}
+	return gaveUp(mgrCtx)
+}
+
+// gaveUp is the fence's refusal that ended the manager, if one did: a
+// clean stop otherwise.
+func gaveUp(mgrCtx context.Context) error {
+	if cause := context.Cause(mgrCtx); errors.Is(cause, cloudwrap.ErrNotLeader) {
+		return fmt.Errorf("gave up leadership: %w", cause)
+	}
 	return nil
+}
+
+// newFence is the fence of this replica's cloud mutations and controller
+// writes, over the lease lock's renewals, and the context to run the
+// manager under: the fence's first refusal cancels it, which gives up
+// leadership, and Run then returns the refusal so that the process exits
+// non-zero as on a lost lease. Without a lock (no leader election, observe
+// mode) the fence is nil, open. Its margin is the lease duration minus the
+// renew deadline: the fence stays open for the renew deadline after a
+// renewal was sent, the time client-go's elector itself keeps trying
+// before it gives up, and closes a margin (2 s of 6 s, 5 s of upstream's
+// 15 s) before another replica can take the lease.
+func newFence(ctx context.Context, o *options.Options, lock *leader.Lock) (context.Context, *cloudwrap.Fence, func(), error) {
+	mgrCtx, giveUp := context.WithCancelCause(ctx)
+	if lock == nil {
+		return mgrCtx, nil, func() { giveUp(nil) }, nil
+	}
+	f, err := cloudwrap.NewFence(cloudwrap.FenceOptions{Lease: lock, LeaseDuration: o.LeaseDuration,
+		Margin: o.LeaseDuration - o.RenewDeadline, GiveUp: giveUp})
+	if err != nil {
+		giveUp(nil)
+		return nil, nil, nil, fmt.Errorf("--leader-elect-lease-duration=%s --leader-elect-renew-deadline=%s: %w", o.LeaseDuration, o.RenewDeadline, err)
+	}
+	return mgrCtx, f, func() { giveUp(nil) }, nil
+}
+
+// cloudFor wraps the provider as the controllers call it: instrumented
+// and paced (wrapped, through which the daemon also hears of the first
+// call), with its mutations fenced when the replica campaigns.
+func cloudFor(provider cloudprovider.Interface, o *options.Options, deps Deps, explained *explain.Store, fence *cloudwrap.Fence,
+	rec *observe.Recorder) (*cloudwrap.Cloud, cloud.Cloud, error) {
+	wrapped, err := cloudwrap.Instrument(provider, cloudwrap.Options{QPS: o.CloudAPIQPS, Burst: o.CloudAPIBurst, Registerer: deps.Metrics,
+		OnCall: explained.CloudCall, OnPaced: explained.Paced})
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec != nil {
+		// Observe mode stands outside the wrapper: the controllers get a
+		// cloud whose mutating calls are planned, and cannot tell.
+		return wrapped, observe.NewCloud(wrapped, rec, wrapped.CountRefused), nil
+	}
+	return wrapped, cloudwrap.WithFence(wrapped, fence), nil
 }
 
 // runPlan is what Run settles before it talks to anything: the controller
@@ -201,6 +250,7 @@ func plan(ctx context.Context, o *options.Options, deps Deps) (*runPlan, error) 
 // the watch and the lock's event broadcaster. Without one, lock is nil.
 func startLeaseLock(ctx context.Context, o *options.Options, restCfg *rest.Config) (*leader.Lock, func(), error) {
 	if !o.LeaderElect || o.Observe {
+		warnIfLeaseHeld(ctx, o, restCfg)
 		return nil, func() {}, nil
 	}
 	l, stopEvents, err := leader.NewLeaseLock(o, restCfg)

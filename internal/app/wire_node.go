@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/stratus-ccm/stratus/internal/app/options"
 	"github.com/stratus-ccm/stratus/internal/controllers/node"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodelifecycle"
@@ -70,7 +72,7 @@ func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext
 	if !ok {
 		return false, noInstancesReason, nil
 	}
-	shared, _, err := cc.shared(nodelifecycle.ControllerName)
+	shared, clients, err := cc.shared(nodelifecycle.ControllerName)
 	if err != nil {
 		return false, "", err
 	}
@@ -78,7 +80,9 @@ func startCloudNodeLifecycleController(ctx context.Context, cc ControllerContext
 		Deps:      shared,
 		Instances: in,
 		Lister:    instanceLister(cc),
-	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod, Workers: int(cc.Options.ConcurrentNodeLifecycleSyncs), Cap: deletionCap(cc.Options)})
+		APIReader: clients.APIReader,
+	}, nodelifecycle.Config{Period: cc.Options.NodeMonitorPeriod, Workers: int(cc.Options.ConcurrentNodeLifecycleSyncs),
+		Cap: deletionCap(cc.Options), Record: deletionRecord(cc.Options)})
 	if err != nil {
 		return false, "", err
 	}
@@ -96,4 +100,12 @@ func deletionCap(o *options.Options) nodelifecycle.DeletionCap {
 		MaxZoneShare: o.Safety.NodeDeletionMaxZoneShare,
 		Min:          o.Safety.NodeDeletionMin,
 	}
+}
+
+// deletionRecord is where the lifecycle controller keeps its deletion
+// cap's window, so that a leader change does not reset it: a ConfigMap
+// beside the leader-election Lease, named after it. It is kept with
+// --leader-elect=false too, where a restart would otherwise reset it.
+func deletionRecord(o *options.Options) types.NamespacedName {
+	return types.NamespacedName{Namespace: o.LeaderElectNamespace, Name: nodelifecycle.RecordName(o.LeaderElectName)}
 }

@@ -133,7 +133,7 @@ func call[T any](ctx context.Context, c *Cloud, op string, fn func(context.Conte
 	c.metrics.duration.WithLabelValues(op).Observe(latency.Seconds())
 	result := resultOf(err)
 	c.metrics.requests.WithLabelValues(op, result).Inc()
-	c.recovery.record(result)
+	c.recovery.record(result, err)
 	if c.onCall != nil {
 		c.onCall(ctx, op, result, latency, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/cloud/fake"
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 )
 
 // stubProvider answers InstancesV2 calls with a scripted error and counts
@@ -216,7 +217,15 @@ func TestRecoveredAfterOutage(t *testing.T) {
 			t.Fatalf("after a call returning %v: recovered %d times, want %d", err, got, want)
 		}
 	}
-	down := errors.New("503")
+	down := &lcclient.APIError{StatusCode: 503, Code: "Unavailable", Message: "down"}
+	refused := &lcclient.APIError{StatusCode: 400, Code: "InvalidArgument", Message: "bad spec"}
+	unparsable := errors.New(`cannot parse providerID "aws:///us-east-1a/i-1"`)
+	// One object's own errors, however many in a row, are answers: they
+	// neither make an outage nor end one that is not there.
+	for range 3 * OutageThreshold {
+		step(refused, 0)
+		step(unparsable, 0)
+	}
 	step(nil, 0)
 	step(down, 0)
 	step(nil, 0) // a lone failure is not an outage
@@ -231,6 +240,11 @@ func TestRecoveredAfterOutage(t *testing.T) {
 		step(down, 1)
 	}
 	step(cloudprovider.InstanceNotFound, 2) // an answer is an answer
+	for range OutageThreshold {
+		step(fmt.Errorf("call: %w", context.DeadlineExceeded), 2)
+	}
+	step(context.Canceled, 2) // this process gave up: no answer
+	step(refused, 3)          // a refusal is the cloud answering
 }
 
 // NotifyNextCall reports exactly the next call, with its operation.

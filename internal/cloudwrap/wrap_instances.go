@@ -96,8 +96,9 @@ func (c *Cloud) Instances() (cloudprovider.Instances, bool) {
 }
 
 type instances struct {
-	c  *Cloud
-	in cloudprovider.Instances
+	c     *Cloud
+	in    cloudprovider.Instances
+	fence *Fence // set by Fenced; nil is open
 }
 
 func (w *instances) NodeAddresses(ctx context.Context, name types.NodeName) ([]corev1.NodeAddress, error) {
@@ -131,9 +132,9 @@ func (w *instances) InstanceTypeByProviderID(ctx context.Context, id string) (st
 }
 
 func (w *instances) AddSSHKeyToAllInstances(ctx context.Context, user string, key []byte) error {
-	return call0(ctx, w.c, "AddSSHKeyToAllInstances", func(ctx context.Context) error {
+	return call0(ctx, w.c, "AddSSHKeyToAllInstances", fenced0(w.fence, func(ctx context.Context) error {
 		return w.in.AddSSHKeyToAllInstances(ctx, user, key)
-	})
+	}))
 }
 
 func (w *instances) CurrentNodeName(ctx context.Context, hostname string) (types.NodeName, error) {

@@ -71,8 +71,9 @@ func (w *planner) PlanLoadBalancer(ctx context.Context, cluster string, svc *cor
 }
 
 type loadBalancer struct {
-	c  *Cloud
-	lb cloudprovider.LoadBalancer
+	c     *Cloud
+	lb    cloudprovider.LoadBalancer
+	fence *Fence // set by Fenced; nil is open
 }
 
 func (w *loadBalancer) GetLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
@@ -94,21 +95,21 @@ func (w *loadBalancer) GetLoadBalancerName(ctx context.Context, cluster string, 
 }
 
 func (w *loadBalancer) EnsureLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
-	return call(ctx, w.c, "EnsureLoadBalancer", func(ctx context.Context) (*corev1.LoadBalancerStatus, error) {
+	return call(ctx, w.c, "EnsureLoadBalancer", fenced(w.fence, func(ctx context.Context) (*corev1.LoadBalancerStatus, error) {
 		return w.lb.EnsureLoadBalancer(ctx, cluster, svc, nodes)
-	})
+	}))
 }
 
 func (w *loadBalancer) UpdateLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) error {
-	return call0(ctx, w.c, "UpdateLoadBalancer", func(ctx context.Context) error {
+	return call0(ctx, w.c, "UpdateLoadBalancer", fenced0(w.fence, func(ctx context.Context) error {
 		return w.lb.UpdateLoadBalancer(ctx, cluster, svc, nodes)
-	})
+	}))
 }
 
 func (w *loadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *corev1.Service) error {
-	return call0(ctx, w.c, "EnsureLoadBalancerDeleted", func(ctx context.Context) error {
+	return call0(ctx, w.c, "EnsureLoadBalancerDeleted", fenced0(w.fence, func(ctx context.Context) error {
 		return w.lb.EnsureLoadBalancerDeleted(ctx, cluster, svc)
-	})
+	}))
 }
 
 type lbLister struct {
@@ -132,8 +133,9 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
 }
 
 type routes struct {
-	c *Cloud
-	r cloudprovider.Routes
+	c     *Cloud
+	r     cloudprovider.Routes
+	fence *Fence // set by Fenced; nil is open
 }
 
 func (w *routes) ListRoutes(ctx context.Context, cluster string) ([]*cloudprovider.Route, error) {
@@ -143,13 +145,13 @@ func (w *routes) ListRoutes(ctx context.Context, cluster string) ([]*cloudprovid
 }
 
 func (w *routes) CreateRoute(ctx context.Context, cluster, nameHint string, route *cloudprovider.Route) error {
-	return call0(ctx, w.c, "CreateRoute", func(ctx context.Context) error {
+	return call0(ctx, w.c, "CreateRoute", fenced0(w.fence, func(ctx context.Context) error {
 		return w.r.CreateRoute(ctx, cluster, nameHint, route)
-	})
+	}))
 }
 
 func (w *routes) DeleteRoute(ctx context.Context, cluster string, route *cloudprovider.Route) error {
-	return call0(ctx, w.c, "DeleteRoute", func(ctx context.Context) error {
+	return call0(ctx, w.c, "DeleteRoute", fenced0(w.fence, func(ctx context.Context) error {
 		return w.r.DeleteRoute(ctx, cluster, route)
-	})
+	}))
 }

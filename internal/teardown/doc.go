@@ -6,5 +6,11 @@
 // controllers use, and waits until the cloud's lists no longer hold them.
 // It refuses what it cannot prove is the cluster's: a load balancer whose
 // Service identity the cloud did not record, a route outside the cluster
-// CIDRs it is given. A dry run, the default, only lists.
+// CIDRs it is given. It refuses the whole deletion, unless forced, when
+// the cluster shows signs of life (alive.go): objects the cloud says
+// changed recently (cloud.ModificationLister), and, given the cluster's
+// API server, a held leader-election Lease or LoadBalancer Services; a
+// live controller manager would make every deleted load balancer again,
+// with a new address. A dry run, the default, only lists, and reports the
+// same signs.
 package teardown

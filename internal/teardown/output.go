@@ -47,8 +47,42 @@ func writeText(w io.Writer, s Summary) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("teardown: write: %w", err)
 	}
+	writeSigns(w, s)
+	_, err := fmt.Fprintln(w, closingLine(s))
+	return err
+}
+
+// signsShown bounds the signs the text lists: a live cluster's recent
+// changes may be every one of its objects, and the first few name the
+// controller manager as well as all would (-o json lists all).
+const signsShown = 10
+
+// writeSigns lists the signs of life, and what could not be looked at.
+func writeSigns(w io.Writer, s Summary) {
+	if len(s.SignsOfLife) > 0 {
+		_, _ = fmt.Fprintf(w, "signs that cluster %q is alive:\n", s.Cluster)
+	}
+	for i, sign := range s.SignsOfLife {
+		if i == signsShown {
+			_, _ = fmt.Fprintf(w, "  ... and %d more (-o json lists them all)\n", len(s.SignsOfLife)-signsShown)
+			break
+		}
+		_, _ = fmt.Fprintf(w, "  %s\n", sign.Message)
+	}
+	for _, u := range s.Unchecked {
+		_, _ = fmt.Fprintf(w, "not checked: %s\n", u)
+	}
+}
+
+func closingLine(s Summary) string {
 	var line string
 	switch {
+	case s.RefusedAlive && s.DryRun:
+		return fmt.Sprintf("dry run: found %d object(s) of cluster %q, but --yes would be refused: the cluster shows %d sign(s) of life (above); "+
+			"stop its controller manager first, or add --force to delete anyway", len(s.Objects), s.Cluster, len(s.SignsOfLife))
+	case s.RefusedAlive:
+		return fmt.Sprintf("refused: cluster %q shows %d sign(s) of life (above); deleted nothing of its %d object(s). "+
+			"Stop its controller manager first, or add --force to delete anyway", s.Cluster, len(s.SignsOfLife), len(s.Objects))
 	case len(s.Objects) == 0:
 		line = fmt.Sprintf("cluster %q owns no load balancer or route", s.Cluster)
 	case s.DryRun:
@@ -58,8 +92,10 @@ func writeText(w io.Writer, s Summary) error {
 		line = fmt.Sprintf("deleted %d object(s) of cluster %q; refused %d, failed %d, still listed %d",
 			s.Counts[StateDeleted], s.Cluster, s.Counts[StateRefused], s.Counts[StateFailed], s.Counts[StatePending])
 	}
-	_, err := fmt.Fprintln(w, line)
-	return err
+	if s.Forced {
+		line += fmt.Sprintf(" (--force: despite %d sign(s) of life)", len(s.SignsOfLife))
+	}
+	return line
 }
 
 // NotCleanError says that objects remain that the teardown did not delete
@@ -87,4 +123,8 @@ const (
 	// ExitNotClean: objects remain that it refused, failed to delete, or
 	// saw still listed when the wait ended.
 	ExitNotClean = 2
+	// ExitAlive: the cluster shows signs of life and --force was not
+	// given: nothing was deleted (in a dry run, --yes would delete
+	// nothing).
+	ExitAlive = 3
 )

@@ -10,16 +10,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
-// Kinds of cloud objects.
+// Kinds of cloud objects, as cloud.Modification names them too.
 const (
-	KindLoadBalancer = "loadBalancer"
-	KindRoute        = "route"
+	KindLoadBalancer = cloud.KindLoadBalancer
+	KindRoute        = cloud.KindRoute
 )
 
 // States of an object in the summary.
@@ -54,6 +55,25 @@ type Options struct {
 	// Poll is how often the cloud's lists are read while waiting; zero
 	// means two seconds.
 	Poll time.Duration
+
+	// Force deletes even when the cluster shows signs of life; the signs
+	// are still looked for and reported.
+	Force bool
+	// ChangeWindow is how recent a change to one of the cluster's load
+	// balancers or routes, by the cloud's record (cloud.ModificationLister),
+	// must be to count as a sign of life; zero means DefaultChangeWindow.
+	ChangeWindow time.Duration
+	// Cluster, when set, is the cluster's API server (--kubeconfig): a
+	// held leader-election Lease and LoadBalancer Services are signs of
+	// life. One that does not answer is reported, not a sign.
+	Cluster kubernetes.Interface
+	// LeaseNamespace and LeaseName name the controller manager's
+	// leader-election Lease; empty means DefaultLeaseNamespace and
+	// DefaultLeaseName, the daemon's defaults.
+	LeaseNamespace, LeaseName string
+	// Now is the clock the window and the Lease are judged by; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // Object is one cloud object of the cluster and what became of it.
@@ -80,6 +100,20 @@ type Summary struct {
 	Objects []Object `json:"objects"`
 	// Counts by state.
 	Counts map[string]int `json:"counts"`
+	// SignsOfLife show that the cluster is alive; without Force, any one
+	// of them refuses the deletion.
+	SignsOfLife []Sign `json:"signsOfLife"`
+	// Unchecked says which signs of life could not be looked for, and why.
+	Unchecked []string `json:"unchecked,omitempty"`
+	// ChangeWindow is the window the cloud's changes were judged by.
+	ChangeWindow string `json:"changeWindow"`
+	// RefusedAlive is true when the cluster shows signs of life and Force
+	// was not given: nothing was deleted, and in a dry run --yes would
+	// delete nothing.
+	RefusedAlive bool `json:"refusedAlive"`
+	// Forced is true when Force let the deletion go on despite signs of
+	// life.
+	Forced bool `json:"forced,omitempty"`
 }
 
 // Clean reports whether the cluster owns nothing the teardown could not
@@ -93,10 +127,12 @@ func (s Summary) Clean() bool {
 // owns: without a list nothing can be proved to be the cluster's.
 var ErrCannotList = errors.New("teardown: the provider cannot list the cluster's objects")
 
-// Run lists the cluster's load balancers and routes and, with Apply,
-// deletes them and waits until the cloud no longer lists them. The error
-// is for what stopped the teardown (a list that failed); objects that
-// failed, were refused or are pending are in the summary.
+// Run lists the cluster's load balancers and routes, looks for signs that
+// the cluster is alive and, with Apply, deletes them and waits until the
+// cloud no longer lists them, unless the cluster shows a sign of life and
+// Force was not given (RefusedAlive: nothing is deleted). The error is for
+// what stopped the teardown (a list that failed); objects that failed,
+// were refused or are pending are in the summary.
 func Run(ctx context.Context, o Options) (Summary, error) {
 	if o.ClusterName == "" {
 		return Summary{}, errors.New("teardown: a cluster name is required: it scopes every list and deletion")
@@ -107,7 +143,10 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if o.Poll <= 0 {
 		o.Poll = 2 * time.Second
 	}
-	s := Summary{Cluster: o.ClusterName, DryRun: !o.Apply}
+	if o.ChangeWindow <= 0 {
+		o.ChangeWindow = DefaultChangeWindow
+	}
+	s := Summary{Cluster: o.ClusterName, DryRun: !o.Apply, SignsOfLife: []Sign{}, ChangeWindow: o.ChangeWindow.String()}
 	lbs, err := o.listLoadBalancers(ctx)
 	if err != nil {
 		return s, err
@@ -117,6 +156,20 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		return s, err
 	}
 	s.Objects = slices.Concat(lbs, routes)
+	signs, unchecked, err := o.signsOfLife(ctx, s.Objects)
+	if err != nil {
+		return s.counted(), err
+	}
+	s.SignsOfLife, s.Unchecked = append(s.SignsOfLife, signs...), unchecked
+	s.RefusedAlive = len(signs) > 0 && !o.Force
+	s.Forced = len(signs) > 0 && o.Force
+	if s.RefusedAlive {
+		// Before any deletion: a live controller manager makes every
+		// deleted load balancer again, with a new address, while its
+		// Services advertise the old one.
+		klog.FromContext(ctx).V(1).Info("Cluster shows signs of life; deleting nothing", "cluster", o.ClusterName, "signs", len(signs), "first", signs[0].Message)
+		return s.counted(), nil
+	}
 	if o.Apply {
 		o.deleteAll(ctx, s.Objects)
 		if err := o.confirm(ctx, s.Objects); err != nil {

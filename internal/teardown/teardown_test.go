@@ -80,6 +80,11 @@ func (w *world) populate(t *testing.T, cluster string) {
 	}
 }
 
+// anHourLater is the clock of a teardown run long after the cluster's
+// controller manager last changed anything: the world's objects, just
+// made, are then no sign of life.
+func anHourLater() time.Time { return time.Now().Add(time.Hour) }
+
 // owned counts the load balancers and routes the cloud holds for cluster.
 func (w *world) owned(t *testing.T, cluster string) (lbs, routes int) {
 	t.Helper()
@@ -112,7 +117,7 @@ func TestDryRunListsAndDeletesNothing(t *testing.T) {
 
 func TestTeardownRemovesItsClusterOnly(t *testing.T) {
 	w := newWorld(t)
-	s, err := teardown.Run(w.ctx, teardown.Options{Cloud: w.cloud, ClusterName: "alpha", Apply: true, Poll: 50 * time.Millisecond})
+	s, err := teardown.Run(w.ctx, teardown.Options{Cloud: w.cloud, ClusterName: "alpha", Apply: true, Poll: 50 * time.Millisecond, Now: anHourLater})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +131,7 @@ func TestTeardownRemovesItsClusterOnly(t *testing.T) {
 		t.Errorf("beta after alpha's teardown: %d load balancers, %d routes; want 2 and 2 untouched", lbs, routes)
 	}
 	// A second teardown finds nothing.
-	again, err := teardown.Run(w.ctx, teardown.Options{Cloud: w.cloud, ClusterName: "alpha", Apply: true})
+	again, err := teardown.Run(w.ctx, teardown.Options{Cloud: w.cloud, ClusterName: "alpha", Apply: true, Now: anHourLater})
 	if err != nil || len(again.Objects) != 0 {
 		t.Fatalf("second teardown = %+v, %v; want nothing found", again, err)
 	}
@@ -141,7 +146,7 @@ func TestTeardownRefusesWhatItCannotProve(t *testing.T) {
 		LoadBalancerSpec: api.LoadBalancerSpec{Listeners: []api.Listener{{Protocol: "TCP", Port: 81, NodePort: 30081}}}}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := teardown.Run(w.ctx, teardown.Options{Cloud: w.cloud, ClusterName: "alpha", Apply: true, Poll: 50 * time.Millisecond,
+	s, err := teardown.Run(w.ctx, teardown.Options{Cloud: w.cloud, ClusterName: "alpha", Apply: true, Poll: 50 * time.Millisecond, Now: anHourLater,
 		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/24")}})
 	if err != nil {
 		t.Fatal(err)

@@ -152,6 +152,7 @@ func groups() []group {
 		{"Instances", instanceChecks()},
 		{"LoadBalancer", loadBalancerChecks()},
 		{"Ownership", ownershipChecks()},
+		{"Modifications", modificationChecks()},
 		{"Errors", errorChecks()},
 		{"Routes", routeChecks()},
 	}

@@ -46,12 +46,15 @@ func TestFaults(t *testing.T) {
 		{"kube-apiserver-restart", restartAPIServer},
 		{"etcd-restart", restartEtcd},
 		{"leader-sigkill-standby", failover},
+		{"leader-paused-standby", pausedLeader},
 		// The safety scenarios (safety_test.go); two-clusters first, so
 		// that every later fault also checks the other cluster's objects.
 		{"two-clusters", twoClusters},
 		{"hybrid", hybrid},
 		{"short-list", shortList},
 		{"mass-outage", massOutage},
+		{"refused-objects", refusedObjects},
+		{"cap-failover", capSurvivesFailover},
 		{"teardown", teardownCluster},
 	} {
 		if !t.Run(s.name, func(t *testing.T) { leader = s.run(t, w, leader) }) {

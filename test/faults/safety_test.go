@@ -304,9 +304,12 @@ func (w *world) eventCount(ctx context.Context, reason string, names ...string) 
 }
 
 // teardownCluster: the world's replicas stopped, `stratus teardown --yes`
-// deletes every load balancer the world's cluster owns, waits for the
-// cloud, says so in JSON and exits 0; the other cluster's objects are
-// untouched.
+// first refuses: the cloud says the cluster's load balancers changed
+// minutes ago, by the replicas' provider, and its API server still holds
+// LoadBalancer Services, so it exits 3 naming those signs of life and
+// deletes nothing. With --force it deletes every load balancer the
+// world's cluster owns, waits for the cloud, says so in JSON and exits 0;
+// the other cluster's objects are untouched.
 func teardownCluster(t *testing.T, w *world, leader *replica) *replica {
 	ctx := w.ctx
 	leader.kill(false)
@@ -314,17 +317,43 @@ func teardownCluster(t *testing.T, w *world, leader *replica) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(w.binDir, "stratus"), "teardown", "--cluster-name="+clusterName,
-		"--cloud-provider=localcloud", "--cloud-config="+w.cloudCfg, "--yes", "--output=json")
-	out, err := cmd.Output()
+	args := []string{"teardown", "--cluster-name=" + clusterName, "--cloud-provider=localcloud", "--cloud-config=" + w.cloudCfg, "--yes", "--output=json"}
+	refused := exec.CommandContext(ctx, filepath.Join(w.binDir, "stratus"), append(slices.Clone(args), "--kubeconfig="+w.kubeconfig)...)
+	out, err := refused.Output()
+	if refused.ProcessState == nil || refused.ProcessState.ExitCode() != teardown.ExitAlive {
+		t.Fatalf("stratus teardown --yes of a live cluster: %v, want exit code %d\n%s", err, teardown.ExitAlive, out)
+	}
+	var alive teardown.Summary
+	if err := json.Unmarshal(out, &alive); err != nil {
+		t.Fatalf("teardown output %q: %v", out, err)
+	}
+	kinds := map[string]int{}
+	for _, s := range alive.SignsOfLife {
+		kinds[s.Kind]++
+		if s.Kind == teardown.SignCloudChange && (!strings.HasPrefix(s.Object, teardown.KindLoadBalancer+" ") || !strings.HasPrefix(s.By, "stratus-localcloud-provider")) {
+			t.Errorf("sign %+v: want a load balancer changed by the replicas' provider", s)
+		}
+	}
+	if !alive.RefusedAlive || alive.Counts[teardown.StateDeleted] != 0 || kinds[teardown.SignCloudChange] == 0 || kinds[teardown.SignServices] != 1 {
+		t.Fatalf("refused teardown: %+v; want signs of both the cloud and the Services, nothing deleted", alive)
+	}
+	if still, err := w.cloud.ListAllLoadBalancers(ctx, lcclient.ListOptions{Cluster: clusterName}); err != nil || len(still) != len(before) {
+		t.Fatalf("after the refused teardown: %d load balancers (%v), want the %d there were", len(still), err, len(before))
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(w.binDir, "stratus"), append(args, "--force")...)
+	out, err = cmd.Output()
 	if err != nil {
-		t.Fatalf("stratus teardown: %v\n%s", err, out)
+		t.Fatalf("stratus teardown --force: %v\n%s", err, out)
 	}
 	var sum struct {
 		Counts map[string]int `json:"counts"`
+		Forced bool           `json:"forced"`
 	}
 	if err := json.Unmarshal(out, &sum); err != nil {
 		t.Fatalf("teardown output %q: %v", out, err)
+	}
+	if !sum.Forced {
+		t.Errorf("teardown --force output %s: want it to say it went past the signs of life", out)
 	}
 	// The teardown waited until the provider no longer lists them; the
 	// admin view still shows each as deleting until its deletion time.
@@ -347,6 +376,7 @@ func teardownCluster(t *testing.T, w *world, leader *replica) *replica {
 	if why := w.otherUntouched(ctx); why != "" {
 		t.Error(why)
 	}
-	t.Logf("fault-safety scenario=teardown deleted=%d of %d other-cluster-touched=0 counts=%v", sum.Counts[teardown.StateDeleted], len(before), sum.Counts)
+	t.Logf("fault-safety scenario=teardown refused-signs=%v deleted=%d of %d other-cluster-touched=0 counts=%v",
+		kinds, sum.Counts[teardown.StateDeleted], len(before), sum.Counts)
 	return nil
 }

@@ -46,6 +46,11 @@ type Lock struct {
 	lastOK    time.Time
 	lastWrite time.Time
 	holding   bool
+	// renewSent is when the request of the last write that kept this
+	// replica the holder was sent, on this process's monotonic clock: the
+	// fence (cloudwrap.Fence) proves leadership from it. Taken before the
+	// request, since the API server may apply it any time after that.
+	renewSent time.Time
 
 	// A standby's view of the Lease, to attempt the takeover the moment
 	// the holder's lease expires rather than on the elector's next retry,
@@ -104,7 +109,7 @@ func (l *Lock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []b
 func (l *Lock) get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := l.Interface.Get(ctx)
 	if err == nil || apierrors.IsNotFound(err) {
-		l.observe(false, false)
+		l.observe(false, false, time.Time{})
 	}
 	if err == nil && rec != nil {
 		l.see(rec, raw)
@@ -209,23 +214,72 @@ func (l *Lock) untilExpiry() time.Duration {
 
 // Create is how the elector takes a Lease that does not exist yet.
 func (l *Lock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	sent := l.clock.Now()
 	err := l.Interface.Create(ctx, ler)
 	if err == nil {
-		l.observe(true, ler.HolderIdentity == l.Identity())
+		l.wrote(sent, ler.HolderIdentity == l.Identity())
 	}
 	return err
 }
 
 // Update is how the elector renews, takes over and releases the Lease.
+//
+// A release (no holder) of a Lease last read as another replica's is not
+// written: client-go's elector releases when its context ends whether or
+// not it has noticed the takeover yet (it asks only its own last
+// observation), and the write, conditional on the version it just read,
+// would free the new leader's Lease. That happens when this replica gives
+// up leadership because its fence closed, before its elector looked again.
 func (l *Lock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	if ler.HolderIdentity == "" {
+		if holder := l.seenOther(); holder != "" {
+			klog.FromContext(ctx).Info("Not releasing the lease: another replica holds it", "lock", l.Describe(), "holder", holder)
+			l.wrote(time.Time{}, false)
+			return nil
+		}
+	}
+	sent := l.clock.Now()
 	err := l.Interface.Update(ctx, ler)
 	if err == nil {
-		l.observe(true, ler.HolderIdentity == l.Identity())
+		l.wrote(sent, ler.HolderIdentity == l.Identity())
 	}
 	return err
 }
 
-func (l *Lock) observe(write, holding bool) {
+// seenOther is the holder of the Lease as last read when it is another
+// replica, else "".
+func (l *Lock) seenOther() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seenHolder == l.Identity() {
+		return ""
+	}
+	return l.seenHolder
+}
+
+// wrote records a successful write of the Lease whose request was sent at
+// sent, naming this replica as holder or not.
+func (l *Lock) wrote(sent time.Time, holding bool) {
+	if !holding {
+		sent = time.Time{}
+	}
+	l.observe(true, holding, sent)
+}
+
+// LastRenewal implements cloudwrap.Renewals: when the request of the last
+// write that kept this replica the holder was sent, and whether it holds
+// the Lease.
+func (l *Lock) LastRenewal() (sent time.Time, holding bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renewSent, l.holding
+}
+
+// observe records a successful request to the Lease; for a write, whether
+// it named this replica as holder and when its request was sent (zero
+// when not holding), together, so that the fence never reads one without
+// the other.
+func (l *Lock) observe(write, holding bool, sent time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clock.Now()
@@ -235,7 +289,7 @@ func (l *Lock) observe(write, holding bool) {
 		if l.holding != holding {
 			defer l.changed()
 		}
-		l.holding = holding
+		l.holding, l.renewSent = holding, sent
 	}
 }
 

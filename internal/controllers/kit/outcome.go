@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -76,6 +77,11 @@ type Outcome struct {
 	RetryIn time.Duration
 	// Why says why it is synced again then, for an operator.
 	Why string
+	// CloudFault is set on a failure the cloud caused (cloud.IsCloudFault:
+	// a timeout, a refused connection, a 5xx), as opposed to the object's
+	// own error (an invalid argument, a quota, a providerID the provider
+	// cannot parse).
+	CloudFault bool
 
 	// res and returned are what Reconcile hands the queue.
 	res      reconcile.Result
@@ -83,9 +89,14 @@ type Outcome struct {
 }
 
 // Failed reports whether the sync failed: an error that is not the
-// cloud's "come back later". The queue's backoff counts it, and it is
-// what a recovery set retries when the cloud answers again.
+// cloud's "come back later". The queue's backoff counts it.
 func (o Outcome) Failed() bool { return o.Result == ResultError }
+
+// Outage reports whether the sync failed because the cloud did: what a
+// controller retries at once when the cloud answers again after an outage
+// (cloud.RecoveryNotifier). An object's own error keeps its backoff, so
+// that the retry its condition and explain quote is the one it gets.
+func (o Outcome) Outage() bool { return o.Failed() && o.CloudFault }
 
 // Reconcile is what the controller's Reconcile returns for this outcome:
 // controller-runtime requeues after RequeueAfter (forgetting the key's
@@ -109,6 +120,7 @@ func decide(err error) Outcome {
 		}
 	case ResultError:
 		o.Reason = ReasonRetryingAfterError
+		o.CloudFault = cloud.IsCloudFault(err)
 	}
 	return o
 }
@@ -178,6 +190,9 @@ func (b *Backoff[T]) Outcome(ctx context.Context, item T, err error) Outcome {
 	default:
 		o.RetryIn = b.Next(item)
 		o.Why = fmt.Sprintf("%s exponential backoff (%s to %s)", b.per, b.base, b.max)
+		if o.CloudFault {
+			o.Why += OutageRetryNote
+		}
 		o.returned = err
 	}
 	return o
@@ -199,6 +214,51 @@ func ExponentialDelay(base, maxDelay time.Duration, n int) time.Duration {
 		}
 	}
 	return d
+}
+
+// OutageRetryNote ends the Why of a failure the cloud caused: such an
+// object is also retried as soon as the cloud answers again.
+const OutageRetryNote = ", or sooner when the cloud answers again after an outage"
+
+// OutageSet holds the keys whose last sync failed because the cloud did
+// (Outcome.Outage): what a controller re-queues when the cloud recovers.
+// A key whose sync failed on its own error stays out, and keeps waiting
+// out its backoff.
+type OutageSet[T comparable] struct {
+	mu   sync.Mutex
+	keys map[T]struct{}
+}
+
+// Note records how k's last sync ended.
+func (s *OutageSet[T]) Note(k T, o Outcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !o.Outage() {
+		delete(s.keys, k)
+		return
+	}
+	if s.keys == nil {
+		s.keys = map[T]struct{}{}
+	}
+	s.keys[k] = struct{}{}
+}
+
+// Forget drops k (its object is gone).
+func (s *OutageSet[T]) Forget(k T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.keys, k)
+}
+
+// Keys returns the keys held, in no order.
+func (s *OutageSet[T]) Keys() []T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]T, 0, len(s.keys))
+	for k := range s.keys {
+		out = append(out, k)
+	}
+	return out
 }
 
 // Periodic is the retry policy of a controller whose every sync is

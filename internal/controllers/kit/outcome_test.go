@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +175,33 @@ func TestExponentialDelay(t *testing.T) {
 		if got := kit.ExponentialDelay(c.base, c.maxDelay, c.n); got != c.want {
 			t.Errorf("ExponentialDelay(%v, %v, %d) = %v, want %v", c.base, c.maxDelay, c.n, got, c.want)
 		}
+	}
+}
+
+// A failure the cloud caused is an outage: it says so in its Why and
+// enters the OutageSet; an object's own error, a retry and a success do not,
+// and take the key out again.
+func TestOutageOnlyForCloudFaults(t *testing.T) {
+	b := kit.NewBackoff[string]("per-Thing", time.Second, time.Minute)
+	ctx := context.Background()
+	var set kit.OutageSet[string]
+	down := b.Outcome(ctx, "a", kittest.HTTPError(503))
+	if !down.Outage() || !strings.HasSuffix(down.Why, kit.OutageRetryNote) {
+		t.Errorf("503: Outage() = %v, Why %q; want an outage that says it is retried at recovery", down.Outage(), down.Why)
+	}
+	set.Note("a", down)
+	own := b.Outcome(ctx, "b", errors.New(`providerID "aws:///x/i-1": not this cloud's`))
+	if own.Outage() || !own.Failed() || strings.Contains(own.Why, kit.OutageRetryNote) {
+		t.Errorf("an object's own error: Outage() = %v, Failed() = %v, Why %q; want a failure that only its backoff retries", own.Outage(), own.Failed(), own.Why)
+	}
+	set.Note("b", own)
+	set.Note("c", b.Outcome(ctx, "c", kittest.HTTPError(429)))
+	if got := set.Keys(); len(got) != 2 || !slices.Contains(got, "a") || !slices.Contains(got, "c") {
+		t.Errorf("OutageSet = %v, want [a c]", got)
+	}
+	set.Note("a", b.Outcome(ctx, "a", nil))
+	set.Forget("c")
+	if got := set.Keys(); len(got) != 0 {
+		t.Errorf("OutageSet after a's success and c's deletion = %v, want none", got)
 	}
 }

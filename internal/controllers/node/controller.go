@@ -72,8 +72,8 @@ const (
 )
 
 // Deps are the controller's collaborators: the shared ones (kit.Deps:
-// Recovery retries the Nodes waiting for initialization at once when the
-// cloud answers again; Clock dates first sightings and paces the shared
+// Recovery retries the Nodes whose initialization the cloud failed at once
+// when it answers again; Clock dates first sightings and paces the shared
 // list; Ownership keeps the controller from initializing or refreshing a
 // foreign Node; Explain receives each Node's initialization attempts) and
 // the provider's instance interfaces.
@@ -131,6 +131,9 @@ type Controller struct {
 	// is never moved by a retry, unlike seen: the waiting gauges
 	// (waiting.go) report the Nodes' ages from it.
 	waiting map[string]time.Time
+	// outage holds the Nodes whose last sync failed because the cloud
+	// did, retried at once when it recovers.
+	outage kit.OutageSet[reconcile.Request]
 	// written holds, per Node just initialized, the resourceVersions it
 	// had before the controller's writes: a cached copy at one of them
 	// predates the writes, and acting on it would repeat them.
@@ -185,7 +188,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	if deps.Lister != nil {
-		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk)
+		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk, shared.PushingBack)
 	}
 	kit.OnRecovered(shared.Recovery, c.recovered)
 	return c, nil
@@ -267,19 +270,18 @@ func (c *Controller) retryAfterNow(name string) {
 	c.seen[name] = c.clock.Now()
 }
 
-// recovered queues every Node waiting for initialization, now that the
-// cloud answers again: the backoff their failures built up during the
-// outage (minutes, at the cap) no longer protects anything. The workers and
-// the cloud call pacing still bound how fast they go.
+// recovered queues every Node whose initialization failed because the
+// cloud did, now that it answers again: the backoff their failures built up
+// during the outage (minutes, at the cap) no longer protects anything. A
+// Node that failed on its own account (a providerID the provider cannot
+// parse, an instance the cloud refuses to describe) keeps its backoff. The
+// workers and the cloud call pacing still bound how fast they go.
 func (c *Controller) recovered() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for name := range c.seen {
-		c.queue.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
-	}
+	c.queue.Add(c.outage.Keys()...)
 }
 
 func (c *Controller) forget(name string) {
+	c.outage.Forget(reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.seen, name)
@@ -315,6 +317,7 @@ func (c *Controller) clearWritten(name string) {
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = explain.WithObject(kit.WithController(ctx, ControllerName), nodeRef(req.Name))
 	o := c.limiter.Outcome(ctx, req, c.sync(ctx, req.Name))
+	c.outage.Note(req, o)
 	c.recordSync(ctx, req, o)
 	return o.Reconcile()
 }

@@ -16,7 +16,8 @@ import (
 
 // A Node whose initialization failed during a cloud outage is queued again
 // as soon as the cloud answers, not after the backoff it built up; once
-// initialized it is not.
+// initialized it is not, and neither is one the cloud refused on its own
+// account (it keeps its backoff).
 func TestWaitingNodesRetriedWhenCloudRecovers(t *testing.T) {
 	t.Parallel()
 	fc := cloudfake.New(instance("n1", "10.0.0.1", "203.0.113.1"))
@@ -35,7 +36,16 @@ func TestWaitingNodesRetriedWhenCloudRecovers(t *testing.T) {
 	q.Done(got)
 	q.Forget(got)
 
-	fc.SetError("", errors.New("HTTP 503"))
+	fc.SetError("", errors.New("providerID \"aws:///us-east-1a/i-1\" is not this cloud's"))
+	if _, err := c.Reconcile(context.Background(), req); err == nil {
+		t.Fatal("sync with a refused providerID succeeded")
+	}
+	rec.Fire()
+	if n := q.Len(); n != 0 {
+		t.Fatalf("a recovery queued %d items after the Node's own error, want 0 (it keeps its backoff)", n)
+	}
+
+	fc.SetError("", kittest.HTTPError(503))
 	if _, err := c.Reconcile(context.Background(), req); err == nil {
 		t.Fatal("sync during the outage succeeded")
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,18 +70,29 @@ func (d DeletionCap) limit(share float64, nodes int) int {
 	return max(d.Min, int(share*float64(nodes)))
 }
 
-// ledger remembers the controller's own deletions within the window. It
-// is in memory: a new leader starts with an empty one, so the cap bounds
-// what one leader deletes per window (a leader change within a window can
-// at most double it). The workers take turns with it (Controller.deleting).
+// ledger is the controller's record of the deletions within the window.
+// With a DeletionRecord (the daemon always gives one) it mirrors the
+// ConfigMap that keeps the record in the API server (caprecord.go), so a
+// new leader, or the same process restarted, counts the deletions its
+// predecessor made; without one it lives in memory only (a new process
+// starts empty). The workers take turns with it (Controller.deleting).
 type ledger struct {
 	cap   DeletionCap
 	clock clock.PassiveClock
 	done  []deletion
+	// heldUntil, when in the future, holds every deletion: the stored
+	// record was malformed (heldWhy says where), so what it counted is
+	// unknown (see recordStore.load).
+	heldUntil time.Time
+	heldWhy   string
 }
 
+// deletion is one entry of the record: when, which Node (its UID tells a
+// Node from another registered later under the same name), and its zone.
 type deletion struct {
 	at   time.Time
+	node string
+	uid  types.UID
 	zone string
 }
 
@@ -90,8 +102,11 @@ func (l *ledger) prune() {
 	l.done = slices.DeleteFunc(l.done, func(d deletion) bool { return d.at.Before(cutoff) })
 }
 
-func (l *ledger) record(zone string) {
-	l.done = append(l.done, deletion{at: l.clock.Now(), zone: zone})
+// counted reports whether the deletion of n is already in the window: its
+// entry was written, and then the delete failed, or the process ended
+// before it. Deleting it now adds nothing to the count.
+func (l *ledger) counted(n *corev1.Node) bool {
+	return slices.ContainsFunc(l.done, func(d deletion) bool { return d.uid == n.UID && d.node == n.Name })
 }
 
 // census is the Nodes the cap is a share of, counted once per period and
@@ -145,6 +160,11 @@ func (c *Controller) capHolds(ctx context.Context, n *corev1.Node, ps *periodSta
 		ps.census = cs
 	}
 	c.ledger.prune()
+	if now := c.clock.Now(); now.Before(c.ledger.heldUntil) {
+		// The whole cluster's deletions wait: scope cluster.
+		return c.held(ctx, n, sum, "cluster", fmt.Sprintf("%s; it is counted as full until %s, a window after it was read",
+			c.ledger.heldWhy, c.ledger.heldUntil.UTC().Format(time.RFC3339)))
+	}
 	zone := zoneOf(n)
 	zoneDone := 0
 	for _, d := range c.ledger.done {
@@ -165,6 +185,12 @@ func (c *Controller) capHolds(ctx context.Context, n *corev1.Node, ps *periodSta
 	default:
 		return false, "", nil
 	}
+	return c.held(ctx, n, sum, scope, why)
+}
+
+// held records that the cap holds back the deletion of n (event on the
+// Node, metric, log line) and returns why.
+func (c *Controller) held(ctx context.Context, n *corev1.Node, sum *Summary, scope, why string) (bool, string, error) {
 	sum.Held++
 	c.metrics.held.WithLabelValues(scope).Inc()
 	klog.FromContext(ctx).Info("Not deleting node although its instance is gone: the deletion cap holds", "node", klog.KObj(n), "scope", scope, "reason", why)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
@@ -83,6 +85,9 @@ type Deps struct {
 	Instances cloudprovider.InstancesV2
 	// Lister, when set, answers for every NotReady Node in one call.
 	Lister cloud.InstanceLister
+	// APIReader reads past the shared cache; required with Config.Record,
+	// whose ConfigMap it reads (see caprecord.go).
+	APIReader client.Reader
 }
 
 // Config tunes the controller.
@@ -96,6 +101,11 @@ type Config struct {
 	CloudTimeout time.Duration
 	// Cap bounds the deletions per window; zero values take its defaults.
 	Cap DeletionCap
+	// Record names the ConfigMap that keeps the cap's window across
+	// leader changes and restarts (RecordName, in the leader-election
+	// namespace). Empty keeps it in memory only: each new process then
+	// starts with an empty window.
+	Record types.NamespacedName
 }
 
 // Controller is the cloud-node-lifecycle-controller.
@@ -108,11 +118,16 @@ type Controller struct {
 	cfg       Config
 	clock     clock.Clock
 	ledger    *ledger
+	// record, when set, is where the ledger is kept (caprecord.go).
+	record    *recordStore
 	ownership ownership.Policy
 	// queue is captured when the controller starts, for recovery.
-	queue    kit.Queue[pass]
-	explain  *explain.Store
-	verdicts verdicts
+	queue kit.Queue[pass]
+	// lastOutage: the last period failed, or left Nodes undecided,
+	// because the cloud did; periodOutage collects that during a period.
+	lastOutage, periodOutage atomic.Bool
+	explain                  *explain.Store
+	verdicts                 verdicts
 	// deleting serializes the workers' deletions (gone).
 	deleting sync.Mutex
 }
@@ -147,14 +162,27 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		recorder: shared.Recorder, metrics: m, cfg: cfg, clock: shared.Clock, ownership: shared.Ownership,
 		explain: shared.Explain, verdicts: verdicts{lines: map[string]string{}}}
 	c.ledger = &ledger{cap: capc, clock: c.clock}
+	if cfg.Record.Name != "" {
+		if deps.APIReader == nil {
+			return nil, fmt.Errorf("node lifecycle controller: the deletion record %s needs a reader past the cache (APIReader)", cfg.Record)
+		}
+		c.record = &recordStore{key: cfg.Record, reader: deps.APIReader, writer: shared.Client}
+	}
 	shared.Explain.Describe(explain.KindNode, ControllerName, c.describe)
 	kit.OnRecovered(shared.Recovery, c.recovered)
 	return c, nil
 }
 
-// recovered runs a monitor period now that the cloud answers again: the
-// one that failed during the outage would otherwise wait for the next.
-func (c *Controller) recovered() { c.queue.Add(pass{}) }
+// recovered runs a monitor period now that the cloud answers again, when
+// the last one failed because the cloud did: it would otherwise wait for
+// the next. A period that failed on Nodes' own errors (a providerID the
+// provider cannot parse) is not run again early: every early run would ask
+// the cloud about every such Node once more.
+func (c *Controller) recovered() {
+	if c.lastOutage.Load() {
+		c.queue.Add(pass{})
+	}
+}
 
 // pass is the controller's one work item: every period covers every Node,
 // so the queue never holds more than one.
@@ -184,8 +212,10 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 // not asked again at once.
 func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, error) {
 	ctx = kit.WithController(ctx, ControllerName)
+	c.periodOutage.Store(false)
 	_, err := c.sync(ctx, p)
 	o := c.period().Outcome(err)
+	c.lastOutage.Store(o.Outage() || c.periodOutage.Load())
 	if o.Err != nil && ctx.Err() == nil {
 		klog.FromContext(ctx).Error(o.Err, "Monitoring nodes failed; next period retries", "result", o.Result)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
@@ -17,9 +18,12 @@ const (
 	MetricShutdownTaints = "stratus_node_lifecycle_shutdown_taints_total"
 	MetricCloudErrors    = "stratus_node_lifecycle_cloud_errors_total"
 	MetricPeriodDuration = "stratus_node_lifecycle_period_duration_seconds"
-	// MetricSecondOpinions counts the per-node checks of Nodes the
-	// cloud's list lacked, by answer: confirmed (gone, may be deleted),
-	// disagreed (the instance exists), failed (the check erred).
+	// MetricSecondOpinions counts the Nodes the cloud's list lacked by
+	// the per-node check's answer: confirmed (gone, may be deleted),
+	// disagreed (the instance exists), failed (the check erred); each
+	// answer once per Node per episode (opinionEpisodes), not per period,
+	// so a Node the deletion cap holds adds one confirmation, however
+	// many periods it waits.
 	MetricSecondOpinions = "stratus_node_lifecycle_second_opinions_total"
 	// MetricDeletionsHeld counts the deletions the cap held back, by the
 	// scope whose cap held (cluster, zone); MetricDeletionsHeldNow is how
@@ -52,8 +56,10 @@ type metrics struct {
 	taints      *prometheus.CounterVec
 	cloudErrors prometheus.Counter
 	duration    prometheus.Histogram
-	// secondOpinions is MetricSecondOpinions.
+	// secondOpinions is MetricSecondOpinions; opinions, which answers it
+	// has counted in each Node's episode.
 	secondOpinions *prometheus.CounterVec
+	opinions       *opinionEpisodes
 	held           *prometheus.CounterVec
 	heldNow        prometheus.Gauge
 
@@ -76,6 +82,18 @@ func (m *metrics) observeCall(op string, err error) {
 		result = kit.ResultError
 	}
 	m.calls.WithLabelValues(op, result).Inc()
+	if op == opListInstances && err == nil {
+		// An answered list is what starts a period's second opinions:
+		// the one place every period passes before asking them.
+		m.opinions.newPeriod()
+	}
+}
+
+// observeOpinion counts a second opinion's answer for n, once per episode.
+func (m *metrics) observeOpinion(n *corev1.Node, answer string) {
+	if m.opinions.first(n, answer) {
+		m.secondOpinions.WithLabelValues(answer).Inc()
+	}
 }
 
 // observeExists counts an InstanceExists call; "does not exist" counts as
@@ -94,7 +112,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		taints:           s.CounterVec(MetricShutdownTaints, "Shutdown taints written, by action (add, remove).", "action"),
 		cloudErrors:      s.Counter(MetricCloudErrors, "Cloud answers that left a NotReady Node undecided (errors, timeouts, rate limits)."),
 		duration:         s.Histogram(MetricPeriodDuration, "Duration of one monitor period.", prometheus.ExponentialBuckets(0.001, 2, 16)),
-		secondOpinions:   s.CounterVec(MetricSecondOpinions, "Per-node checks of NotReady Nodes missing from the cloud's instance list, by answer (confirmed, disagreed, failed); only confirmed ones may be deleted.", "answer"),
+		secondOpinions:   s.CounterVec(MetricSecondOpinions, "NotReady Nodes missing from the cloud's instance list, by the per-node check's answer (confirmed, disagreed, failed), each answer counted once per Node while the Node stays NotReady and missing in consecutive periods; only confirmed ones may be deleted.", "answer"),
+		opinions:         newOpinionEpisodes(),
 		held:             s.CounterVec(MetricDeletionsHeld, "Deletions of Nodes whose instance is gone that the deletion cap held back, by scope (cluster, zone).", "scope"),
 		heldNow:          s.Gauge(MetricDeletionsHeldNow, "Nodes whose instance is gone that the last monitor period did not delete because the deletion cap held."),
 		upstreamDuration: s.Histogram(MetricMonitorNodesDuration, "[ALPHA] A metric measuring the duration in seconds of a single MonitorNodes loop execution.", prometheus.ExponentialBuckets(0.001, 2, 15)),

@@ -16,6 +16,7 @@ import (
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/ownership"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // Summary is what one period did.
@@ -181,13 +182,14 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 // gone deletes a Node whose instance the cloud confirmed gone, unless the
 // deletion cap holds it back.
 func (c *Controller) gone(ctx context.Context, n *corev1.Node, ps *periodState, sum *Summary) (verdict, error) {
-	// One deletion at a time: the cap's count, the delete and the ledger
-	// entry must not interleave with another worker's.
+	// One deletion at a time: the cap's count, the ledger entry and the
+	// delete must not interleave with another worker's. The entry is
+	// recorded before the delete (reserve, caprecord.go).
 	c.deleting.Lock()
 	defer c.deleting.Unlock()
-	held, why, err := c.capHolds(ctx, n, ps, sum)
+	held, why, err := c.reserve(ctx, n, ps, sum)
 	if err != nil {
-		return verdict{line: "NotReady, its instance gone; the deletion cap could not be checked", err: err}, err
+		return verdict{line: "NotReady, its instance gone; kept: the deletion cap could not be checked, or its record read or written", err: err}, err
 	}
 	if held {
 		return verdict{line: "NotReady, its instance gone; deletion held by the deletion cap: " + why, deferred: true}, nil
@@ -199,7 +201,6 @@ func (c *Controller) gone(ctx context.Context, n *corev1.Node, ps *periodState, 
 	if !deleted {
 		return verdict{line: "NotReady, its instance gone; the Node changed since it was judged, so the next period decides again", deferred: true}, nil
 	}
-	c.ledger.record(zoneOf(n))
 	sum.Deleted++
 	return verdict{deleted: true}, nil
 }
@@ -269,6 +270,9 @@ func (c *Controller) undecided(ctx context.Context, nodes []*corev1.Node, err er
 		return
 	}
 	c.metrics.cloudErrors.Inc()
+	if cloud.IsCloudFault(err) {
+		c.periodOutage.Store(true)
+	}
 	klog.FromContext(ctx).Info("Cloud did not answer; not deleting or tainting NotReady nodes this period", "nodes", len(nodes), "err", err)
 	for _, n := range nodes {
 		c.event(n, corev1.EventTypeWarning, ReasonCloudCheckFailed, actionCheck, "Could not check the node's instance, will retry: %v", err)

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"maps"
 	"net/netip"
 	"sync"
 	"time"
@@ -27,6 +28,9 @@ type routeKey struct {
 type backoffEntry struct {
 	failures int
 	retryAt  time.Time
+	// outage: the last failure was the cloud's (cloud.IsCloudFault), not
+	// the route's own refusal; a recovery retries it at once.
+	outage bool
 }
 
 func newBackoff(initial, maxDelay time.Duration) *backoff {
@@ -41,12 +45,14 @@ func (b *backoff) ready(k routeKey, now time.Time) bool {
 	return !ok || !now.Before(e.retryAt)
 }
 
-// failed records a failure at now and returns when k may be tried again.
-func (b *backoff) failed(k routeKey, now time.Time) time.Time {
+// failed records a failure at now, the cloud's (outage) or the route's
+// own, and returns when k may be tried again.
+func (b *backoff) failed(k routeKey, now time.Time, outage bool) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.entries[k]
 	e.failures++
+	e.outage = outage
 	// The queue's formula, so that a route's retries space out as a
 	// failing key's do: initial after the first failure, doubled since.
 	e.retryAt = now.Add(kit.ExponentialDelay(b.initial, b.max, e.failures-1))
@@ -73,6 +79,17 @@ func (b *backoff) reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	clear(b.entries)
+}
+
+// resetOutage forgets the failures the cloud caused, now that it answers
+// again, and reports whether there were any. A route the cloud refused on
+// its own account (a quota, a conflict) keeps its backoff.
+func (b *backoff) resetOutage() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(b.entries)
+	maps.DeleteFunc(b.entries, func(_ routeKey, e backoffEntry) bool { return e.outage })
+	return len(b.entries) < n
 }
 
 // retain drops entries for routes no Node wants any more and returns how

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
@@ -99,6 +100,9 @@ type Controller struct {
 	clock    clock.Clock
 	m        *metrics
 	backoff  *backoff
+	// passOutage: the last pass failed because the cloud did (listing
+	// the routes, say); a recovery runs the next one at once.
+	passOutage atomic.Bool
 	// limiter is the pass's backoff in the queue after a failed pass, and
 	// its resync after a good one.
 	limiter *kit.Backoff[pass]
@@ -106,7 +110,9 @@ type Controller struct {
 	queue kit.Queue[pass]
 	// ownership leaves foreign Nodes out of every pass.
 	ownership ownership.Policy
-	explain   *explain.Store
+	// foreign are the foreign Nodes whose stale condition was handled.
+	foreign *foreignNodes
+	explain *explain.Store
 	// states is the last pass's routes per Node, for explain.
 	states *routeStates
 	// nodeChanged is set by a Node event that queued a pass, and taken by
@@ -144,7 +150,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	c := &Controller{
 		client: shared.Client, routes: deps.Routes, recorder: shared.Recorder, cfg: cfg, m: m,
 		backoff: newBackoff(cfg.ReconcilePeriod, cfg.MaxBackoff), clock: shared.Clock, ownership: shared.Ownership,
-		explain: shared.Explain, states: &routeStates{nodes: map[string]routeState{}},
+		explain: shared.Explain, states: &routeStates{nodes: map[string]routeState{}}, foreign: &foreignNodes{seen: map[string]types.UID{}},
 		limiter: kit.NewBackoff[pass]("route pass", defaultPassRetry, cfg.ReconcilePeriod).Resyncing(cfg.ReconcilePeriod),
 	}
 	shared.Explain.Describe(explain.KindNode, ControllerName, c.describe)
@@ -152,11 +158,16 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// recovered runs a pass now that the cloud answers again, with every
-// route's backoff forgotten: the failures it counted were the outage's.
+// recovered runs a pass now that the cloud answers again, when the last
+// pass or a route failed because the cloud did, with those routes' backoff
+// forgotten: the failures it counted were the outage's. Routes the cloud
+// refused on their own account keep theirs, and a pass that failed on its
+// own (not the cloud's) error waits for its retry.
 func (c *Controller) recovered() {
-	c.backoff.reset()
-	c.queue.Add(pass{})
+	routes := c.backoff.resetOutage()
+	if c.passOutage.Load() || routes {
+		c.queue.Add(pass{})
+	}
 }
 
 // SetupWithManager adds the controller to mgr; it may be called after the
@@ -223,6 +234,7 @@ func (c *Controller) Reconcile(ctx context.Context, p pass) (reconcile.Result, e
 	}
 	changed, err := c.sync(ctx, p)
 	o := c.limiter.Outcome(ctx, p, err)
+	c.passOutage.Store(o.Outage())
 	c.m.observeSync(trigger, changed, o)
 	return o.Reconcile()
 }

@@ -119,7 +119,7 @@ func (c *Controller) describe(ctx context.Context, ref explain.Ref) []string {
 			return nil
 		}
 		if c.ownership.Of(n) == ownership.Foreign {
-			return []string{"not routed here: the Node is another platform's (--cloud-provider-platforms)"}
+			return []string{"not routed here: " + foreignWhy(n, c.ownership)}
 		}
 		return []string{notRoutable(n)}
 	}

@@ -13,12 +13,14 @@ import (
 )
 
 // After a cloud outage a pass runs at once, and the routes whose creation
-// failed during it are not held back by the backoff the outage built up.
+// failed during it are not held back by the backoff the outage built up; a
+// route the cloud refused on its own account keeps its backoff.
 func TestPassRunsWhenCloudRecovers(t *testing.T) {
 	t.Parallel()
 	fr := cloudfake.New()
-	fr.SetErrorFor("CreateRoute", "10.244.0.0/24", errors.New("HTTP 503"))
-	f := newFixture(t, fr, Config{}, node("a", "lc://a", "10.244.0.0/24"))
+	fr.SetErrorFor("CreateRoute", "10.244.0.0/24", kittest.HTTPError(503))
+	fr.SetErrorFor("CreateRoute", "10.244.1.0/24", errors.New("route table full for this destination"))
+	f := newFixture(t, fr, Config{}, node("a", "lc://a", "10.244.0.0/24"), node("b", "lc://b", "10.244.1.0/24"))
 	rec := &kittest.Recovery{}
 	c, err := New(Deps{Deps: kit.Deps{Client: f.cl, Recovery: rec}, Routes: fr}, f.c.cfg)
 	if err != nil {
@@ -40,5 +42,18 @@ func TestPassRunsWhenCloudRecovers(t *testing.T) {
 	}
 	if !c.backoff.ready(k, f.clk.Now()) {
 		t.Error("the failed route still backs off after the cloud recovered")
+	}
+	refused := routeKey{cidr: netip.MustParsePrefix("10.244.1.0/24"), node: "b"}
+	if c.backoff.ready(refused, f.clk.Now()) {
+		t.Error("the route the cloud refused lost its backoff at the recovery")
+	}
+
+	// Only refusals left: a recovery runs no pass.
+	q.Get()
+	q.Done(pass{})
+	c.backoff.failed(k, f.clk.Now(), false)
+	rec.Fire()
+	if n := q.Len(); n != 0 {
+		t.Errorf("queue holds %d passes after a recovery with no outage failure, want 0", n)
 	}
 }

@@ -34,11 +34,21 @@ func (c *Controller) sync(ctx context.Context, _ pass) (bool, error) {
 		return false, fmt.Errorf("route controller: list nodes: %w", err)
 	}
 	// Another platform routes its own Nodes: a foreign Node gets no route
-	// and its NetworkUnavailable condition is not written.
-	nodes.Items = slices.DeleteFunc(nodes.Items, func(n corev1.Node) bool { return c.ownership.Of(&n) == ownership.Foreign })
+	// and its NetworkUnavailable condition is not written, only the one
+	// this controller wrote before the Node was foreign removed.
+	var foreign []corev1.Node
+	nodes.Items = slices.DeleteFunc(nodes.Items, func(n corev1.Node) bool {
+		if c.ownership.Of(&n) != ownership.Foreign {
+			return false
+		}
+		foreign = append(foreign, n)
+		return true
+	})
+	// An API write only, so done even while the cloud is down.
+	foreignErr := c.clearForeignConditions(ctx, foreign)
 	routes, err := c.routes.ListRoutes(ctx, c.cfg.ClusterName)
 	if err != nil {
-		return false, fmt.Errorf("route controller: list routes of cluster %s: %w", c.cfg.ClusterName, err)
+		return false, errors.Join(fmt.Errorf("route controller: list routes of cluster %s: %w", c.cfg.ClusterName, err), foreignErr)
 	}
 	p := buildPlan(nodes.Items, routes, c.cfg.ClusterCIDRs)
 	log.V(4).Info("Route pass", "nodes", len(nodes.Items), "routes", len(routes), "delete", len(p.remove), "create", len(p.create))
@@ -51,7 +61,7 @@ func (c *Controller) sync(ctx context.Context, _ pass) (bool, error) {
 	created := c.createRoutes(ctx, p)
 	c.m.backedOff.Set(float64(c.backoff.retain(p.wanted)))
 	c.explainPass(p, created)
-	return deleted > 0 || len(created) > 0, c.updateConditions(ctx, p)
+	return deleted > 0 || len(created) > 0, errors.Join(c.updateConditions(ctx, p), foreignErr)
 }
 
 // parallel runs fn for every item with at most c.cfg.Concurrency at once.
@@ -127,11 +137,12 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) map[string]bool 
 		if errors.Is(err, cloud.ErrQuotaExceeded) {
 			c.m.quotaExceeded()
 		}
-		retryAt := c.backoff.failed(w.key, c.clock.Now())
-		nr.errs = append(nr.errs, fmt.Sprintf("%s: %v", w.key.cidr, err))
+		retryAt := c.backoff.failed(w.key, c.clock.Now(), cloud.IsCloudFault(err))
+		msg := createError(w.node, c.ownership, err)
+		nr.errs = append(nr.errs, fmt.Sprintf("%s: %s", w.key.cidr, msg))
 		log.Error(err, "Could not create route", "node", klog.KObj(w.node), "destination", w.key.cidr, "retryAt", retryAt)
 		c.recorder.Eventf(w.node, nil, corev1.EventTypeWarning, ReasonFailedToCreateRoute, eventAction,
-			"Could not create route %s for node %s: %v", w.key.cidr, w.node.Name, err)
+			"Could not create route %s for node %s: %s", w.key.cidr, w.node.Name, msg)
 	})
 	return created
 }
@@ -141,12 +152,12 @@ func (c *Controller) createRoutes(ctx context.Context, p *plan) map[string]bool 
 func wantCondition(nr *nodeRoutes) (corev1.ConditionStatus, string, string) {
 	if nr.missing <= 0 {
 		cidrs := strings.Join(nr.node.Spec.PodCIDRs, ", ")
-		return corev1.ConditionFalse, ConditionRouteCreated, "Cloud routes exist for pod CIDRs " + cidrs
+		return corev1.ConditionFalse, ConditionRouteCreated, msgRoutesExist + cidrs
 	}
 	if len(nr.errs) > 0 {
-		return corev1.ConditionTrue, ConditionNoRouteCreated, "Could not create cloud routes: " + strings.Join(nr.errs, "; ")
+		return corev1.ConditionTrue, ConditionNoRouteCreated, msgCreateFailed + strings.Join(nr.errs, "; ")
 	}
-	return corev1.ConditionTrue, ConditionNoRouteCreated, fmt.Sprintf("%d cloud route(s) missing; creation is backing off after failures", nr.missing)
+	return corev1.ConditionTrue, ConditionNoRouteCreated, fmt.Sprintf(msgBackingOffFmt, nr.missing)
 }
 
 // updateConditions patches NetworkUnavailable on routable Nodes where its

@@ -65,6 +65,11 @@ const (
 	// accepts them.
 	ReasonPortNotSupported = "PortNotSupported"
 	ReasonPortsAccepted    = "PortsAccepted"
+	// ReasonServingPreviousSpec (Serving=True): the Service's newest spec
+	// is refused or not applied yet, and its load balancer still serves
+	// the spec last ensured; Provisioning=True says why and when the next
+	// retry is.
+	ReasonServingPreviousSpec = "ServingPreviousSpec"
 )
 
 // isOwnCondition reports whether t is one of the condition types this
@@ -119,7 +124,7 @@ func (c *Controller) desiredConditions(key types.NamespacedName, svc *corev1.Ser
 		}
 		return c.servingConditions(svc, st), true
 	}
-	return c.failedConditions(svc, o, ensurePending), true
+	return c.failedConditions(svc, st, o, ensurePending), true
 }
 
 func hasOwnConditions(svc *corev1.Service) bool {
@@ -158,7 +163,7 @@ func (c *Controller) servingConditions(svc *corev1.Service, st *lbState) []metav
 // The Provisioning reason is the outcome's; the Serving and PortsError
 // conditions name what the cloud refused (a quota, a port), which the
 // outcome leaves to the condition that reports it.
-func (c *Controller) failedConditions(svc *corev1.Service, o kit.Outcome, ensurePending bool) []metav1.Condition {
+func (c *Controller) failedConditions(svc *corev1.Service, st *lbState, o kit.Outcome, ensurePending bool) []metav1.Condition {
 	// The retry time goes first, so that it is never the part a long
 	// message loses when bounded.
 	msg := o.Err.Error()
@@ -179,13 +184,35 @@ func (c *Controller) failedConditions(svc *corev1.Service, o kit.Outcome, ensure
 	case !o.Failed():
 		servingReason = o.Reason
 	}
-	out = append(out, cond(ConditionServing, metav1.ConditionFalse, servingReason, msg))
+	if ingress := previouslyServed(svc, st); ingress != "" {
+		// A refused update does not take the load balancer down: it keeps
+		// serving what was last ensured, and saying False would send an
+		// operator after an outage that is not there.
+		out = append(out, cond(ConditionServing, metav1.ConditionTrue, ReasonServingPreviousSpec,
+			"Load balancer serves "+ingress+" as last ensured; the Service's newest spec is not applied: "+msg))
+	} else {
+		out = append(out, cond(ConditionServing, metav1.ConditionFalse, servingReason, msg))
+	}
 	if errors.Is(o.Err, cloud.ErrPortNotSupported) {
 		out = append(out, cond(ConditionPortsError, metav1.ConditionTrue, ReasonPortNotSupported, kit.BoundMessage(o.Err.Error())))
 	} else if meta.FindStatusCondition(svc.Status.Conditions, ConditionPortsError) != nil {
 		out = append(out, cond(ConditionPortsError, metav1.ConditionFalse, ReasonPortsAccepted, "The cloud refused no port"))
 	}
 	return out
+}
+
+// previouslyServed returns the ingress of the load balancer an earlier
+// ensure of this Service made, which serves the spec then ensured: this
+// controller's record of it, or after a restart the ingress the Service
+// publishes. "" when no load balancer was ever ensured for it.
+func previouslyServed(svc *corev1.Service, st *lbState) string {
+	if st != nil && st.uid == svc.UID && len(st.status.Ingress) > 0 {
+		return ingressString(st.status.Ingress)
+	}
+	if st == nil && len(svc.Status.LoadBalancer.Ingress) > 0 {
+		return ingressString(svc.Status.LoadBalancer.Ingress)
+	}
+	return ""
 }
 
 // retryTime says when a failed sync runs again: the outcome's retry, the
@@ -197,6 +224,11 @@ func (c *Controller) retryTime(o kit.Outcome) string {
 		return ""
 	}
 	at := c.now().Add(o.RetryIn).UTC().Truncate(time.Second)
+	if o.Outage() {
+		// The recovery retries it sooner; the condition says so, so that
+		// an early retry is no surprise.
+		return fmt.Sprintf("next retry at %s (in %s, or sooner when the cloud answers again)", at.Format(time.RFC3339), o.RetryIn.Round(time.Second))
+	}
 	return fmt.Sprintf("next retry at %s (in %s)", at.Format(time.RFC3339), o.RetryIn.Round(time.Second))
 }
 

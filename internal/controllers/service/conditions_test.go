@@ -195,6 +195,30 @@ func TestConditionsFailedNodeUpdateKeepsServing(t *testing.T) {
 	wantCondition(t, svc, ConditionProvisioning, metav1.ConditionTrue, ReasonRetryingAfterError, "backend pool busy", "next retry at")
 }
 
+// A refused update of a serving load balancer leaves it serving the spec
+// last ensured: Serving stays True and says so, with the refusal and the
+// next retry; Provisioning=True carries the refusal.
+func TestConditionsRefusedUpdateKeepsServing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	ctx := context.Background()
+	k := key{Service: nn("ns/web")}
+	if _, err := h.c.Reconcile(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	svc := h.service("ns", "web")
+	svc.Annotations = map[string]string{"example.com/idle-timeout": "forever"}
+	h.update(svc)
+	h.lb.FailNext("EnsureLoadBalancer", errors.New(`annotation example.com/idle-timeout "forever": want a duration`))
+	if _, err := h.c.Reconcile(ctx, k); err == nil {
+		t.Fatal("the refused update reported no error")
+	}
+	svc = h.service("ns", "web")
+	wantCondition(t, svc, ConditionServing, metav1.ConditionTrue, ReasonServingPreviousSpec,
+		h.vip("ns/web"), "as last ensured", `"forever": want a duration`, "next retry at")
+	wantCondition(t, svc, ConditionProvisioning, metav1.ConditionTrue, ReasonRetryingAfterError, `"forever"`)
+}
+
 // Observe mode and Services of another class get no conditions; a Service
 // that stops being a LoadBalancer loses the controller's own.
 func TestConditionsNotWritten(t *testing.T) {

@@ -146,9 +146,9 @@ type Controller struct {
 	seedOnce sync.Once
 	state    *stateStore
 	orphans  *orphanTracker
-	// failed holds the Services whose last sync failed, retried at once
-	// when the cloud recovers.
-	failed *failedSet
+	// outage holds the Services whose last sync failed because the cloud
+	// did, retried at once when it recovers.
+	outage *kit.OutageSet[key]
 	// phases counts the load balancers by phase (health.go).
 	phases *phaseTracker
 	// queue is captured when the controller starts, for the node pass,
@@ -182,8 +182,8 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg: cfg, client: shared.Client, apiReader: d.APIReader,
 		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: shared.Recorder, metrics: m, now: shared.Clock.Now,
-		nodePacer: newNodePacer(cfg.NodeSyncDelay),
-		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), failed: &failedSet{},
+		nodePacer: newNodePacer(cfg.NodeSyncDelay, shared.PushingBack),
+		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), outage: &kit.OutageSet[key]{},
 		phases:  newPhaseTracker(m.lbs),
 		limiter: kit.NewBackoff[key]("per-Service", cfg.MinRetryDelay, cfg.MaxRetryDelay),
 		explain: shared.Explain,
@@ -292,7 +292,7 @@ func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, er
 	// explain quote the retry the queue will make.
 	o := c.limiter.Outcome(ctx, k, err)
 	c.report(ctx, k.Service, o)
-	c.failed.set(k, o.Failed())
+	c.outage.Note(k, o)
 	c.phases.set(k.Service, c.phaseAfter(k.Service, o))
 	c.metrics.syncs.WithLabelValues(o.Result).Inc()
 	return o.Reconcile()

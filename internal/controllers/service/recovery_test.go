@@ -3,8 +3,12 @@ package service
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/controllers/kit/kittest"
@@ -12,10 +16,11 @@ import (
 
 // A Service whose sync failed during a cloud outage is queued again as soon
 // as the cloud answers, not after the backoff it accumulated; one that
-// synced since, or never failed, is not.
+// synced since, never failed, or failed on its own account (a spec the
+// cloud refused) is not: it keeps its backoff.
 func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, Config{}, lbService("ns", "web"), lbService("ns", "ok"), node("n1"))
+	h := newHarness(t, Config{}, lbService("ns", "web"), lbService("ns", "ok"), lbService("ns", "refused"), node("n1"))
 	rec := &kittest.Recovery{}
 	c, err := New(Deps{Deps: kit.Deps{Client: h.cl, Recorder: h.recorder, Recovery: rec}, APIReader: h.cl, LoadBalancer: h.lb}, Config{ClusterName: "test"})
 	if err != nil {
@@ -29,13 +34,27 @@ func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
 	ctx := context.Background()
 	web, ok := serviceKey(h.service("ns", "web")), serviceKey(h.service("ns", "ok"))
 
-	outage := errors.New("HTTP 503")
+	refused := serviceKey(h.service("ns", "refused"))
+
+	invalid := kittest.HTTPError(400)
+	h.lb.FailNext("EnsureLoadBalancer", invalid)
+	if _, err := c.Reconcile(ctx, refused); !errors.Is(err, invalid) {
+		t.Fatalf("sync of the refused Service: %v", err)
+	}
+	outage := kittest.HTTPError(503)
 	h.lb.FailNext("EnsureLoadBalancer", outage)
 	if _, err := c.Reconcile(ctx, web); !errors.Is(err, outage) {
 		t.Fatalf("sync during the outage: %v", err)
 	}
-	// The backoff the outage built up: far longer than the test.
+	// Their conditions tell the truth about the next retry.
+	wantCondition(t, h.service("ns", "web"), ConditionProvisioning, metav1.ConditionTrue, ReasonRetryingAfterError,
+		"or sooner when the cloud answers again")
+	if c := meta.FindStatusCondition(h.service("ns", "refused").Status.Conditions, ConditionProvisioning); c == nil || strings.Contains(c.Message, "sooner") {
+		t.Errorf("the refused Service's condition %+v promises an early retry it will not get", c)
+	}
+	// The backoff each built up: far longer than the test.
 	h.q.AddAfter(web, time.Hour)
+	h.q.AddAfter(refused, time.Hour)
 	if _, err := c.Reconcile(ctx, ok); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +64,7 @@ func TestFailedServicesRetriedWhenCloudRecovers(t *testing.T) {
 
 	rec.Fire()
 	if n := h.q.Len(); n != 1 {
-		t.Fatalf("queue holds %d items after recovery, want 1 (web)", n)
+		t.Fatalf("queue holds %d items after recovery, want 1 (web; refused keeps its backoff)", n)
 	}
 	got, _ := h.q.Get()
 	h.q.Done(got)

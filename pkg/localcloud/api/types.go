@@ -192,7 +192,12 @@ type LoadBalancer struct {
 	// when a deleting one disappears.
 	ReadyAt   time.Time `json:"readyAt,omitzero"`
 	CreatedAt time.Time `json:"createdAt"`
+	// UpdatedAt is when a caller last set the spec (its creation or an
+	// update); the cloud's own status moves leave it alone, so that it
+	// tells when something last managed the load balancer.
 	UpdatedAt time.Time `json:"updatedAt"`
+	// UpdatedBy is the User-Agent of the call that set UpdatedAt.
+	UpdatedBy string `json:"updatedBy,omitempty"`
 }
 
 // CreateLoadBalancerRequest is the body of POST /v1/loadbalancers.
@@ -236,7 +241,11 @@ type Route struct {
 	// that a caller maps a route to its node without another call.
 	InstanceName string     `json:"instanceName,omitempty"`
 	State        RouteState `json:"state"`
-	CreatedAt    time.Time  `json:"createdAt"`
+	// CreatedAt is also when the route last changed: a route is never
+	// updated, only created and deleted.
+	CreatedAt time.Time `json:"createdAt"`
+	// CreatedBy is the User-Agent of the call that created it.
+	CreatedBy string `json:"createdBy,omitempty"`
 }
 
 // CreateRouteRequest is the body of POST /v1/routetables/{cluster}/routes.

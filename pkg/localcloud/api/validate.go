@@ -179,10 +179,8 @@ func (s *LoadBalancerSpec) Validate() error {
 			return err
 		}
 	}
-	for i, r := range s.SourceRanges {
-		if _, err := ParseCIDR(fmt.Sprintf("sourceRanges[%d]", i), r); err != nil {
-			return err
-		}
+	if err := validSourceRanges(s.SourceRanges); err != nil {
+		return err
 	}
 	if s.UDPIdleTimeoutMs < 0 {
 		return Invalid("udpIdleTimeoutMs", fmt.Sprintf("%d must not be negative", s.UDPIdleTimeoutMs))
@@ -193,6 +191,30 @@ func (s *LoadBalancerSpec) Validate() error {
 		return Invalid("sessionAffinity", fmt.Sprintf("%q: want None or ClientIP", s.SessionAffinity))
 	}
 	return s.HealthCheck.validate()
+}
+
+// validSourceRanges checks each range's syntax, and that a non-empty list
+// admits someone. A load balancer's VIP is IPv4 (the VIP pool and a
+// requested vip are IPv4 only), and a client reaches it from an IPv4
+// address, so a list without an IPv4 range ("::/0" meant as "everyone")
+// would drop every client while the load balancer reports active. A list
+// with at least one IPv4 range is accepted whole: its IPv6 ranges simply
+// match no client, as a dual-stack Service's list reads on a
+// single-stack load balancer.
+func validSourceRanges(ranges []string) error {
+	ipv4 := false
+	for i, r := range ranges {
+		p, err := ParseCIDR(fmt.Sprintf("sourceRanges[%d]", i), r)
+		if err != nil {
+			return err
+		}
+		// An IPv4-mapped IPv6 range matches no IPv4 client either.
+		ipv4 = ipv4 || p.Addr().Is4()
+	}
+	if len(ranges) > 0 && !ipv4 {
+		return Invalid("sourceRanges", fmt.Sprintf("%q has no IPv4 range, and the load balancer's VIP is IPv4: it would admit no client (leave it empty to admit every source, or add 0.0.0.0/0)", ranges))
+	}
+	return nil
 }
 
 func (h HealthCheck) validate() error {

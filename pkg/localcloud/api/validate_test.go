@@ -21,3 +21,41 @@ func TestHealthCheckPath(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceRangesNeedTheVIPFamily: a load balancer's VIP is IPv4, so a
+// list of source ranges without an IPv4 range ("::/0" meant as everyone)
+// would admit no client: create and update refuse it, naming the field
+// and the list. A list with one IPv4 range is accepted whole (its IPv6
+// ranges match no client), as is an empty one (every source).
+func TestSourceRangesNeedTheVIPFamily(t *testing.T) {
+	t.Parallel()
+	spec := func(ranges ...string) LoadBalancerSpec {
+		return LoadBalancerSpec{Listeners: []Listener{{Protocol: ProtocolTCP, Port: 80, NodePort: 30080}}, SourceRanges: ranges}
+	}
+	for _, ok := range [][]string{nil, {"0.0.0.0/0"}, {"::/0", "10.0.0.0/8"}, {"fd00::/8", "192.168.0.0/16", "::/0"}} {
+		s := spec(ok...)
+		if err := s.Validate(); err != nil {
+			t.Errorf("sourceRanges %q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range [][]string{{"::/0"}, {"fd00::/8", "2001:db8::/32"}, {"::ffff:10.0.0.0/104"}} {
+		create := CreateLoadBalancerRequest{Name: "lb", Cluster: "c", LoadBalancerSpec: spec(bad...)}
+		update := UpdateLoadBalancerRequest{LoadBalancerSpec: spec(bad...)}
+		for what, err := range map[string]error{"create": create.Validate(), "update": update.Validate()} {
+			var apiErr *Error
+			if !errors.As(err, &apiErr) || apiErr.Code != CodeInvalidArgument || apiErr.Field != "sourceRanges" {
+				t.Fatalf("%s with sourceRanges %q: err = %v, want invalid sourceRanges", what, bad, err)
+			}
+			for _, want := range append([]string{"sourceRanges", "no IPv4 range", "VIP is IPv4"}, bad...) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: error %q does not name %q", what, err, want)
+				}
+			}
+		}
+	}
+	// A malformed range is still reported by its index first.
+	s := spec("::/0", "10.0.0.1/8")
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "sourceRanges[1]") {
+		t.Errorf("host bits: err = %v, want sourceRanges[1]", err)
+	}
+}

@@ -24,6 +24,8 @@ const (
 	DefaultMaxRetries   = 3
 	DefaultMaxRetryWait = 10 * time.Second
 	DefaultTimeout      = 30 * time.Second
+	// DefaultUserAgent names a client that was given no WithUserAgent.
+	DefaultUserAgent = "localcloud-client"
 )
 
 // Client talks to one localcloud.
@@ -33,6 +35,7 @@ type Client struct {
 	http         *http.Client
 	maxRetries   int
 	maxRetryWait time.Duration
+	userAgent    string
 	// limiter paces every HTTP request, retries included (nil: none).
 	limiter *rate.Limiter
 	// onThrottle, when set, hears of every 429 answer, retried or not.
@@ -66,6 +69,12 @@ type Option func(*Client)
 // WithHTTPClient replaces the HTTP client (default: 30s timeout).
 func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
 
+// WithUserAgent sets the User-Agent of every request. localcloud records it
+// on what a call creates or changes (a load balancer's updatedBy, a
+// route's createdBy), so it should name the program and, where several
+// run, which one.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
+
 // WithMaxRetries bounds how often a 429 answer is retried; 0 disables retries.
 func WithMaxRetries(n int) Option { return func(c *Client) { c.maxRetries = max(0, n) } }
 
@@ -96,7 +105,7 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		base: u, token: token, http: &http.Client{Timeout: DefaultTimeout},
-		maxRetries: DefaultMaxRetries, maxRetryWait: DefaultMaxRetryWait,
+		maxRetries: DefaultMaxRetries, maxRetryWait: DefaultMaxRetryWait, userAgent: DefaultUserAgent,
 	}
 	for _, o := range opts {
 		o(c)
@@ -164,6 +173,7 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, out an
 		return fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("User-Agent", c.userAgent)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

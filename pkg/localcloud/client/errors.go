@@ -33,6 +33,11 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("%s (HTTP %d): %s", e.Code, e.StatusCode, e.Message)
 }
 
+// HTTPStatusCode is the answer's HTTP status, read by cloud.IsCloudFault
+// (through the method name SDKs give it) to tell the cloud failing (5xx,
+// 429) from a request it refused (4xx).
+func (e *APIError) HTTPStatusCode() int { return e.StatusCode }
+
 // Is lets errors.Is(err, ErrNotFound) and friends match by code.
 func (e *APIError) Is(target error) bool {
 	switch target {

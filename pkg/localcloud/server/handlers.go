@@ -81,7 +81,7 @@ func (s *Server) createRoute(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	rt, err := s.store.CreateRoute(p[0], req, s.knobs.get().Quotas.RoutesPerCluster, time.Now())
+	rt, err := s.store.CreateRoute(p[0], req, s.knobs.get().Quotas.RoutesPerCluster, time.Now(), caller(r))
 	return answer(http.StatusCreated, rt, err)
 }
 

@@ -57,7 +57,7 @@ func (s *Server) routes() *http.ServeMux {
 	handle("POST "+v+"/instances/{id}/externalAddress", "AttachExternalAddress", onID("i", http.StatusOK, s.store.AttachExternalAddress))
 	handle("DELETE "+v+"/instances/{id}/externalAddress", "DetachExternalAddress", onID("i", http.StatusOK, s.store.DetachExternalAddress))
 	handle("GET "+v+"/loadbalancers", "ListLoadBalancers", s.listLBs())
-	handle("POST "+v+"/loadbalancers", "CreateLoadBalancer", s.createLB())
+	handle("POST "+v+"/loadbalancers", "CreateLoadBalancer", s.createLB)
 	handle("GET "+v+"/loadbalancers/{id}", "GetLoadBalancer", onID("lb", http.StatusOK, s.store.GetLB))
 	handle("PUT "+v+"/loadbalancers/{id}", "UpdateLoadBalancer", s.updateLB)
 	handle("DELETE "+v+"/loadbalancers/{id}", "DeleteLoadBalancer", onID("lb", http.StatusAccepted, s.deleteLB))

@@ -19,12 +19,12 @@ import (
 
 // createLB answers with the load balancer already active when there is
 // no provisioning delay, else arms the timer that activates it.
-func (s *Server) createLB() endpoint {
+func (s *Server) createLB(r *http.Request) (int, any, error) {
 	return withBody(http.StatusCreated, (*api.CreateLoadBalancerRequest).Validate,
 		func(req api.CreateLoadBalancerRequest) (api.LoadBalancer, error) {
 			k := s.knobs.get()
 			now := time.Now()
-			lb, err := s.store.CreateLB(req, k.Quotas.LoadBalancers, now, now.Add(time.Duration(k.LBProvisioningTime)))
+			lb, err := s.store.CreateLB(req, k.Quotas.LoadBalancers, now, now.Add(time.Duration(k.LBProvisioningTime)), caller(r))
 			if err != nil {
 				return lb, err
 			}
@@ -33,7 +33,7 @@ func (s *Server) createLB() endpoint {
 			}
 			s.schedule(lb)
 			return lb, nil
-		})
+		})(r)
 }
 
 func (s *Server) listLBs() endpoint {
@@ -52,7 +52,7 @@ func (s *Server) updateLB(r *http.Request) (int, any, error) {
 		if err != nil {
 			return api.LoadBalancer{}, err
 		}
-		lb, err := s.store.UpdateLB(id, req.LoadBalancerSpec, time.Now())
+		lb, err := s.store.UpdateLB(id, req.LoadBalancerSpec, time.Now(), caller(r))
 		if err == nil && (lb.Status == api.LBActive || lb.Status == api.LBError) {
 			lb = s.program(r.Context(), lb)
 		}

@@ -182,20 +182,20 @@ func TestLoadBalancers(t *testing.T) {
 	}
 	checkGet(t, s.GetLB, web.ID, web, "lb-0000000000000000")
 
-	_, err := s.CreateLB(lbReq("web"), quota, now, now)
+	_, err := s.CreateLB(lbReq("web"), quota, now, now, "")
 	wantCode(t, err, api.CodeConflict, "name")
-	_, err = s.CreateLB(lbReq("x"), 2, now, now)
+	_, err = s.CreateLB(lbReq("x"), 2, now, now, "")
 	wantCode(t, err, api.CodeQuotaExceeded, "loadBalancers")
-	_, err = s.CreateLB(lbReq("x", "i-0000000000000000"), quota, now, now)
+	_, err = s.CreateLB(lbReq("x", "i-0000000000000000"), quota, now, now, "")
 	wantCode(t, err, api.CodeInvalidArgument, "backends[0]")
-	_, err = s.CreateLB(lbReq("x"), quota, now, now)
+	_, err = s.CreateLB(lbReq("x"), quota, now, now, "")
 	wantCode(t, err, api.CodeQuotaExceeded, "vipAddresses")
 	taken := lbReq("x")
 	taken.VIP = web.VIP
-	_, err = s.CreateLB(taken, quota, now, now)
+	_, err = s.CreateLB(taken, quota, now, now, "")
 	wantCode(t, err, api.CodeInvalidArgument, "vip")
 	taken.VIP = "10.2.0.3" // the pool's last address
-	_, err = s.CreateLB(taken, quota, now, now)
+	_, err = s.CreateLB(taken, quota, now, now, "")
 	wantCode(t, err, api.CodeInvalidArgument, "vip")
 
 	// Listing filters and pages.
@@ -234,7 +234,7 @@ func TestLoadBalancers(t *testing.T) {
 	spec := web.LoadBalancerSpec
 	spec.Backends = []string{a.ID, b.ID}
 	spec.SourceRanges = []string{"10.0.0.0/8"}
-	up, err := s.UpdateLB(web.ID, spec, now.Add(time.Minute))
+	up, err := s.UpdateLB(web.ID, spec, now.Add(time.Minute), "")
 	if err != nil || len(up.Backends) != 2 || up.VIP != web.VIP || !up.UpdatedAt.Equal(now.Add(time.Minute)) {
 		t.Fatalf("update: %+v %v", up, err)
 	}
@@ -243,9 +243,9 @@ func TestLoadBalancers(t *testing.T) {
 		t.Fatal("the store kept the caller's slice")
 	}
 	spec.Backends = []string{"i-0000000000000000"}
-	_, err = s.UpdateLB(web.ID, spec, now)
+	_, err = s.UpdateLB(web.ID, spec, now, "")
 	wantCode(t, err, api.CodeInvalidArgument, "backends[0]")
-	_, err = s.UpdateLB("lb-0000000000000000", spec, now)
+	_, err = s.UpdateLB("lb-0000000000000000", spec, now, "")
 	wantCode(t, err, api.CodeNotFound, "id")
 
 	// Status: error and back, deletion final, removal frees the VIP.
@@ -267,7 +267,7 @@ func TestLoadBalancers(t *testing.T) {
 	wantCode(t, err, api.CodeConflict, "status")
 	_, err = s.SetLBError(web.ID, "late")
 	wantCode(t, err, api.CodeConflict, "status")
-	_, err = s.UpdateLB(web.ID, web.LoadBalancerSpec, now)
+	_, err = s.UpdateLB(web.ID, web.LoadBalancerSpec, now, "")
 	wantCode(t, err, api.CodeConflict, "status")
 	if n := len(s.AllLBs()); n != 2 {
 		t.Fatalf("AllLBs: %d, want 2", n)
@@ -280,7 +280,7 @@ func TestLoadBalancers(t *testing.T) {
 	}
 	again := lbReq("web")
 	again.VIP = web.VIP
-	if _, err := s.CreateLB(again, quota, now, now); err != nil {
+	if _, err := s.CreateLB(again, quota, now, now, ""); err != nil {
 		t.Fatalf("name and VIP of a removed load balancer are not free: %v", err)
 	}
 }
@@ -294,26 +294,26 @@ func TestRoutes(t *testing.T) {
 		return api.CreateRouteRequest{Name: name, DestinationCIDR: cidr, InstanceID: id}
 	}
 
-	r, err := s.CreateRoute("c1", route("r2", "10.244.1.0/24", b.ID), 3, now)
+	r, err := s.CreateRoute("c1", route("r2", "10.244.1.0/24", b.ID), 3, now, "")
 	if err != nil || r.State != api.RouteActive || r.InstanceName != "b" || r.Cluster != "c1" {
 		t.Fatalf("create: %+v %v", r, err)
 	}
-	if _, err := s.CreateRoute("c1", route("r1", "10.244.0.0/24", a.ID), 3, now); err != nil {
+	if _, err := s.CreateRoute("c1", route("r1", "10.244.0.0/24", a.ID), 3, now, ""); err != nil {
 		t.Fatal(err)
 	}
 	// Another cluster's table is separate: same name, same destination.
-	if _, err := s.CreateRoute("c2", route("r1", "10.244.0.0/24", a.ID), 1, now); err != nil {
+	if _, err := s.CreateRoute("c2", route("r1", "10.244.0.0/24", a.ID), 1, now, ""); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.CreateRoute("c1", route("r1", "10.244.9.0/24", a.ID), 3, now)
+	_, err = s.CreateRoute("c1", route("r1", "10.244.9.0/24", a.ID), 3, now, "")
 	wantCode(t, err, api.CodeConflict, "name")
-	_, err = s.CreateRoute("c1", route("r3", "10.244.0.0/24", a.ID), 3, now)
+	_, err = s.CreateRoute("c1", route("r3", "10.244.0.0/24", a.ID), 3, now, "")
 	wantCode(t, err, api.CodeConflict, "destinationCIDR")
-	_, err = s.CreateRoute("c1", route("r3", "bad", a.ID), 3, now)
+	_, err = s.CreateRoute("c1", route("r3", "bad", a.ID), 3, now, "")
 	wantCode(t, err, api.CodeInvalidArgument, "destinationCIDR")
-	_, err = s.CreateRoute("c1", route("r3", "10.244.3.0/24", "i-0000000000000000"), 3, now)
+	_, err = s.CreateRoute("c1", route("r3", "10.244.3.0/24", "i-0000000000000000"), 3, now, "")
 	wantCode(t, err, api.CodeInvalidArgument, "instanceId")
-	_, err = s.CreateRoute("c2", route("r3", "10.244.3.0/24", a.ID), 1, now)
+	_, err = s.CreateRoute("c2", route("r3", "10.244.3.0/24", a.ID), 1, now, "")
 	wantCode(t, err, api.CodeQuotaExceeded, "routesPerCluster")
 
 	got := s.ListRoutes("c1")
@@ -337,7 +337,7 @@ func TestRoutes(t *testing.T) {
 	wantCode(t, s.DeleteRoute("c1", "r1"), api.CodeNotFound, "name")
 	equal(t, names(s.ListRoutes("c1"), routeName), []string{"r2"})
 	equal(t, names(s.ListRoutes("c2"), routeName), []string{"r1"})
-	if _, err := s.CreateRoute("c1", route("r1", "10.244.0.0/24", a.ID), 3, now); err != nil {
+	if _, err := s.CreateRoute("c1", route("r1", "10.244.0.0/24", a.ID), 3, now, ""); err != nil {
 		t.Fatalf("name and destination of a deleted route are not free: %v", err)
 	}
 }

@@ -101,7 +101,7 @@ func writeAround(t *testing.T, s *Store, w, i int, id, lbID string) {
 	route := fmt.Sprintf("r%d-%d", w, i)
 	if _, err := s.CreateRoute("c1", api.CreateRouteRequest{
 		Name: route, DestinationCIDR: fmt.Sprintf("10.%d.%d.0/24", w, i), InstanceID: id,
-	}, quota, now); err != nil {
+	}, quota, now, ""); err != nil {
 		t.Errorf("create route %s: %v", route, err)
 	}
 	if i%2 == 0 {
@@ -116,7 +116,7 @@ func writeAround(t *testing.T, s *Store, w, i int, id, lbID string) {
 	} else if _, err := s.AttachExternalAddress(id); err != nil {
 		t.Errorf("attach %s: %v", id, err)
 	}
-	if _, err := s.UpdateLB(lbID, lbReq("shared", id).LoadBalancerSpec, now); err != nil {
+	if _, err := s.UpdateLB(lbID, lbReq("shared", id).LoadBalancerSpec, now, ""); err != nil {
 		t.Errorf("update load balancer: %v", err)
 	}
 	if _, err := s.SetLBError(lbID, fmt.Sprintf("writer %d", w)); err != nil {

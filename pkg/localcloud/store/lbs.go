@@ -44,8 +44,9 @@ func (s *Store) checkBackends(ids []string) error {
 	return nil
 }
 
-// CreateLB creates a load balancer in the provisioning state, ready at readyAt.
-func (s *Store) CreateLB(r api.CreateLoadBalancerRequest, quota int, now, readyAt time.Time) (api.LoadBalancer, error) {
+// CreateLB creates a load balancer in the provisioning state, ready at
+// readyAt; by is the caller, recorded as who last set it.
+func (s *Store) CreateLB(r api.CreateLoadBalancerRequest, quota int, now, readyAt time.Time, by string) (api.LoadBalancer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id, dup := s.lbByName[r.Cluster+"/"+r.Name]; dup {
@@ -66,7 +67,7 @@ func (s *Store) CreateLB(r api.CreateLoadBalancerRequest, quota int, now, readyA
 		ID: newID("lb"), Name: r.Name, Cluster: r.Cluster, Tags: r.Tags,
 		LoadBalancerSpec: cloneSpec(r.LoadBalancerSpec),
 		Status:           api.LBProvisioning, VIP: vip.String(),
-		ReadyAt: readyAt.UTC(), CreatedAt: now.UTC(), UpdatedAt: now.UTC(),
+		ReadyAt: readyAt.UTC(), CreatedAt: now.UTC(), UpdatedAt: now.UTC(), UpdatedBy: by,
 	}
 	if err := s.lbs.save(s.db, lb); err != nil {
 		return api.LoadBalancer{}, err
@@ -117,8 +118,9 @@ func (s *Store) ListLBs(f LBFilter, token string, limit int) ([]api.LoadBalancer
 	return s.lbs.page(s.lbs.matching(f.match), token, limit)
 }
 
-// UpdateLB replaces the spec of a load balancer that is not being deleted.
-func (s *Store) UpdateLB(id string, spec api.LoadBalancerSpec, now time.Time) (api.LoadBalancer, error) {
+// UpdateLB replaces the spec of a load balancer that is not being deleted;
+// by is the caller, recorded as who last set it.
+func (s *Store) UpdateLB(id string, spec api.LoadBalancerSpec, now time.Time, by string) (api.LoadBalancer, error) {
 	return s.changeLB(id, func(lb *api.LoadBalancer) (bool, error) {
 		if lb.Status == api.LBDeleting {
 			return false, api.Conflict("status", fmt.Sprintf("load balancer %s is being deleted", id))
@@ -127,7 +129,7 @@ func (s *Store) UpdateLB(id string, spec api.LoadBalancerSpec, now time.Time) (a
 			return false, err
 		}
 		lb.LoadBalancerSpec = cloneSpec(spec)
-		lb.UpdatedAt = now.UTC()
+		lb.UpdatedAt, lb.UpdatedBy = now.UTC(), by
 		return true, nil
 	})
 }

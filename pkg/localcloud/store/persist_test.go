@@ -88,11 +88,11 @@ func populate(t *testing.T, s *Store) {
 	}
 	for i, cluster := range []string{"c1", "c1", "c2"} {
 		r := api.CreateRouteRequest{Name: "r" + string(rune('0'+i)), DestinationCIDR: "10.244." + string(rune('0'+i)) + ".0/24", InstanceID: a.ID}
-		if _, err := s.CreateRoute(cluster, r, quota, now); err != nil {
+		if _, err := s.CreateRoute(cluster, r, quota, now, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.CreateRoute("c1", api.CreateRouteRequest{Name: "gone", DestinationCIDR: "10.245.0.0/24", InstanceID: b.ID}, quota, now); err != nil {
+	if _, err := s.CreateRoute("c1", api.CreateRouteRequest{Name: "gone", DestinationCIDR: "10.245.0.0/24", InstanceID: b.ID}, quota, now, ""); err != nil {
 		t.Fatal(err)
 	}
 	k := api.DefaultKnobs()
@@ -121,7 +121,7 @@ func TestRestartReloadsEverything(t *testing.T) {
 	}
 	_, err = s.CreateInstances([]api.CreateInstanceRequest{inst("a")}, quota, now)
 	wantCode(t, err, api.CodeConflict, "name")
-	_, err = s.CreateLB(lbReq("active"), quota, now, now)
+	_, err = s.CreateLB(lbReq("active"), quota, now, now, "")
 	wantCode(t, err, api.CodeConflict, "name")
 }
 

@@ -11,8 +11,9 @@ import (
 func routeKey(cluster, name string) string { return cluster + "/" + name }
 
 // CreateRoute adds a route to a cluster's table. Names and destinations
-// are unique within the table; the target must be a live instance.
-func (s *Store) CreateRoute(cluster string, r api.CreateRouteRequest, quota int, now time.Time) (api.Route, error) {
+// are unique within the table; the target must be a live instance. by is
+// the caller, recorded as who created it.
+func (s *Store) CreateRoute(cluster string, r api.CreateRouteRequest, quota int, now time.Time, by string) (api.Route, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	table := s.routeTables[cluster]
@@ -38,7 +39,7 @@ func (s *Store) CreateRoute(cluster string, r api.CreateRouteRequest, quota int,
 	}
 	rt := &api.Route{
 		Name: r.Name, Cluster: cluster, DestinationCIDR: want.String(),
-		InstanceID: r.InstanceID, CreatedAt: now.UTC(),
+		InstanceID: r.InstanceID, CreatedAt: now.UTC(), CreatedBy: by,
 	}
 	if err := s.routes.save(s.db, rt); err != nil {
 		return api.Route{}, err

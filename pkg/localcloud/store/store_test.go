@@ -65,7 +65,7 @@ func lbReq(name string, backends ...string) api.CreateLoadBalancerRequest {
 
 func mustLB(t *testing.T, s *Store, r api.CreateLoadBalancerRequest) api.LoadBalancer {
 	t.Helper()
-	lb, err := s.CreateLB(r, quota, now, now.Add(time.Second))
+	lb, err := s.CreateLB(r, quota, now, now.Add(time.Second), "")
 	if err != nil {
 		t.Fatalf("create load balancer %s: %v", r.Name, err)
 	}

@@ -32,6 +32,7 @@ var (
 	_ cloudprovider.Interface    = (*Cloud)(nil)
 	_ cloud.InstanceLister       = (*Cloud)(nil)
 	_ cloud.LoadBalancerLister   = (*Cloud)(nil)
+	_ cloud.ModificationLister   = (*Cloud)(nil)
 	_ cloudprovider.InstancesV2  = (*instances)(nil)
 	_ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 	_ cloudprovider.Routes       = (*routes)(nil)
@@ -70,7 +71,7 @@ func NewFromConfig(cfg Config) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localcloud: %w", err)
 	}
-	var opts []lcclient.Option
+	opts := []lcclient.Option{lcclient.WithUserAgent(UserAgent())}
 	if cfg.MaxRetries >= 0 {
 		opts = append(opts, lcclient.WithMaxRetries(cfg.MaxRetries))
 	}

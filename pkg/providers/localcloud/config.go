@@ -16,7 +16,9 @@ import (
 type Config struct {
 	// URL of the localcloud API, e.g. http://127.0.0.1:8787.
 	URL string
-	// Token authenticates; TokenFile is read when Token is empty.
+	// Token authenticates; TokenFile names a file holding it instead. A
+	// config sets one of the two: with both, which credential the
+	// provider used would depend on a precedence no one reads.
 	Token     string
 	TokenFile string
 	// ClusterName is used when a controller passes an empty cluster name.
@@ -139,8 +141,14 @@ func (c *Config) validate() error {
 	} else if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("cloud config: url: %q is not an http(s) URL", c.URL))
 	}
-	if c.Token == "" && c.TokenFile == "" {
+	switch {
+	case c.Token == "" && c.TokenFile == "":
 		errs = append(errs, errors.New("cloud config: token or tokenFile is required"))
+	case c.Token != "" && c.TokenFile != "":
+		// One of them is a leftover, and nothing tells which: refuse
+		// rather than authenticate with one while the operator rotates
+		// the other.
+		errs = append(errs, fmt.Errorf("cloud config: token and tokenFile (%s) are both set; set only one", c.TokenFile))
 	}
 	if c.ClusterName == "" {
 		c.ClusterName = DefaultClusterName
@@ -148,7 +156,8 @@ func (c *Config) validate() error {
 	return errors.Join(errs...)
 }
 
-// resolveToken returns the literal token or the token file's content.
+// resolveToken returns the literal token or the token file's content
+// (validate refuses a config with both).
 func (c *Config) resolveToken() (string, error) {
 	if c.Token != "" {
 		return c.Token, nil

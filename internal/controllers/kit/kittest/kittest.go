@@ -230,3 +230,13 @@ func (r *Recovery) Fire() {
 		fn()
 	}
 }
+
+// HTTPError is a cloud's error answer with an HTTP status, as SDKs give
+// them (HTTPStatusCode): 5xx and 429 are the cloud failing
+// (cloud.IsCloudFault), another 4xx the request's own refusal.
+type HTTPError int
+
+func (e HTTPError) Error() string { return fmt.Sprintf("the cloud answered HTTP %d", int(e)) }
+
+// HTTPStatusCode is the status, read by cloud.IsCloudFault.
+func (e HTTPError) HTTPStatusCode() int { return int(e) }

@@ -51,11 +51,14 @@ var Scenarios = []Scenario{
 			return fmt.Sprintf("%d LoadBalancer Services (one UDP port each) are created at once on %d initialized nodes; "+
 				"then %d nodes join within 2 s. \"published\": time until every Service has an ingress; "+
 				"\"join\": time from the first join until every load balancer's backends (read from localcloud) include every joined node. "+
-				"The runner polls localcloud every 500 ms during the join; its requests are not counted.", s.Services, s.LBNodes, s.JoinNodes)
+				"The runner polls localcloud every 500 ms during the join; its requests are not counted. "+
+				"\"API writes per Service\": the contestant's API writes (POST, PUT, PATCH, DELETE, events included; its client-go metrics) "+
+				"until every Service was published, over the Services (empty for runs from before it was read).", s.Services, s.LBNodes, s.JoinNodes)
 		},
 		Columns: []Column{{results.FigConverge, "published (s)", 1}, {results.FigJoin, "join (s)", 1}, {results.FigJoinUpdates, "UpdateLoadBalancer after join", 0},
 			{results.FigJoinCalls, "cloud requests after join", 0}, {results.FigCloudCalls, "cloud requests (total)", 0}, {results.FigCloudThrottle, "of which 429", 0},
-			{results.FigAPIRequests, "API server requests", 0}, {results.FigCPU, "CPU (s)", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}},
+			{results.FigAPIRequests, "API server requests", 0}, {results.FigAPIWritesPerService, "API writes per Service (publish)", 1},
+			{results.FigCPU, "CPU (s)", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}},
 		Charts: []string{results.FigJoin, results.FigConverge, results.FigJoinUpdates},
 	},
 	{

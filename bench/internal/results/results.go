@@ -110,29 +110,33 @@ type Run struct {
 
 // Figure names.
 const (
-	FigConverge      = "converge_s"        // time to converge (scenario's main figure)
-	FigJoin          = "join_s"            // lb: time until joined nodes are in every LB
-	FigCloudCalls    = "cloud_calls"       // every localcloud request in the measured phase
-	FigCloudThrottle = "cloud_429"         // of which answered 429
-	FigJoinUpdates   = "join_update_lb"    // lb: UpdateLoadBalancer calls after the join
-	FigJoinCalls     = "join_cloud_calls"  // lb: every cloud call after the join
-	FigAPIRequests   = "api_requests"      // rest_client_requests_total delta
-	FigCPU           = "cpu_s"             // utime+stime delta, children included
-	FigPeakRSS       = "peak_rss_mib"      // VmHWM at the end
-	FigRSS           = "rss_mib"           // VmRSS at the end
-	FigIdlePeakRSS   = "idle_peak_rss_mib" // steady: highest VmRSS sampled during the window only
-	FigCloudPerHour  = "cloud_calls_per_h" // steady: over whole refresh cycles where the window holds one
-	FigCycle         = "cycle_s"           // steady: the main operation's refresh period, pass start to pass start
-	FigWindow        = "window_s"          // steady: how long the window stayed open
-	FigBackUnder     = "back_under_s"      // limitdrop: drop → rate under the new limit for good
-	FigLowThrottle   = "cloud_429_low"     // limitdrop: 429 answers while the limit was low
-	FigLowRate       = "low_rate"          // limitdrop: requests per second sent while the limit was low
-	FigAfterRaise    = "after_raise_s"     // limitdrop: limit raised again → every Service published
-	FigAPIPerHour    = "api_requests_per_h"
-	FigCPUPerHour    = "cpu_s_per_h"
-	FigFailover      = "failover_s"    // failover: kill → all Services have ingress
-	FigTakeover      = "takeover_s"    // failover: kill → standby leads
-	FigDuplicates    = "duplicate_lbs" // failover: load balancers beyond one per Service
+	FigConverge      = "converge_s"       // time to converge (scenario's main figure)
+	FigJoin          = "join_s"           // lb: time until joined nodes are in every LB
+	FigCloudCalls    = "cloud_calls"      // every localcloud request in the measured phase
+	FigCloudThrottle = "cloud_429"        // of which answered 429
+	FigJoinUpdates   = "join_update_lb"   // lb: UpdateLoadBalancer calls after the join
+	FigJoinCalls     = "join_cloud_calls" // lb: every cloud call after the join
+	FigAPIRequests   = "api_requests"     // rest_client_requests_total delta
+	// FigAPIWritesPerService (lb): the API writes (POST, PUT, PATCH,
+	// DELETE, events included) made until every Service was published,
+	// per Service.
+	FigAPIWritesPerService = "api_writes_per_service"
+	FigCPU                 = "cpu_s"             // utime+stime delta, children included
+	FigPeakRSS             = "peak_rss_mib"      // VmHWM at the end
+	FigRSS                 = "rss_mib"           // VmRSS at the end
+	FigIdlePeakRSS         = "idle_peak_rss_mib" // steady: highest VmRSS sampled during the window only
+	FigCloudPerHour        = "cloud_calls_per_h" // steady: over whole refresh cycles where the window holds one
+	FigCycle               = "cycle_s"           // steady: the main operation's refresh period, pass start to pass start
+	FigWindow              = "window_s"          // steady: how long the window stayed open
+	FigBackUnder           = "back_under_s"      // limitdrop: drop → rate under the new limit for good
+	FigLowThrottle         = "cloud_429_low"     // limitdrop: 429 answers while the limit was low
+	FigLowRate             = "low_rate"          // limitdrop: requests per second sent while the limit was low
+	FigAfterRaise          = "after_raise_s"     // limitdrop: limit raised again → every Service published
+	FigAPIPerHour          = "api_requests_per_h"
+	FigCPUPerHour          = "cpu_s_per_h"
+	FigFailover            = "failover_s"    // failover: kill → all Services have ingress
+	FigTakeover            = "takeover_s"    // failover: kill → standby leads
+	FigDuplicates          = "duplicate_lbs" // failover: load balancers beyond one per Service
 )
 
 // Node initialization: where the time goes against the API client's floor.

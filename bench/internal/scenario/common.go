@@ -115,6 +115,9 @@ type meter struct {
 // rate-limiter histograms, from one scrape.
 type clientStats struct {
 	latencySum, latencyCount, limiterSum float64
+	// writes counts the requests that change an object (POST, PUT, PATCH,
+	// DELETE: rest_client_requests_total by method), events included.
+	writes float64
 }
 
 // readClientStats reads the writes' (POST, PUT, PATCH) series only: the
@@ -123,6 +126,11 @@ type clientStats struct {
 func readClientStats(text string) clientStats {
 	var st clientStats
 	for _, line := range strings.Split(text, "\n") {
+		for _, m := range []string{`method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`} {
+			if strings.Contains(line, m) {
+				st.writes += harness.SumMetric(line, "rest_client_requests_total")
+			}
+		}
 		if !strings.Contains(line, `verb="POST"`) && !strings.Contains(line, `verb="PUT"`) && !strings.Contains(line, `verb="PATCH"`) {
 			continue
 		}
@@ -157,6 +165,16 @@ func (m *meter) sample(ctx context.Context, pid int) (results.Sample, error) {
 		return results.Sample{}, err
 	}
 	return results.Sample{At: at, Ops: ops, CPU: cpu}, nil
+}
+
+// apiWrites returns the API writes the contestant made since the meter
+// started, from its client-go metrics.
+func (m *meter) apiWrites(ctx context.Context) (float64, error) {
+	text, err := m.ccm.Metrics(ctx, m.token)
+	if err != nil {
+		return 0, err
+	}
+	return readClientStats(text).writes - m.client0.writes, nil
 }
 
 // startMeter resets localcloud's counters and takes the starting values.

@@ -57,6 +57,9 @@ func (e *Env) lb(ctx context.Context, c harness.Contestant, cloud, dir string) (
 		return nil, nil, fmt.Errorf("services published: %w", err)
 	}
 	figs := map[string]float64{results.FigConverge: last.Sub(t0).Seconds()}
+	if w, err := m.apiWrites(ctx); err == nil && w > 0 {
+		figs[results.FigAPIWritesPerService] = w / float64(len(svcs))
+	}
 	before, _, err := m.cloudOps(ctx)
 	if err != nil {
 		return nil, nil, err

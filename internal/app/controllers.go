@@ -128,5 +128,5 @@ func (cc ControllerContext) shared(name string) (kit.Deps, Clients, error) {
 	if err != nil {
 		return kit.Deps{}, Clients{}, err
 	}
-	return kit.Deps{Client: cl.Client, Recorder: cl.Recorder, Registerer: cc.Metrics, Recovery: cc.Cloud, Pushback: cc.Cloud, Ownership: pol, Explain: cc.Explain}, cl, nil
+	return kit.Deps{Client: cl.Client, Recorder: cl.Recorder, Registerer: cc.Metrics, Recovery: cc.Cloud, Ownership: pol, Explain: cc.Explain}, cl, nil
 }

@@ -279,29 +279,6 @@ func (p *pacer) setRate(now time.Time, r float64) {
 	p.lim.SetBurstAt(now, burst)
 }
 
-// pushbackMemory is how long a throttled answer keeps the cloud counted as
-// pushing back (PushingBack): a few of the adaptive limit's decrease
-// intervals, so that one quiet second between 429s does not switch the
-// controllers' batching off and on.
-const pushbackMemory = 30 * time.Second
-
-// pushingBack reports whether this class's calls are held back at now:
-// the cloud throttled one lately (or asked to pause), or calls waited for
-// the limit (the adaptive one or the operator's ceiling) since it last
-// rose. A cloud that never throttled, under no ceiling, never is.
-func (p *pacer) pushingBack(now time.Time) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case p.pausedUntil.After(now):
-		return true
-	case !p.lastDecrease.IsZero() && now.Sub(p.lastDecrease) < pushbackMemory:
-		return true
-	default:
-		return p.lim != nil && p.waited
-	}
-}
-
 // current is the limit now in force, 0 when there is none.
 func (p *pacer) current() float64 {
 	p.mu.Lock()

@@ -149,29 +149,6 @@ func (s *pacing) throttledElsewhere(retryAfter time.Duration) {
 	}
 }
 
-var _ cloud.PushbackReporter = (*Cloud)(nil)
-
-// PushingBack implements cloud.PushbackReporter: the cloud throttled a
-// call within the last pushbackMemory, or calls wait for a class's limit.
-func (c *Cloud) PushingBack() bool { return c.pacing.pushingBack() }
-
-// pushingBack reports whether any class's calls are held back now.
-func (s *pacing) pushingBack() bool {
-	s.mu.Lock()
-	classes := make([]*pacer, 0, len(s.classes))
-	for _, p := range s.classes {
-		classes = append(classes, p)
-	}
-	s.mu.Unlock()
-	now := s.clock.Now()
-	for _, p := range classes {
-		if p.pushingBack(now) {
-			return true
-		}
-	}
-	return false
-}
-
 // done feeds a call's answer back into its class's pacer; a provider paced
 // per request has fed each request's already.
 func (s *pacing) done(pc classPacer, started time.Time, err error) {

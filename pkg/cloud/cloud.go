@@ -4,14 +4,13 @@ import cloudprovider "k8s.io/cloud-provider"
 
 // Cloud is a provider as controllers see it: upstream's interface, each
 // extension the provider implements behind an accessor that reports
-// whether it does, the recovery notice and the pushback signal. The daemon hands controllers a
+// whether it does, and the recovery notice. The daemon hands controllers a
 // Cloud whose every call is counted, timed and paced; what stands between
 // a controller and the provider (observe mode among it) is not the
 // controller's concern.
 type Cloud interface {
 	cloudprovider.Interface
 	RecoveryNotifier
-	PushbackReporter
 	// InstancesV2OrAdapted is the provider's InstancesV2 or, for a provider
 	// with only the legacy Instances (and Zones), InstancesV2FromV1 over
 	// them; false when it has neither.

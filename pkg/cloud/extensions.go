@@ -148,15 +148,6 @@ type RecoveryNotifier interface {
 	OnRecovered(fn func())
 }
 
-// PushbackReporter tells controllers whether the cloud pushes back now:
-// it throttled calls lately, or calls wait for the client-side limit. They
-// batch and coalesce their calls while it does (a burst of joining Nodes
-// costs a few list calls and one update per load balancer), and act at once
-// while it does not, when waiting would only add latency.
-type PushbackReporter interface {
-	PushingBack() bool
-}
-
 // LoadBalancerPlanner is an optional extension that makes observe mode
 // exact for load balancers: PlanLoadBalancer answers what EnsureLoadBalancer
 // (or UpdateLoadBalancer) would change for an existing load balancer,

@@ -31,10 +31,6 @@ type Deps struct {
 	// again after an outage, so that what failed during it is retried at
 	// once instead of sitting out the backoff the outage built up.
 	Recovery cloud.RecoveryNotifier
-	// Pushback, when set, says whether the cloud pushes back now, so that
-	// the controllers batch their calls only then (PushingBack); nil
-	// batches always, the choice that is never wrong on a throttled cloud.
-	Pushback cloud.PushbackReporter
 	// Explain, when set, receives the record of the controller's work on
 	// each object, for `stratus explain`; nil records nothing.
 	Explain *explain.Store
@@ -58,12 +54,6 @@ func (d Deps) Resolve(name string) (Deps, error) {
 }
 
 var errNoClient = errors.New("a client is required")
-
-// PushingBack reports whether the cloud pushes back now (Deps.Pushback),
-// true when no one can tell.
-func (d Deps) PushingBack() bool {
-	return d.Pushback == nil || d.Pushback.PushingBack()
-}
 
 // OrDefault is the controllers' one default style: a setting left zero
 // (or negative, which no setting allows) takes the controller's named

@@ -41,21 +41,15 @@ type listCall struct {
 // ListInstances calls: a sync needs an answer from a list that started no
 // earlier than a given time (when its Node was first seen, so that the
 // instance had a chance to be in it); the last answer serves it if recent
-// enough, else it joins the call in flight or a new one. While the cloud
-// pushes back (kit.Deps.PushingBack: it throttled lately, or calls wait
-// for the client-side limit), calls start at most once per interval, so a
-// flood of new Nodes costs one call per interval, not one per Node. While
-// it does not, a call starts as soon as one is needed: Nodes that arrive
-// while one is in flight still share the next, and waiting out the
-// interval would only delay them.
+// enough, else it joins the call in flight or a new one. Calls start at
+// most once per interval, so a flood of new Nodes costs one call per
+// interval, not one per Node.
 type batcher struct {
 	lister   cloud.InstanceLister
 	interval time.Duration
 	timeout  time.Duration
 	metrics  *metrics
 	clock    clock.Clock
-	// pushingBack says whether the interval applies now.
-	pushingBack func() bool
 
 	mu        sync.Mutex
 	last      *snapshot
@@ -63,8 +57,8 @@ type batcher struct {
 	lastStart time.Time
 }
 
-func newBatcher(l cloud.InstanceLister, interval, timeout time.Duration, m *metrics, clk clock.Clock, pushingBack func() bool) *batcher {
-	return &batcher{lister: l, interval: interval, timeout: timeout, metrics: m, clock: clk, pushingBack: pushingBack}
+func newBatcher(l cloud.InstanceLister, interval, timeout time.Duration, m *metrics, clk clock.Clock) *batcher {
+	return &batcher{lister: l, interval: interval, timeout: timeout, metrics: m, clock: clk}
 }
 
 // Get returns an answer from a list call that started at or after notBefore.
@@ -101,16 +95,12 @@ func (b *batcher) Get(ctx context.Context, notBefore time.Time) (*snapshot, erro
 }
 
 // scheduleLocked creates the next call and starts it once the interval
-// since the previous one has passed, or at once while the cloud does not
-// push back. The call runs detached from the caller's cancellation (other
-// syncs wait for it too), bounded by timeout.
+// since the previous one has passed. The call runs detached from the
+// caller's cancellation (other syncs wait for it too), bounded by timeout.
 func (b *batcher) scheduleLocked(ctx context.Context) *listCall {
 	call := &listCall{done: make(chan struct{})}
 	b.inflight = call
-	var delay time.Duration
-	if b.pushingBack() {
-		delay = b.lastStart.Add(b.interval).Sub(b.clock.Now())
-	}
+	delay := b.lastStart.Add(b.interval).Sub(b.clock.Now())
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timeout+max(delay, 0))
 	go func() {
 		defer cancel()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +21,7 @@ func newTestBatcher(t *testing.T, fc *cloudfake.Cloud, interval time.Duration, c
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newBatcher(fc, interval, time.Minute, m, clk, func() bool { return true })
+	return newBatcher(fc, interval, time.Minute, m, clk)
 }
 
 // hold makes fc's list calls wait until the test releases them (or the
@@ -169,45 +168,6 @@ func TestBatcherRateLimitsCalls(t *testing.T) {
 		waitFor(t, "the next list after one interval", func() bool { return fc.CallCount("ListInstances") == call })
 	}
 	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-}
-
-// While the cloud does not push back, a call starts as soon as a caller
-// needs a newer answer: no interval to wait out, on a fake clock that
-// never moves.
-func TestBatcherActsAtOnceWithoutPushback(t *testing.T) {
-	t.Parallel()
-	fc := cloudfake.New()
-	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	m, err := newMetrics(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pushback atomic.Bool
-	b := newBatcher(fc, time.Hour, time.Minute, m, clk, pushback.Load)
-	for call := 1; call <= 3; call++ {
-		if _, err := b.Get(context.Background(), clk.Now().Add(time.Nanosecond)); err != nil {
-			t.Fatal(err)
-		}
-		clk.Step(time.Millisecond)
-		if got := fc.CallCount("ListInstances"); got != call {
-			t.Fatalf("lists = %d after %d callers needing a newer answer, want %d", got, call, call)
-		}
-	}
-	// The cloud pushes back: the next call waits for the interval.
-	pushback.Store(true)
-	got := make(chan error, 1)
-	go func() {
-		_, err := b.Get(context.Background(), clk.Now().Add(time.Nanosecond))
-		got <- err
-	}()
-	waitFor(t, "the next list to wait for the interval", clk.HasWaiters)
-	if n := fc.CallCount("ListInstances"); n != 3 {
-		t.Fatalf("lists = %d while the cloud pushes back and the interval has not passed, want 3", n)
-	}
-	clk.Step(time.Hour)
-	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
 }

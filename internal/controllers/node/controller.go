@@ -188,7 +188,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	if deps.Lister != nil {
-		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk, shared.PushingBack)
+		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk)
 	}
 	kit.OnRecovered(shared.Recovery, c.recovered)
 	return c, nil

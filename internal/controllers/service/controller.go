@@ -182,7 +182,7 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg: cfg, client: shared.Client, apiReader: d.APIReader,
 		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: shared.Recorder, metrics: m, now: shared.Clock.Now,
-		nodePacer: newNodePacer(cfg.NodeSyncDelay, shared.PushingBack),
+		nodePacer: newNodePacer(cfg.NodeSyncDelay),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), outage: &kit.OutageSet[key]{},
 		phases:  newPhaseTracker(m.lbs),
 		limiter: kit.NewBackoff[key]("per-Service", cfg.MinRetryDelay, cfg.MaxRetryDelay),

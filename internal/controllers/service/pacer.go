@@ -18,13 +18,6 @@ import (
 //     start of the burst, so a stream of changes without end still updates
 //     the load balancers every maxHold.
 //
-// All of this holds only while the cloud pushes back (kit.Deps.PushingBack:
-// it throttled lately, or calls wait for the client-side limit), when one
-// update per load balancer per burst saves calls the cloud would refuse.
-// While it does not, every change queues the pass at once, as upstream's
-// immediate updates do: the pass is one queue key, so the changes that
-// come while it runs still share the next one.
-//
 // A node is joining from its registration, while it carries the cloud
 // provider's uninitialized taint: its initialization is a change that is
 // sure to follow, and a pass before it would send the load balancers a set
@@ -39,8 +32,6 @@ import (
 // Methods take the time, so tests drive the pacer with a fake clock.
 type nodePacer struct {
 	delay, settle, maxHold time.Duration
-	// pushingBack says whether bursts are held now.
-	pushingBack func() bool
 
 	mu sync.Mutex
 	// lastChange is when the latest change that calls for a pass came.
@@ -61,10 +52,10 @@ const (
 	maxHoldMultiples = 5
 )
 
-func newNodePacer(delay time.Duration, pushingBack func() bool) *nodePacer {
+func newNodePacer(delay time.Duration) *nodePacer {
 	return &nodePacer{
 		delay: delay, settle: delay / settleDivisor, maxHold: maxHoldMultiples * delay,
-		pushingBack: pushingBack, joining: map[string]time.Time{},
+		joining: map[string]time.Time{},
 	}
 }
 
@@ -75,7 +66,7 @@ func (p *nodePacer) changed(q queue, now time.Time) {
 	defer p.mu.Unlock()
 	quiet := now.Sub(p.lastChange) >= p.delay
 	p.lastChange = now
-	if !p.pushingBack() || quiet && !p.due.After(now) && p.joiningLocked(now) == 0 {
+	if quiet && !p.due.After(now) && p.joiningLocked(now) == 0 {
 		p.holdStart, p.due = time.Time{}, time.Time{}
 		q.Add(nodesKey)
 		return
@@ -98,9 +89,7 @@ func (p *nodePacer) joined(q queue, name string, uninitialized bool, now time.Ti
 	switch {
 	case uninitialized && !known:
 		p.joining[name] = now
-		if p.pushingBack() {
-			p.startHoldLocked(q, now)
-		}
+		p.startHoldLocked(q, now)
 	case !uninitialized && known:
 		delete(p.joining, name)
 	}
@@ -138,7 +127,7 @@ func (p *nodePacer) joiningLocked(now time.Time) int {
 // holdingLocked reports whether a hold is under way and, if so, until when
 // at the latest.
 func (p *nodePacer) holdingLocked(now time.Time) (bool, time.Time) {
-	if p.holdStart.IsZero() || !p.pushingBack() {
+	if p.holdStart.IsZero() {
 		return false, time.Time{}
 	}
 	end := p.holdStart.Add(p.maxHold)

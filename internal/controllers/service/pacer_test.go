@@ -190,42 +190,6 @@ func TestBurstOfJoinsCostsOneUpdatePerLoadBalancer(t *testing.T) {
 	}
 }
 
-// While the cloud does not push back, a burst is not held: each
-// initialization reaches every load balancer in a pass that runs at once,
-// as upstream's immediate updates do, and none waits for the nodes still
-// joining.
-func TestBurstGoesOutAtOnceWithoutPushback(t *testing.T) {
-	t.Parallel()
-	const services, joins = 3, 5
-	r := newPacerRig(t, services, time.Second)
-	r.h.c.nodePacer.pushingBack = func() bool { return false }
-	for i := range joins {
-		r.at(t, time.Duration(i)*50*time.Millisecond)
-		r.register(fmt.Sprintf("j%02d", i))
-	}
-	var inits []time.Duration
-	for i := range joins {
-		at := time.Second + time.Duration(i)*150*time.Millisecond
-		r.at(t, at)
-		r.initialize(fmt.Sprintf("j%02d", i))
-		inits = append(inits, at)
-	}
-	r.at(t, time.Minute)
-	var passes []time.Duration
-	for _, p := range r.q.passes {
-		passes = append(passes, p.Sub(r.t0))
-	}
-	if !slices.Equal(passes, inits) {
-		t.Errorf("node passes at %v, want one at each initialization %v", passes, inits)
-	}
-	for i := range services {
-		name := fmt.Sprintf("ns/s%02d", i)
-		if got := len(r.h.nodesOf(name)); got != 2+joins {
-			t.Errorf("%s: load balancer has %d nodes, want %d", name, got, 2+joins)
-		}
-	}
-}
-
 // A lone join (a node registers, then is initialized, with no other
 // change nearby) is sent to every load balancer at once: the pass and the
 // updates run without the clock moving.

@@ -55,12 +55,9 @@ func (h *harness) count(t *testing.T) int {
 	return len(l.Items)
 }
 
-// TestCapHoldsClusterShare: 40 Nodes, 10 of them NotReady with their
-// instances gone. A 10% cap deletes 4 in the window, holds the other 6
-// with a warning each, and deletes them once the window has passed.
-func TestCapHoldsClusterShare(t *testing.T) {
-	var nodes []*corev1.Node
-	var alive []string
+// fortyNodesTenGone is 40 Nodes over four zones: n00..n09 NotReady, their
+// instances gone, the other 30 Ready, with the names of those alive.
+func fortyNodesTenGone() (nodes []*corev1.Node, alive []string) {
 	for i := range 40 {
 		name := fmt.Sprintf("n%02d", i)
 		ready := corev1.ConditionTrue
@@ -71,6 +68,14 @@ func TestCapHoldsClusterShare(t *testing.T) {
 		}
 		nodes = append(nodes, zoned(name, fmt.Sprintf("z%d", i%4), ready))
 	}
+	return nodes, alive
+}
+
+// TestCapHoldsClusterShare: 40 Nodes, 10 of them NotReady with their
+// instances gone. A 10% cap deletes 4 in the window, holds the other 6
+// with a warning each, and deletes them once the window has passed.
+func TestCapHoldsClusterShare(t *testing.T) {
+	nodes, alive := fortyNodesTenGone()
 	h, clk := capHarness(t, DeletionCap{MaxShare: 0.1, MaxZoneShare: 1, Min: 1, Window: 10 * time.Minute}, alive, nodes...)
 	sum, err := h.c.sync(context.Background(), pass{})
 	if err != nil || sum.Deleted != 4 || sum.Held != 6 {

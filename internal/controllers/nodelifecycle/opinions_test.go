@@ -45,18 +45,7 @@ func (h *harness) mustPeriod(t *testing.T) Summary {
 // again (the Summary counts the checks), but the metric counts each
 // Node's confirmation once: ten in all, not ten plus six per period.
 func TestHeldNodesConfirmedOnce(t *testing.T) {
-	var nodes []*corev1.Node
-	var alive []string
-	for i := range 40 {
-		name := fmt.Sprintf("n%02d", i)
-		ready := corev1.ConditionTrue
-		if i < 10 {
-			ready = corev1.ConditionFalse
-		} else {
-			alive = append(alive, name)
-		}
-		nodes = append(nodes, zoned(name, fmt.Sprintf("z%d", i%4), ready))
-	}
+	nodes, alive := fortyNodesTenGone()
 	h, clk := capHarness(t, DeletionCap{MaxShare: 0.1, MaxZoneShare: 1, Min: 1, Window: 10 * time.Minute}, alive, nodes...)
 	if sum := h.mustPeriod(t); sum.Deleted != 4 || sum.Held != 6 || sum.Confirmations != 10 {
 		t.Fatalf("first period: %+v; want 4 deleted, 6 held, 10 checks", sum)

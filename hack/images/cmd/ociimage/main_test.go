@@ -122,15 +122,7 @@ func TestAddBringsLibrariesAndLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := layerEntries(t, o)
-	libs, err := sharedLibraries("/bin/dash")
-	if err != nil || len(libs) == 0 {
-		t.Fatalf("ldd /bin/dash: %v %v; want its libc and loader", libs, err)
-	}
-	for _, want := range append([]string{"agnhost", "bin/dash"}, libs...) {
-		if h := got[strings.TrimPrefix(want, "/")]; h == nil || h.Typeflag != tar.TypeReg || h.Size == 0 {
-			t.Errorf("layer lacks the file %s: %+v", want, h)
-		}
-	}
+	wantFiles(t, got, append([]string{"agnhost", "bin/dash"}, dashLibraries(t)...)...)
 	if h := got["bin/sh"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "dash" {
 		t.Errorf("bin/sh = %+v, want a link to dash", h)
 	}
@@ -144,12 +136,24 @@ func TestDynamicBinaryBringsLibraries(t *testing.T) {
 	if err := run(o); err != nil {
 		t.Fatal(err)
 	}
-	got := layerEntries(t, o)
+	wantFiles(t, layerEntries(t, o), append([]string{"agnhost"}, dashLibraries(t)...)...)
+}
+
+// dashLibraries is what ldd names for /bin/dash: its libc and loader.
+func dashLibraries(t *testing.T) []string {
+	t.Helper()
 	libs, err := sharedLibraries("/bin/dash")
 	if err != nil || len(libs) == 0 {
 		t.Fatalf("ldd /bin/dash: %v %v; want its libc and loader", libs, err)
 	}
-	for _, want := range append([]string{"agnhost"}, libs...) {
+	return libs
+}
+
+// wantFiles fails for each of files that is not a non-empty regular file
+// of the layer.
+func wantFiles(t *testing.T, got map[string]*tar.Header, files ...string) {
+	t.Helper()
+	for _, want := range files {
 		if h := got[strings.TrimPrefix(want, "/")]; h == nil || h.Typeflag != tar.TypeReg || h.Size == 0 {
 			t.Errorf("layer lacks the file %s: %+v", want, h)
 		}

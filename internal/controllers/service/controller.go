@@ -146,6 +146,9 @@ type Controller struct {
 	seedOnce sync.Once
 	state    *stateStore
 	orphans  *orphanTracker
+	// driftRepaired breaks the repair loop of a provider that leaves
+	// nodes out of its load balancers (drift.go).
+	driftRepaired driftMemo
 	// outage holds the Services whose last sync failed because the cloud
 	// did, retried at once when it recovers.
 	outage *kit.OutageSet[key]

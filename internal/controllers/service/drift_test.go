@@ -47,6 +47,72 @@ func TestOrphanPassRepairsDrift(t *testing.T) {
 	}
 }
 
+// A provider that leaves a node out of its load balancers (here: one
+// whose instance the cloud cannot target) is ensured once, not on every
+// pass; a difference made again behind the controller's back after a
+// repair held is repaired again, and a node joining does not make the
+// provider's choice look new.
+func TestDriftOfProvidersOwnChoiceRepairedOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"), node("n2"), node("ghost"))
+	h.lb.NoTarget = map[string]bool{"fake://ghost": true}
+	h.mustSync("ns/web")
+	pass := func() map[string]bool {
+		t.Helper()
+		if err := h.c.collectOrphans(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		queued := map[string]bool{}
+		for h.q.Len() > 0 {
+			k, _ := h.q.Get()
+			queued[k.Service.String()] = true
+			h.q.Done(k)
+			h.mustSync(k.Service.String())
+		}
+		return queued
+	}
+	if q := pass(); !q["ns/web"] {
+		t.Fatalf("first pass queued %v: the difference was not repaired once", q)
+	}
+	for i := range 3 {
+		if q := pass(); len(q) != 0 {
+			t.Fatalf("pass %d queued %v: the provider's own choice of backends was taken for drift again", i+2, q)
+		}
+	}
+	// Behind the controller's back: n2 removed. Repaired, then quiet.
+	web, _ := h.balancer("ns/web")
+	web.Backends = []string{"fake://n1"}
+	h.lb.PutBalancer(web)
+	if q := pass(); !q["ns/web"] {
+		t.Fatalf("queued %v after n2 was removed in the cloud, want ns/web", q)
+	}
+	if web, _ := h.balancer("ns/web"); len(web.Backends) != 2 {
+		t.Fatalf("backends %v after the repair, want n1 and n2", web.Backends)
+	}
+	if q := pass(); len(q) != 0 {
+		t.Fatalf("queued %v after the repair held", q)
+	}
+	// The same removal again: still drift, as the repair held in between.
+	web, _ = h.balancer("ns/web")
+	web.Backends = []string{"fake://n1"}
+	h.lb.PutBalancer(web)
+	if q := pass(); !q["ns/web"] {
+		t.Fatalf("queued %v after n2 was removed in the cloud a second time, want ns/web", q)
+	}
+	if q := pass(); len(q) != 0 {
+		t.Fatalf("queued %v after the second repair held", q)
+	}
+	// A node joins: the Service's hosts are updated, ghost still left out.
+	h.c.nodes.upsert(node("n3"))
+	h.mustSync("ns/web")
+	if web, _ := h.balancer("ns/web"); len(web.Backends) != 3 {
+		t.Fatalf("backends %v after n3 joined, want n1, n2 and n3", web.Backends)
+	}
+	if q := pass(); len(q) != 0 {
+		t.Fatalf("queued %v after n3 joined: the provider's choice was taken for new drift", q)
+	}
+}
+
 // Backends compare as sets with the applied providerIDs: order and
 // repeats do not matter, nodes without a providerID carry no traffic, and
 // a missing, extra or empty ID is a difference. One set serves every

@@ -51,6 +51,10 @@ type Cloud struct {
 	// it holds, as a buggy provider does: callers must not take a nil
 	// error to mean metadata they can read.
 	NilMetadata bool
+	// NoTarget holds providerIDs a load balancer cannot target: they are
+	// left out of its backends, as a cloud leaves out a node whose
+	// instance it cannot find or whose providerID it cannot parse.
+	NoTarget map[string]bool
 
 	mu        sync.Mutex
 	instances map[string]cloud.Instance // by ProviderID

@@ -90,7 +90,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *cor
 	b.Service = types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 	b.UID = svc.UID
 	b.Ports = append([]corev1.ServicePort(nil), svc.Spec.Ports...)
-	b.Hosts, b.Backends = nodeNames(nodes, true), providerIDs(nodes)
+	b.Hosts, b.Backends = nodeNames(nodes, true), c.targets(nodes)
 	st := *b.Status.DeepCopy()
 	return &st, nil
 }
@@ -122,7 +122,7 @@ func (c *Cloud) UpdateLoadBalancer(ctx context.Context, cluster string, svc *cor
 	if !ok {
 		return fmt.Errorf("fake UpdateLoadBalancer: service %s/%s has no load balancer", svc.Namespace, svc.Name)
 	}
-	b.Hosts, b.Backends = nodeNames(nodes, true), providerIDs(nodes)
+	b.Hosts, b.Backends = nodeNames(nodes, true), c.targets(nodes)
 	return nil
 }
 
@@ -231,10 +231,12 @@ func nodeNames(nodes []*corev1.Node, sorted bool) []string {
 	return out
 }
 
-func providerIDs(nodes []*corev1.Node) []string {
+// targets are the providerIDs of the nodes a load balancer can reach,
+// sorted.
+func (c *Cloud) targets(nodes []*corev1.Node) []string {
 	out := make([]string, 0, len(nodes))
 	for _, n := range nodes {
-		if n.Spec.ProviderID != "" {
+		if n.Spec.ProviderID != "" && !c.NoTarget[n.Spec.ProviderID] {
 			out = append(out, n.Spec.ProviderID)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 )
@@ -19,9 +21,21 @@ func (c *Controller) serviceHandler() handler.TypedEventHandler[*corev1.Service,
 	return handler.TypedFuncs[*corev1.Service, key]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Service], q queue) {
 			// Cleanup on add catches what a previous run left undone.
-			if wantsLoadBalancer(e.Object, class) || needsCleanup(e.Object, class) {
-				q.Add(serviceKey(e.Object))
+			if !wantsLoadBalancer(e.Object, class) && !needsCleanup(e.Object, class) {
+				return
 			}
+			k := serviceKey(e.Object)
+			// At a start or a takeover every Service comes from the
+			// initial list, which controller-runtime queues at low
+			// priority. Those still waiting for the cloud (no address
+			// yet, or a deletion) go first, at the normal priority: a
+			// standby that takes over creates the load balancers users
+			// wait for before it re-checks those that already serve.
+			if pq, ok := q.(priorityqueue.PriorityQueue[key]); ok && e.IsInInitialList && waitingForCloud(e.Object, class) {
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(0)}, k)
+				return
+			}
+			q.Add(k)
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Service], q queue) {
 			if serviceEventMatters(e.ObjectOld, e.ObjectNew, class) {
@@ -81,4 +95,10 @@ func (c *Controller) nodePass(ctx context.Context, q queue) {
 	}
 	klog.FromContext(ctx).V(2).Info("Node set changed", "nodes", len(cur.nodes), "loadBalancersToUpdate", len(keys),
 		"loadBalancers", c.state.len())
+}
+
+// waitingForCloud reports whether svc waits for its load balancer (no
+// address published yet) or for its cleanup.
+func waitingForCloud(svc *corev1.Service, class string) bool {
+	return needsCleanup(svc, class) || (wantsLoadBalancer(svc, class) && len(svc.Status.LoadBalancer.Ingress) == 0)
 }

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
@@ -213,7 +212,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	}
 	err := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{}, h)).
+		WatchesRawSource(kit.Kind(mgr.GetCache(), &corev1.Node{}, h)).
 		WatchesRawSource(c.queue.Source()).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: c.cfg.Workers,

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
@@ -156,7 +155,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	err := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{},
+		WatchesRawSource(kit.Kind(mgr.GetCache(), &corev1.Node{},
 			&handler.TypedEnqueueRequestForObject[*corev1.Node]{}, nodePredicate())).
 		WatchesRawSource(c.queue.Source()).
 		WithOptions(controller.Options{

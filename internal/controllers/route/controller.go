@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
@@ -175,7 +174,7 @@ func (c *Controller) recovered() {
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	err := builder.TypedControllerManagedBy[pass](mgr).
 		Named(ControllerName).
-		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
+		WatchesRawSource(kit.Kind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
 		// The first pass must run even in a cluster without Nodes, to delete
 		// stale routes; later passes are scheduled by RequeueAfter.
 		WatchesRawSource(c.queue.Source(pass{})).

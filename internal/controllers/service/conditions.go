@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,8 +91,13 @@ func (c *Controller) reportConditions(ctx context.Context, svc *corev1.Service, 
 	if c.cfg.NoConditions {
 		return
 	}
-	want, ok := c.desiredConditions(types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, svc, o)
+	k := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	want, ok := c.desiredConditions(k, svc, o)
 	if !ok {
+		c.firstWaits.end(k)
+		return
+	}
+	if c.firstWaits.quiet(k, svc, o) {
 		return
 	}
 	if err := c.writeConditions(ctx, svc, want); err != nil {
@@ -125,6 +131,47 @@ func (c *Controller) desiredConditions(key types.NamespacedName, svc *corev1.Ser
 		return c.servingConditions(svc, st), true
 	}
 	return c.failedConditions(svc, st, o, ensurePending), true
+}
+
+// firstWaits holds the Services whose first sync was told to come back
+// later (a load balancer being provisioned). That first answer writes no
+// conditions: most load balancers are ready at the next sync, which then
+// publishes the address and Serving=True in the one write upstream makes
+// too, so a load balancer provisioned within one retry costs no write
+// upstream does not make. A second such answer writes
+// Provisioning=True/WaitingForCloud: the wait has become something an
+// operator may look for. `stratus explain` and the events say it from the
+// first.
+type firstWaits struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]bool
+}
+
+// quiet reports whether this sync's conditions are left unwritten: the
+// first of a run of WaitingForCloud outcomes of a Service that carries
+// none of the controller's conditions yet. Any other outcome ends the run.
+func (f *firstWaits) quiet(k types.NamespacedName, svc *corev1.Service, o kit.Outcome) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if o.Err == nil || o.Failed() || o.Reason != ReasonWaitingForCloud || hasOwnConditions(svc) {
+		delete(f.m, k)
+		return false
+	}
+	if f.m[k] {
+		delete(f.m, k)
+		return false
+	}
+	if f.m == nil {
+		f.m = map[types.NamespacedName]bool{}
+	}
+	f.m[k] = true
+	return true
+}
+
+func (f *firstWaits) end(k types.NamespacedName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, k)
 }
 
 func hasOwnConditions(svc *corev1.Service) bool {

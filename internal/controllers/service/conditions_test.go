@@ -94,14 +94,27 @@ func TestConditionsFailedThenServing(t *testing.T) {
 	}
 }
 
-// A RetryError is the cloud at work, not a failure: Provisioning=True with
-// the provider's message and no retry time (which would rewrite the
-// condition at every poll); a throttled call says so.
+// A RetryError is the cloud at work, not a failure. A new load
+// balancer's first one writes nothing (most are ready at the next sync,
+// which publishes Serving in upstream's one status write); a second says
+// Provisioning=True with the provider's message and no retry time (which
+// would rewrite the condition at every poll); a throttled call says so.
 func TestConditionsWaitingForCloudAndThrottled(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
 	ctx := context.Background()
 	k := key{Service: nn("ns/web")}
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("load balancer lb-1 is provisioning", time.Second))
+	before := h.writes.Load()
+	if _, err := h.c.Reconcile(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if svc := h.service("ns", "web"); len(svc.Status.Conditions) != 0 {
+		t.Fatalf("conditions %+v after the first provisioning answer, want none yet", svc.Status.Conditions)
+	}
+	if got := h.writes.Load() - before; got != 1 {
+		t.Errorf("%d API writes for the first provisioning answer, want 1 (the finalizer)", got)
+	}
 	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("load balancer lb-1 is provisioning", time.Second))
 	if _, err := h.c.Reconcile(ctx, k); err != nil {
 		t.Fatal(err)
@@ -118,6 +131,23 @@ func TestConditionsWaitingForCloudAndThrottled(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCondition(t, h.service("ns", "web"), ConditionProvisioning, metav1.ConditionTrue, ReasonThrottled, "429")
+
+	// Another Service, ready at its second sync: the address and
+	// Serving=True in one status write, no Provisioning write before it.
+	h.create(lbService("ns", "quick"))
+	q := key{Service: nn("ns/quick")}
+	h.lb.FailNext("EnsureLoadBalancer", cloudproviderapi.NewRetryError("load balancer lb-2 is provisioning", time.Second))
+	before = h.writes.Load()
+	if _, err := h.c.Reconcile(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.Reconcile(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, h.service("ns", "quick"), ConditionServing, metav1.ConditionTrue, ReasonEnsuredLoadBalancer)
+	if got := h.writes.Load() - before; got != 2 {
+		t.Errorf("%d API writes for a load balancer ready at its second sync, want 2 (finalizer, status), as upstream", got)
+	}
 }
 
 // A refused port sets LoadBalancerPortsError=True; once the Service is

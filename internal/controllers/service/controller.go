@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 	"github.com/stratus-ccm/stratus/internal/explain"
@@ -161,6 +160,9 @@ type Controller struct {
 	// quotes the retry it will make, for the conditions and explain.
 	limiter *kit.Backoff[key]
 	explain *explain.Store
+	// firstWaits leaves a new load balancer's first provisioning answer
+	// unwritten (conditions.go).
+	firstWaits firstWaits
 }
 
 // New builds a controller; it starts nothing (SetupWithManager does).
@@ -231,8 +233,8 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		// the next.
 		WatchesRawSource(c.queue.Source(c.firstKeys()...)).
 		// Nodes first: their replay of existing objects starts first too.
-		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
-		WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Service{}, c.serviceHandler())).
+		WatchesRawSource(kit.Kind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
+		WatchesRawSource(kit.Kind(mgr.GetCache(), &corev1.Service{}, c.serviceHandler())).
 		WithOptions(controller.TypedOptions[key]{
 			MaxConcurrentReconciles: c.cfg.Workers,
 			RateLimiter:             c.limiter,

@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -123,5 +124,32 @@ func TestExplainsCloudFailuresAndForgets(t *testing.T) {
 	}
 	if ex, _ := said(store, "b"); ex.Known {
 		t.Errorf("a deleted Node is still explained: %+v", ex)
+	}
+}
+
+// TestExplainsRefusalApartFromOutage: a Node whose check the provider
+// refuses on the Node's own account (a providerID it cannot parse) is not
+// explained as a cloud that did not answer; one whose check timed out is.
+func TestExplainsRefusalApartFromOutage(t *testing.T) {
+	fc := cloudfake.New(inst("refused", false), inst("timedout", false))
+	fc.SetErrorFor("", "fake://refused", errors.New(`providerID "fake://refused" cannot be parsed`))
+	fc.SetErrorFor("", "fake://timedout", fmt.Errorf("describe instance: %w", context.DeadlineExceeded))
+	cl := fake.NewClientBuilder().WithObjects(node("refused", corev1.ConditionFalse), node("timedout", corev1.ConditionFalse)).
+		WithStatusSubresource(&corev1.Node{}).WithIndex(&corev1.Node{}, attentionField, needsAttention).Build()
+	store := explain.NewStore()
+	c, err := New(Deps{Deps: kit.Deps{Client: cl, Explain: store}, Instances: fc}, Config{Period: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The period's error (its Nodes undecided) is the explain record's
+	// business here, not the test's.
+	_, _ = c.sync(context.Background(), pass{})
+	for name, want := range map[string]string{
+		"refused":  "refused to check whether its instance exists (an error of this Node's, not an outage)",
+		"timedout": "the cloud did not answer whether its instance exists",
+	} {
+		if _, lines := said(store, name); !strings.Contains(lines, want) {
+			t.Errorf("node %s: explained %q, want %q", name, lines, want)
+		}
 	}
 }

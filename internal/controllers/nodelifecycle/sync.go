@@ -154,6 +154,9 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, check checkFun
 	if err != nil {
 		c.undecided(ctx, []*corev1.Node{n}, err)
 		sum.Undecided++
+		if !cloud.IsCloudFault(err) {
+			return verdict{line: "NotReady; the cloud provider refused to check whether its instance exists (an error of this Node's, not an outage), so nothing was decided this period", err: err}, nil
+		}
 		return verdict{line: "NotReady; the cloud did not answer whether its instance exists, so nothing was decided this period", err: err}, nil
 	}
 	switch {
@@ -272,8 +275,12 @@ func (c *Controller) undecided(ctx context.Context, nodes []*corev1.Node, err er
 	c.metrics.cloudErrors.Inc()
 	if cloud.IsCloudFault(err) {
 		c.periodOutage.Store(true)
+		klog.FromContext(ctx).Info("Cloud did not answer; not deleting or tainting NotReady nodes this period", "nodes", len(nodes), "err", err)
+	} else {
+		// The nodes' own error (a providerID the provider cannot parse, a
+		// refused argument): the cloud answers, it is not an outage.
+		klog.FromContext(ctx).Info("Cloud provider refused to check these NotReady nodes' instances; not deleting or tainting them this period", "nodes", len(nodes), "err", err)
 	}
-	klog.FromContext(ctx).Info("Cloud did not answer; not deleting or tainting NotReady nodes this period", "nodes", len(nodes), "err", err)
 	for _, n := range nodes {
 		c.event(n, corev1.EventTypeWarning, ReasonCloudCheckFailed, actionCheck, "Could not check the node's instance, will retry: %v", err)
 	}

@@ -229,7 +229,21 @@ EXAMPLES := examples/fake-provider examples/aws-provider
 TEST_PARTS := test-main test-e2e test-dist test-images test-bench $(addprefix test-example-,$(notdir $(EXAMPLES)))
 .PHONY: $(TEST_PARTS)
 test: tools build e2e-test e2e-images
+	$(MAKE) --no-print-directory test-deps
 	$(MAKE) --no-print-directory -j$(words $(TEST_PARTS)) $(TEST_PARTS)
+
+# test-deps compiles, once, the race-built packages the -race parts import
+# (the standard library, client-go, controller-runtime, the AWS SDK...).
+# Without it, on a cold cache, the parts started side by side each compile
+# the same packages at the same time in their own go process: the build
+# cache shares finished compiles, not compiles in flight. Warm, it is a
+# cache check of a few seconds per module.
+.PHONY: test-deps
+test-deps:
+	@for m in . bench $(EXAMPLES); do \
+		echo "race-compiling the packages $$m's tests import"; \
+		(cd $$m && $(GO) build -race $$($(GO) list -deps -test -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./... | grep -v ' ')) || exit 1; \
+	done
 
 test-main:
 	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/test/e2e$$')

@@ -242,7 +242,7 @@ test: tools build e2e-test e2e-images
 test-deps:
 	@for m in . bench $(EXAMPLES); do \
 		echo "race-compiling the packages $$m's tests import"; \
-		(cd $$m && $(GO) build -race $$($(GO) list -deps -test -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./... | grep -v ' ')) || exit 1; \
+		(cd $$m && $(GO) build -race $$($(GO) list -deps -test -f '{{if and (ne .Name "main") .GoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v ' ')) || exit 1; \
 	done
 
 test-main:

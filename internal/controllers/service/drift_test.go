@@ -25,15 +25,7 @@ func TestOrphanPassRepairsDrift(t *testing.T) {
 	changed, _ := h.balancer("ns/changed")
 	changed.Backends = []string{"fake://n1"}
 	h.lb.PutBalancer(changed)
-	if err := h.c.collectOrphans(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	queued := map[string]bool{}
-	for h.q.Len() > 0 {
-		k, _ := h.q.Get()
-		queued[k.Service.String()] = true
-		h.q.Done(k)
-	}
+	queued := orphanPass(t, h)
 	if len(queued) != 2 || !queued["ns/deleted"] || !queued["ns/changed"] {
 		t.Fatalf("queued %v, want ns/deleted and ns/changed", queued)
 	}
@@ -59,15 +51,9 @@ func TestDriftOfProvidersOwnChoiceRepairedOnce(t *testing.T) {
 	h.mustSync("ns/web")
 	pass := func() map[string]bool {
 		t.Helper()
-		if err := h.c.collectOrphans(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		queued := map[string]bool{}
-		for h.q.Len() > 0 {
-			k, _ := h.q.Get()
-			queued[k.Service.String()] = true
-			h.q.Done(k)
-			h.mustSync(k.Service.String())
+		queued := orphanPass(t, h)
+		for k := range queued {
+			h.mustSync(k)
 		}
 		return queued
 	}
@@ -111,6 +97,22 @@ func TestDriftOfProvidersOwnChoiceRepairedOnce(t *testing.T) {
 	if q := pass(); len(q) != 0 {
 		t.Fatalf("queued %v after n3 joined: the provider's choice was taken for new drift", q)
 	}
+}
+
+// orphanPass runs one orphan pass and returns the Services it queued,
+// taken off the queue.
+func orphanPass(t *testing.T, h *harness) map[string]bool {
+	t.Helper()
+	if err := h.c.collectOrphans(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	queued := map[string]bool{}
+	for h.q.Len() > 0 {
+		k, _ := h.q.Get()
+		queued[k.Service.String()] = true
+		h.q.Done(k)
+	}
+	return queued
 }
 
 // Backends compare as sets with the applied providerIDs: order and

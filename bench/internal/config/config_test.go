@@ -171,3 +171,31 @@ func TestXLargeScale(t *testing.T) {
 		t.Fatalf("default: section %q, charts %s, %v", d.Section, d.ChartsDir, err)
 	}
 }
+
+// The second setting of the fast-cloud figures: a cloud further away in
+// both modes, another node count, twice the joins, the scenarios those
+// figures come from, a doc section and results file of its own.
+func TestFarScale(t *testing.T) {
+	c, err := Load(env(map[string]string{"BENCH_SCALE": "far"}), "/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.S
+	if s.Nodes != 1200 || s.Services != 300 || s.LBNodes != 20 || s.JoinNodes != 40 ||
+		s.Latency != 80*time.Millisecond || s.IdealLatency != 80*time.Millisecond || s.Reps != 3 {
+		t.Fatalf("settings = %+v", s)
+	}
+	if strings.Join(s.Scenarios, ",") != "nodeinit,lb,failover" || len(s.Contestants) != 4 || !c.Published {
+		t.Fatalf("scenarios %v, contestants %v, published %v", s.Scenarios, s.Contestants, c.Published)
+	}
+	if c.ResultsPath != "/r/bench/results/far.json" || c.Section != "far" || c.ChartLink != "benchmarks/far" {
+		t.Fatalf("outputs = %s %q %s", c.ResultsPath, c.Section, c.ChartLink)
+	}
+	// The default scale's ideal cloud has no latency.
+	if d, err := Load(env(nil), "/r"); err != nil || d.S.IdealLatency != 0 {
+		t.Fatalf("default: ideal latency %v, %v", d.S.IdealLatency, err)
+	}
+	if _, err := Load(env(map[string]string{"BENCH_SCALE": "near"}), "/r"); err == nil || !strings.Contains(err.Error(), `BENCH_SCALE="near"`) {
+		t.Fatalf("BENCH_SCALE=near: %v", err)
+	}
+}

@@ -76,7 +76,9 @@ const reproduce = "**Reproduce**: `make bench` (builds the tools, `bin/stratus` 
 	"`BENCH_STEADY_WINDOW` (default 15m, the longest a steady window waits for whole refresh cycles), `BENCH_STEADY_REPS` (default 1) and `BENCH_LIMITDROP_REPS` (default 2) set the repetitions, " +
 	"`BENCH_STEADY_PARALLEL=0` runs the steady and limit-drop contestants one after the other instead of side by side, " +
 	"`BENCH_SCALE=large` registers 5,000 nodes instead of 1,000 (and leaves out steady5k, which steady then repeats), " +
-	"`BENCH_SCALE=xlarge` runs node initialization, load balancers and the idle cluster at 10,000 nodes, one repetition, upstream against Stratus, one cluster at a time, `BENCH_QUICK=1` is a smoke run at tiny scale written under " +
+	"`BENCH_SCALE=xlarge` runs node initialization, load balancers and the idle cluster at 10,000 nodes, one repetition, upstream against Stratus, one cluster at a time, " +
+	"`BENCH_SCALE=far` is the second setting of the fast-cloud figures: node initialization, load balancers and failover with the cloud 80 ms away in both modes (the ideal cloud lifts only the limits), 1,200 nodes and 40 joins, " +
+	"`BENCH_QUICK=1` is a smoke run at tiny scale written under " +
 	"`bench/results/quick/` instead of here, and `BENCH_KEEP=1` keeps every run's logs and scratch directory (with the limit drop's rate readings). " +
 	"Other sizes and another cloud: `BENCH_NODES`, `BENCH_SERVICES`, `BENCH_IDLE_NODES`, `BENCH_LB_NODES`, `BENCH_JOIN_NODES`, `BENCH_FAILOVER_NODES` (the failover cluster's nodes, default `BENCH_LB_NODES`), " +
 	"`BENCH_IDLE_SERVICES` (the steady scenarios' Services, default `BENCH_SERVICES`; 300 at xlarge), " +
@@ -100,7 +102,11 @@ func writeSetup(b *strings.Builder, r results.Results) {
 		fmt.Fprintf(b, " with every contestant's provider pacing its requests client-side (`rateLimitQPS: %g`, `rateLimitBurst: %d` in the shared provider config, as a cloud SDK does)",
 			s.ProviderQPS, s.ProviderBurst)
 	}
-	b.WriteString(", ideal = no latency, no limit, no pacing.")
+	if s.IdealLatency > 0 {
+		fmt.Fprintf(b, ", ideal = `--latency=%v`, no limit, no pacing.", s.IdealLatency)
+	} else {
+		b.WriteString(", ideal = no latency, no limit, no pacing.")
+	}
 	if l := loadSummary(r.Runs); l.N > 0 {
 		fmt.Fprintf(b, "  \n**Load**: 1-minute load average at the end of each run: median %.1f (%.1f–%.1f) on %d CPUs; "+
 			"times measured under load from other work are noisier, counts are not.", l.Median, l.Min, l.Max, m.CPUs)
@@ -122,6 +128,9 @@ func loadSummary(runs []results.Run) results.Summary {
 func cloudTitle(cloud string, s results.Settings) string {
 	if cloud == results.CloudRealistic {
 		return fmt.Sprintf("Realistic cloud (%v latency, %g requests/s)", s.Latency, s.RateLimit)
+	}
+	if s.IdealLatency > 0 {
+		return fmt.Sprintf("Ideal cloud (%v latency, no rate limit)", s.IdealLatency)
 	}
 	return "Ideal cloud (no latency, no rate limit)"
 }

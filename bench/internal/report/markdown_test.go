@@ -197,3 +197,39 @@ func TestRenderScaleTargets(t *testing.T) {
 		t.Error("the 10,000-node report checks the default scale's targets")
 	}
 }
+
+// At the far scale the report names the ideal cloud's latency and checks
+// the fast-cloud targets only: time ≤ 1.0× upstream in every scenario and
+// cloud, API writes per Service ≤ upstream's.
+func TestRenderFarScaleTargets(t *testing.T) {
+	in := sampleInput()
+	in.Results.Settings = results.Settings{Scale: "far", Reps: 3, Nodes: 1200, Services: 300, LBNodes: 20, JoinNodes: 40,
+		Latency: 80 * time.Millisecond, IdealLatency: 80 * time.Millisecond, RateLimit: 50, RateBurst: 10, LeaseSeconds: 15}
+	lbFigs := func(publish, join, writes float64) map[string]float64 {
+		return map[string]float64{results.FigConverge: publish, results.FigJoin: join, results.FigAPIWritesPerService: writes, results.FigAPIWrites: writes * 300}
+	}
+	in.Results.Runs = []results.Run{
+		run("lb", results.CloudIdeal, "upstream", lbFigs(6.15, 4.06, 5), nil),
+		run("lb", results.CloudIdeal, "stratus", lbFigs(6.0, 4.54, 4), nil),
+		run("failover", results.CloudRealistic, "upstream", map[string]float64{results.FigFailover: 20, results.FigFirstAction: 0.17}, nil),
+		run("failover", results.CloudRealistic, "stratus", map[string]float64{results.FigFailover: 16, results.FigFirstAction: 0.15}, nil),
+	}
+	out := Render(in)
+	for _, want := range []string{
+		"#### Ideal cloud (80ms latency, no rate limit)",
+		"ideal = `--latency=80ms`, no limit, no pacing.",
+		"### Targets of issue 35",
+		"| ideal cloud: LB publish and node join ≤ 1.0× upstream | publish seconds: upstream 6.15, stratus 6 (0.976 (1.0× less)); join seconds: upstream 4.06, stratus 4.54 (1.12) | **MISSED** |",
+		"| ideal cloud: API writes per Service ≤ upstream's | writes per Service: upstream 5, stratus 4 (0.8 (1.2× less)) | met |",
+		"| failover and its first action ≤ 1.0× upstream | failover seconds: upstream 20, stratus 16 (0.8 (1.2× less)); first action seconds: upstream 0.17, stratus 0.15 (0.882 (1.1× less)) | met |",
+		"| realistic cloud: LB publish and node join ≤ 1.0× upstream | not measured in this run | – |",
+		"| API writes |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "issue 15") || strings.Contains(out, "issue 26") {
+		t.Error("the far report checks the fast-cloud targets only")
+	}
+}

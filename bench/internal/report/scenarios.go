@@ -41,7 +41,7 @@ var Scenarios = []Scenario{
 				s.Nodes, s.KubeAPIQPS, s.KubeAPIBurst, max(0, float64(2*s.Nodes-s.KubeAPIBurst))/float64(max(1, s.KubeAPIQPS)))
 		},
 		Columns: []Column{{results.FigConverge, "time to converge (s)", 1}, {results.FigFloorRatio, "÷ API floor", 2}, {results.FigCloudCalls, "cloud requests", 0}, {results.FigCloudThrottle, "of which 429", 0},
-			{results.FigAPIRequests, "API server requests", 0}, {results.FigAPILimiterWait, "waited in API rate limiter (s)", 1}, {results.FigAPILatency, "API write latency (ms, mean)", 0},
+			{results.FigAPIRequests, "API server requests", 0}, {results.FigAPIWrites, "API writes", 0}, {results.FigAPILimiterWait, "waited in API rate limiter (s)", 1}, {results.FigAPILatency, "API write latency (ms, mean)", 0},
 			{results.FigMachineBusy, "machine CPU busy (%)", 0}, {results.FigCPU, "CPU (s)", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}},
 		Charts: []string{results.FigConverge, results.FigCloudCalls},
 	},
@@ -57,7 +57,7 @@ var Scenarios = []Scenario{
 		},
 		Columns: []Column{{results.FigConverge, "published (s)", 1}, {results.FigJoin, "join (s)", 1}, {results.FigJoinUpdates, "UpdateLoadBalancer after join", 0},
 			{results.FigJoinCalls, "cloud requests after join", 0}, {results.FigCloudCalls, "cloud requests (total)", 0}, {results.FigCloudThrottle, "of which 429", 0},
-			{results.FigAPIRequests, "API server requests", 0}, {results.FigAPIWritesPerService, "API writes per Service (publish)", 1},
+			{results.FigAPIRequests, "API server requests", 0}, {results.FigAPIWrites, "API writes", 0}, {results.FigAPIWritesPerService, "API writes per Service (publish)", 1},
 			{results.FigCPU, "CPU (s)", 1}, {results.FigPeakRSS, "peak RSS (MiB)", 0}},
 		Charts: []string{results.FigJoin, results.FigConverge, results.FigJoinUpdates},
 	},
@@ -113,7 +113,7 @@ var Scenarios = []Scenario{
 				"Leader and standby RSS: both replicas' resident sets right before the kill; requests, CPU and peak RSS are the standby's over the whole run.", s.LeaseSeconds, nodes, s.FailoverSvcs)
 		},
 		Columns: []Column{{results.FigTakeover, "takeover (s)", 1}, {results.FigFirstAction, "first action (s)", 2}, {results.FigFailover, "failover (s)", 1}, {results.FigDuplicates, "duplicate LBs", 0},
-			{results.FigCloudCalls, "cloud requests", 0}, {results.FigAPIRequests, "API server requests", 0}, {results.FigCPU, "CPU (s)", 1}, {results.FigLeaderRSS, "leader RSS (MiB)", 0}, {results.FigStandbyRSS, "standby RSS (MiB)", 0},
+			{results.FigCloudCalls, "cloud requests", 0}, {results.FigAPIRequests, "API server requests", 0}, {results.FigAPIWrites, "API writes", 0}, {results.FigCPU, "CPU (s)", 1}, {results.FigLeaderRSS, "leader RSS (MiB)", 0}, {results.FigStandbyRSS, "standby RSS (MiB)", 0},
 			{results.FigPeakRSS, "peak RSS (MiB)", 0}},
 		Charts: []string{results.FigFailover},
 	},

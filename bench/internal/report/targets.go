@@ -171,12 +171,40 @@ var ScaleTargets = []Target{
 	{"steady", results.CloudRealistic, "idle: cloud requests O(1) per refresh period (one list per period, paged at 1,000)", nil, pagesPerCycle(api.MaxPageSize)},
 }
 
+// FastCloudTargets are the figures of issue 35, at the default scale and
+// at the far one: never behind upstream on time, in either cloud, with no
+// more API writes per load balancer.
+var FastCloudTargets = []Target{
+	{"nodeinit", results.CloudRealistic, "realistic cloud: node initialization ≤ 1.0× upstream", []string{""}, notAbove(results.FigConverge, "seconds", 1)},
+	{"nodeinit", results.CloudIdeal, "ideal cloud: node initialization ≤ 1.0× upstream", []string{""}, notAbove(results.FigConverge, "seconds", 1)},
+	{"lb", results.CloudRealistic, "realistic cloud: LB publish and node join ≤ 1.0× upstream", []string{""},
+		both(notAbove(results.FigConverge, "publish seconds", 1), notAbove(results.FigJoin, "join seconds", 1))},
+	{"lb", results.CloudIdeal, "ideal cloud: LB publish and node join ≤ 1.0× upstream", []string{""},
+		both(notAbove(results.FigConverge, "publish seconds", 1), notAbove(results.FigJoin, "join seconds", 1))},
+	{"failover", results.CloudRealistic, "failover and its first action ≤ 1.0× upstream", []string{""},
+		both(notAbove(results.FigFailover, "failover seconds", 1), notAbove(results.FigFirstAction, "first action seconds", 1))},
+	{"lb", results.CloudRealistic, "realistic cloud: API writes per Service ≤ upstream's", []string{""}, notAbove(results.FigAPIWritesPerService, "writes per Service", 1)},
+	{"lb", results.CloudIdeal, "ideal cloud: API writes per Service ≤ upstream's", []string{""}, notAbove(results.FigAPIWritesPerService, "writes per Service", 1)},
+}
+
 func writeTargets(b *strings.Builder, in Input, g map[results.Key]map[string]results.Summary) {
 	targets, head := Targets, "### Targets of issue 15 (Stratus as shipped vs upstream at defaults, in one run)\n\n"+
 		"The ≤ 1.1× cloud/API floor targets of the realistic cloud are not derived here; the controller benchmarks above compare with the floor.\n\n"
-	if in.Results.Settings.Scale == "xlarge" {
+	switch in.Results.Settings.Scale {
+	case "xlarge":
 		targets, head = ScaleTargets, "### Targets of issue 26 (Stratus as shipped vs upstream at defaults, at 10,000 nodes)\n\n"
+	case "far":
+		targets, head = nil, ""
 	}
+	if head != "" {
+		writeTargetTable(b, in, g, head, targets)
+	}
+	if s := in.Results.Settings.Scale; s == "default" || s == "far" {
+		writeTargetTable(b, in, g, "### Targets of issue 35 (never behind upstream on a fast cloud; Stratus as shipped vs upstream at defaults, in one run)\n\n", FastCloudTargets)
+	}
+}
+
+func writeTargetTable(b *strings.Builder, in Input, g map[results.Key]map[string]results.Summary, head string, targets []Target) {
 	b.WriteString(head + "| target | measured | status |\n|---|---|---|\n")
 	missed := 0
 	for _, t := range targets {

@@ -64,6 +64,11 @@ type Settings struct {
 	KubeAPIQPS   int           `json:"kubeAPIQPS"`
 	KubeAPIBurst int           `json:"kubeAPIBurst"`
 	Latency      time.Duration `json:"latencyNs"`
+	// IdealLatency is the ideal cloud's latency: none at the default
+	// scales; the far scale keeps its realistic cloud's latency there and
+	// lifts only the limits, so that a cloud far away but generous is
+	// measured too.
+	IdealLatency time.Duration `json:"idealLatencyNs,omitempty"`
 	RateLimit    float64       `json:"rateLimit"`
 	RateBurst    int           `json:"rateBurst"`
 	// ProviderQPS and ProviderBurst pace the provider's requests on the
@@ -117,6 +122,10 @@ const (
 	FigJoinUpdates   = "join_update_lb"   // lb: UpdateLoadBalancer calls after the join
 	FigJoinCalls     = "join_cloud_calls" // lb: every cloud call after the join
 	FigAPIRequests   = "api_requests"     // rest_client_requests_total delta
+	// FigAPIWrites: the contestant's API writes over the whole phase (POST,
+	// PUT, PATCH, DELETE: rest_client_requests_total by method), events
+	// included.
+	FigAPIWrites = "api_writes"
 	// FigAPIWritesPerService (lb): the API writes (POST, PUT, PATCH,
 	// DELETE, events included) made until every Service was published,
 	// per Service.

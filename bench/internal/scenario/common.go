@@ -60,6 +60,8 @@ func (e *Env) knobs(cloud string, pool int) harness.CloudKnobs {
 	if cloud == results.CloudRealistic {
 		k.Latency, k.RateLimit, k.RateBurst = e.S.Latency, e.S.RateLimit, e.S.RateBurst
 		k.ClientQPS, k.ClientBurst = e.S.ProviderQPS, e.S.ProviderBurst
+	} else {
+		k.Latency = e.S.IdealLatency
 	}
 	return k
 }
@@ -242,7 +244,9 @@ func (m *meter) finish(ctx context.Context, figs map[string]float64) (map[string
 		return nil, err
 	}
 	if text, err := m.ccm.Metrics(ctx, m.token); err == nil {
-		clientFigures(figs, m.client0, readClientStats(text))
+		st := readClientStats(text)
+		clientFigures(figs, m.client0, st)
+		figs[results.FigAPIWrites] = st.writes - m.client0.writes
 	}
 	if mc, err := harness.ReadMachineCPU(); err == nil && m.machine0.Total > 0 {
 		figs[results.FigMachineBusy] = 100 * harness.BusyShare(m.machine0, mc)

@@ -138,6 +138,10 @@ type Controller struct {
 	metrics   *metrics
 	now       func() time.Time
 	nodePacer *nodePacer
+	// slowStart lets the workers in one sync first, then doubling: a new
+	// leader's first load balancer is not queued behind every worker's
+	// lookup.
+	slowStart *kit.SlowStart
 
 	nodes *nodeTracker
 	// seedOnce guards seedNodes: the first sync's check of the node set
@@ -188,6 +192,7 @@ func New(d Deps, cfg Config) (*Controller, error) {
 		cfg: cfg, client: shared.Client, apiReader: d.APIReader,
 		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: shared.Recorder, metrics: m, now: shared.Clock.Now,
 		nodePacer: newNodePacer(cfg.NodeSyncDelay),
+		slowStart: kit.NewSlowStart(cfg.Workers, kit.DefaultSlowStartPatience),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), outage: &kit.OutageSet[key]{},
 		phases:  newPhaseTracker(m.lbs),
 		limiter: kit.NewBackoff[key]("per-Service", cfg.MinRetryDelay, cfg.MaxRetryDelay),
@@ -289,9 +294,14 @@ func (c *Controller) Reconcile(ctx context.Context, k key) (reconcile.Result, er
 		return reconcile.Result{RequeueAfter: c.cfg.OrphanInterval}, nil
 	}
 	ctx = explain.WithObject(ctx, serviceRef(k.Service))
+	end, err := c.slowStart.Enter(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	defer end()
 	c.state.takeWritten(k.Service) // a previous sync's answer is no news to this one
 	start := c.now()
-	err := c.sync(ctx, k.Service)
+	err = c.sync(ctx, k.Service)
 	c.metrics.syncDuration.Observe(c.now().Sub(start).Seconds())
 	// One outcome feeds everything that follows: the conditions and
 	// explain quote the retry the queue will make.

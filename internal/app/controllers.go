@@ -128,5 +128,9 @@ func (cc ControllerContext) shared(name string) (kit.Deps, Clients, error) {
 	if err != nil {
 		return kit.Deps{}, Clients{}, err
 	}
-	return kit.Deps{Client: cl.Client, Recorder: cl.Recorder, Registerer: cc.Metrics, Recovery: cc.Cloud, Ownership: pol, Explain: cc.Explain}, cl, nil
+	d := kit.Deps{Client: cl.Client, Recorder: cl.Recorder, Registerer: cc.Metrics, Recovery: cc.Cloud, Ownership: pol, Explain: cc.Explain}
+	if pb, ok := cc.Cloud.(kit.PushbackReporter); ok {
+		d.Pushback = pb
+	}
+	return d, cl, nil
 }

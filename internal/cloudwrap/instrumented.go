@@ -64,6 +64,8 @@ type Cloud struct {
 	pacing   *pacing
 	metrics  *metrics
 	recovery recovery
+	// pushback says whether the cloud pushed back lately (Pushback).
+	pushback *pushback
 	onCall   func(ctx context.Context, op, result string, latency time.Duration, err error)
 	// nextCall, when set, is run once, by the next call to start.
 	nextCall atomic.Pointer[func(ctx context.Context, op string)]
@@ -90,8 +92,9 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	c := &Cloud{provider: p, metrics: m, onCall: o.OnCall}
+	c := &Cloud{provider: p, metrics: m, onCall: o.OnCall, pushback: newPushback()}
 	c.pacing = newPacing(p, max(o.QPS, 0), o.Burst, clk, m)
+	c.pacing.pushback = c.pushback
 	c.pacing.onPaced = o.OnPaced
 	if rp, ok := p.(cloud.RequestPacer); ok {
 		rp.PaceRequestsWith(c.pacing.gate)
@@ -130,6 +133,7 @@ func call[T any](ctx context.Context, c *Cloud, op string, fn func(context.Conte
 	v, err := fn(ctx)
 	c.pacing.done(pc, started, err)
 	latency := c.pacing.clock.Since(started)
+	c.pushback.answered(c.pacing.clock.Now(), op, latency, false, false)
 	c.metrics.duration.WithLabelValues(op).Observe(latency.Seconds())
 	result := resultOf(err)
 	c.metrics.requests.WithLabelValues(op, result).Inc()

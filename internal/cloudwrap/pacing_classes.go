@@ -26,6 +26,8 @@ type pacing struct {
 	perRequest bool
 	// onPaced hears of every call or request that waits (Options.OnPaced).
 	onPaced func(ctx context.Context, op string, wait time.Duration, why string)
+	// pushback hears of every wait and throttled answer; nil hears none.
+	pushback *pushback
 
 	mu      sync.Mutex
 	classes map[string]*pacer
@@ -94,6 +96,7 @@ func (s *pacing) reserve(ctx context.Context, pc pacedCall) (time.Time, error) {
 	if d <= 0 {
 		return now, nil
 	}
+	s.markPushback(now)
 	if s.onPaced != nil {
 		if pc.name != cloud.ClassAll {
 			why += " (operation class " + pc.name + ")"
@@ -125,6 +128,7 @@ func (s *pacing) gate(ctx context.Context) (func(throttled bool, retryAfter time
 	return func(throttled bool, retryAfter time.Duration) {
 		if throttled {
 			s.metrics.throttled.WithLabelValues(pc.name).Inc()
+			s.markPushback(s.clock.Now())
 		}
 		pc.observe(started, s.clock.Now(), throttled, retryAfter)
 		s.metrics.rate.WithLabelValues(pc.name).Set(pc.current())
@@ -142,6 +146,7 @@ func (s *pacing) throttledElsewhere(retryAfter time.Duration) {
 	}
 	s.mu.Unlock()
 	now := s.clock.Now()
+	s.markPushback(now)
 	for name, p := range classes {
 		s.metrics.throttled.WithLabelValues(name).Inc()
 		p.observe(now, now, true, retryAfter)
@@ -162,7 +167,14 @@ func (s *pacing) done(pc classPacer, started time.Time, err error) {
 	}
 	if throttled {
 		retryAfter, _ = cloud.RetryAfter(err)
+		s.markPushback(s.clock.Now())
 	}
 	pc.observe(started, s.clock.Now(), throttled, retryAfter)
 	s.metrics.rate.WithLabelValues(pc.name).Set(pc.current())
+}
+
+func (s *pacing) markPushback(now time.Time) {
+	if s.pushback != nil {
+		s.pushback.mark(now)
+	}
 }

@@ -31,6 +31,11 @@ type Deps struct {
 	// again after an outage, so that what failed during it is retried at
 	// once instead of sitting out the backoff the outage built up.
 	Recovery cloud.RecoveryNotifier
+	// Pushback, when set, says whether the cloud pushed back lately
+	// (throttled, held calls in the client-side pacing, or answered far
+	// slower than usual): controllers batch their work while it does and
+	// act at once while it does not. Nil batches always.
+	Pushback PushbackReporter
 	// Explain, when set, receives the record of the controller's work on
 	// each object, for `stratus explain`; nil records nothing.
 	Explain *explain.Store
@@ -51,6 +56,18 @@ func (d Deps) Resolve(name string) (Deps, error) {
 	d.Recorder = Recorder(d.Recorder)
 	d.Clock = Clock(d.Clock)
 	return d, nil
+}
+
+// PushbackReporter is the cloud wrapper's view of whether the cloud
+// pushes back (cloudwrap.Cloud.Pushback).
+type PushbackReporter interface {
+	Pushback() bool
+}
+
+// Batching reports whether work should be batched now: while the cloud
+// pushes back, or always when nothing reports it.
+func (d Deps) Batching() bool {
+	return d.Pushback == nil || d.Pushback.Pushback()
 }
 
 var errNoClient = errors.New("a client is required")

@@ -43,10 +43,13 @@ type listCall struct {
 // instance had a chance to be in it); the last answer serves it if recent
 // enough, else it joins the call in flight or a new one. Calls start at
 // most once per interval, so a flood of new Nodes costs one call per
-// interval, not one per Node.
+// interval, not one per Node, while the cloud pushes back (batching);
+// while it does not, a call starts as soon as the one before has answered,
+// so a Node waits for no interval on a cloud with calls to spare.
 type batcher struct {
 	lister   cloud.InstanceLister
 	interval time.Duration
+	batching func() bool
 	timeout  time.Duration
 	metrics  *metrics
 	clock    clock.Clock
@@ -57,8 +60,8 @@ type batcher struct {
 	lastStart time.Time
 }
 
-func newBatcher(l cloud.InstanceLister, interval, timeout time.Duration, m *metrics, clk clock.Clock) *batcher {
-	return &batcher{lister: l, interval: interval, timeout: timeout, metrics: m, clock: clk}
+func newBatcher(l cloud.InstanceLister, interval, timeout time.Duration, batching func() bool, m *metrics, clk clock.Clock) *batcher {
+	return &batcher{lister: l, interval: interval, batching: batching, timeout: timeout, metrics: m, clock: clk}
 }
 
 // Get returns an answer from a list call that started at or after notBefore.
@@ -100,7 +103,11 @@ func (b *batcher) Get(ctx context.Context, notBefore time.Time) (*snapshot, erro
 func (b *batcher) scheduleLocked(ctx context.Context) *listCall {
 	call := &listCall{done: make(chan struct{})}
 	b.inflight = call
-	delay := b.lastStart.Add(b.interval).Sub(b.clock.Now())
+	interval := b.interval
+	if b.batching != nil && !b.batching() {
+		interval = 0
+	}
+	delay := b.lastStart.Add(interval).Sub(b.clock.Now())
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timeout+max(delay, 0))
 	go func() {
 		defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,11 +18,18 @@ import (
 
 func newTestBatcher(t *testing.T, fc *cloudfake.Cloud, interval time.Duration, clk clock.Clock) *batcher {
 	t.Helper()
+	return newPushbackBatcher(t, fc, interval, clk, nil)
+}
+
+// newPushbackBatcher is newTestBatcher with a view of the cloud's
+// pushback (nil: always batching).
+func newPushbackBatcher(t *testing.T, fc *cloudfake.Cloud, interval time.Duration, clk clock.Clock, batching func() bool) *batcher {
+	t.Helper()
 	m, err := newMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newBatcher(fc, interval, time.Minute, m, clk)
+	return newBatcher(fc, interval, time.Minute, batching, m, clk)
 }
 
 // hold makes fc's list calls wait until the test releases them (or the
@@ -169,6 +177,45 @@ func TestBatcherRateLimitsCalls(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// While the cloud does not push back, a list starts as soon as the one
+// before has answered: no interval; once it does, the interval holds.
+func TestBatcherSkipsTheIntervalWithoutPushback(t *testing.T) {
+	t.Parallel()
+	const interval = time.Hour
+	fc := cloudfake.New()
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	var pushback atomic.Bool
+	b := newPushbackBatcher(t, fc, interval, clk, pushback.Load)
+	ctx := context.Background()
+	for range 3 {
+		clk.Step(time.Millisecond) // each caller's Node was seen after the last answer started
+		if _, err := b.Get(ctx, clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fc.CallCount("ListInstances"); got != 3 {
+		t.Fatalf("lists = %d, want 3, none held for the interval", got)
+	}
+	pushback.Store(true)
+	clk.Step(time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Get(ctx, clk.Now())
+		done <- err
+	}()
+	waitFor(t, "the list to wait for the interval", clk.HasWaiters)
+	if got := fc.CallCount("ListInstances"); got != 3 {
+		t.Fatalf("lists = %d while the cloud pushes back, want the 4th held", got)
+	}
+	clk.Step(interval)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := fc.CallCount("ListInstances"); got != 4 {
+		t.Fatalf("lists = %d after the interval, want 4", got)
 	}
 }
 

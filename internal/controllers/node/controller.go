@@ -187,7 +187,7 @@ func New(deps Deps, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	if deps.Lister != nil {
-		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, m, clk)
+		c.batcher = newBatcher(deps.Lister, cfg.ListInterval, cfg.CloudTimeout, shared.Batching, m, clk)
 	}
 	kit.OnRecovered(shared.Recovery, c.recovered)
 	return c, nil

@@ -191,7 +191,7 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg: cfg, client: shared.Client, apiReader: d.APIReader,
 		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: shared.Recorder, metrics: m, now: shared.Clock.Now,
-		nodePacer: newNodePacer(cfg.NodeSyncDelay),
+		nodePacer: newNodePacer(cfg.NodeSyncDelay, shared.Batching),
 		slowStart: kit.NewSlowStart(cfg.Workers, kit.DefaultSlowStartPatience),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), outage: &kit.OutageSet[key]{},
 		phases:  newPhaseTracker(m.lbs),

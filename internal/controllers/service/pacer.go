@@ -29,9 +29,18 @@ import (
 // load balancer to the burst's pass (see holding): the Services queued by
 // a pass that ran before the burst was seen are not updated once per node.
 //
+// All of this is batching, which pays only where cloud calls are short:
+// while the cloud does not push back (batching reports false), a change
+// is treated as lone whatever came before it, and only joining nodes hold
+// a pass back (their initialization follows at once then, as node
+// initialization does not batch either). Passes cannot overlap (one key),
+// so changes that come while one runs are still one more pass.
+//
 // Methods take the time, so tests drive the pacer with a fake clock.
 type nodePacer struct {
 	delay, settle, maxHold time.Duration
+	// batching reports whether the cloud pushes back; nil is always.
+	batching func() bool
 
 	mu sync.Mutex
 	// lastChange is when the latest change that calls for a pass came.
@@ -52,9 +61,9 @@ const (
 	maxHoldMultiples = 5
 )
 
-func newNodePacer(delay time.Duration) *nodePacer {
+func newNodePacer(delay time.Duration, batching func() bool) *nodePacer {
 	return &nodePacer{
-		delay: delay, settle: delay / settleDivisor, maxHold: maxHoldMultiples * delay,
+		delay: delay, settle: delay / settleDivisor, maxHold: maxHoldMultiples * delay, batching: batching,
 		joining: map[string]time.Time{},
 	}
 }
@@ -64,15 +73,22 @@ func newNodePacer(delay time.Duration) *nodePacer {
 func (p *nodePacer) changed(q queue, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	batching := p.batching == nil || p.batching()
 	quiet := now.Sub(p.lastChange) >= p.delay
 	p.lastChange = now
-	if quiet && !p.due.After(now) && p.joiningLocked(now) == 0 {
+	if (!batching || (quiet && !p.due.After(now))) && p.joiningLocked(now) == 0 {
 		p.holdStart, p.due = time.Time{}, time.Time{}
 		q.Add(nodesKey)
 		return
 	}
 	p.startHoldLocked(q, now)
-	p.due = now.Add(p.settle)
+	settle := p.settle
+	if !batching {
+		// Only the joining nodes hold the pass: their initialization
+		// schedules it.
+		settle = 0
+	}
+	p.due = now.Add(settle)
 	if end := p.holdStart.Add(p.maxHold); end.Before(p.due) {
 		p.due = end
 	}

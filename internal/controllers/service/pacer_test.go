@@ -190,6 +190,45 @@ func TestBurstOfJoinsCostsOneUpdatePerLoadBalancer(t *testing.T) {
 	}
 }
 
+// While the cloud does not push back, a burst is not held for its last
+// change: each initialization is sent at once (the joining nodes still
+// hold a pass until they are initialized), so the last node reaches every
+// load balancer at its initialization, not a settle time later.
+func TestBurstWithoutPushbackGoesOutAtOnce(t *testing.T) {
+	t.Parallel()
+	const services, joins = 3, 4
+	r := newPacerRig(t, services, time.Second)
+	r.h.c.nodePacer.batching = func() bool { return false }
+	for i := range joins {
+		r.register(fmt.Sprintf("j%02d", i))
+	}
+	r.at(t, 500*time.Millisecond)
+	if n := len(r.updates()); n != 0 {
+		t.Fatalf("%d load balancers updated while every joining node is uninitialized", n)
+	}
+	var last time.Duration
+	for i := range joins {
+		last = time.Second + time.Duration(i)*150*time.Millisecond
+		r.at(t, last)
+		r.initialize(fmt.Sprintf("j%02d", i))
+		r.at(t, last) // the clock does not move
+	}
+	if len(r.q.passes) == 0 || !r.q.passes[len(r.q.passes)-1].Equal(r.t0.Add(last)) {
+		t.Fatalf("passes at %v, want the last at the last initialization (%v)", r.q.passes, last)
+	}
+	for i := range services {
+		name := fmt.Sprintf("ns/s%02d", i)
+		if got := len(r.h.nodesOf(name)); got != 2+joins {
+			t.Errorf("%s: load balancer has %d nodes at the last initialization, want %d", name, got, 2+joins)
+		}
+	}
+	// The joins were held only while a node was still uninitialized: the
+	// first three initializations left others joining.
+	if got := r.updates()["ns/s00"]; got != 1 {
+		t.Errorf("ns/s00: %d updates, want 1: the pass waits while nodes are joining", got)
+	}
+}
+
 // A lone join (a node registers, then is initialized, with no other
 // change nearby) is sent to every load balancer at once: the pass and the
 // updates run without the clock moving.

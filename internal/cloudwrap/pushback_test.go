@@ -1,0 +1,99 @@
+package cloudwrap
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
+)
+
+// A fast cloud's jitter is no pushback; an answer well past the
+// operation's floor is, for pushbackMemory; a floor that has aged is
+// replaced, so a cloud that moved further away stops counting as slow.
+func TestPushbackFromSlowAnswers(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_700_000_000, 0)
+	p := newPushback()
+	p.answered(t0, "ListInstances", 2*time.Millisecond, false, false)
+	for i, d := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond, 53 * time.Millisecond} {
+		p.answered(t0.Add(time.Duration(i+1)*time.Second), "ListInstances", d, false, false)
+	}
+	if p.active(t0.Add(4 * time.Second)) {
+		t.Fatal("answers within 2× the floor plus 50 ms counted as pushback")
+	}
+	// Another operation's floor is its own.
+	p.answered(t0.Add(5*time.Second), "UpdateLoadBalancer", 300*time.Millisecond, false, false)
+	if p.active(t0.Add(5 * time.Second)) {
+		t.Fatal("an operation's first answer counted as slow")
+	}
+	p.answered(t0.Add(6*time.Second), "ListInstances", 60*time.Millisecond, false, false)
+	if !p.active(t0.Add(6 * time.Second)) {
+		t.Fatal("an answer 30× the floor is not pushback")
+	}
+	if !p.active(t0.Add(35 * time.Second)) {
+		t.Fatal("pushback forgotten before pushbackMemory")
+	}
+	if p.active(t0.Add(37 * time.Second)) {
+		t.Fatal("pushback remembered past pushbackMemory")
+	}
+	// Ten minutes later the 2 ms floor has aged: 80 ms answers become the
+	// new floor after one more slow answer, then stop counting.
+	later := t0.Add(10 * time.Minute)
+	p.answered(later, "ListInstances", 80*time.Millisecond, false, false)
+	p.answered(later.Add(time.Minute), "ListInstances", 85*time.Millisecond, false, false)
+	if p.active(later.Add(time.Minute)) {
+		t.Fatal("answers near an aged-out floor's successor counted as slow")
+	}
+}
+
+// Through the wrapper: a throttled answer and a call held by the
+// operator's ceiling are pushback; quick answers are not.
+func TestWrapperReportsPushback(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	p := &stubProvider{}
+	c, _ := instrument(t, p, Options{Clock: clk})
+	i, _ := c.InstancesV2()
+	for range 3 {
+		_, _ = i.InstanceExists(ctx, &corev1.Node{})
+	}
+	if c.Pushback() {
+		t.Fatal("quick answers reported as pushback")
+	}
+	p.err = fmt.Errorf("%w: %w", cloudproviderapi.NewRetryError("throttled", 0), cloud.ErrThrottled)
+	_, _ = i.InstanceExists(ctx, &corev1.Node{})
+	if !c.Pushback() {
+		t.Fatal("a throttled answer is not pushback")
+	}
+	clk.Step(pushbackMemory + time.Second)
+	if c.Pushback() {
+		t.Fatal("pushback remembered past pushbackMemory")
+	}
+
+	// A ceiling of 1 call/s with a burst of 1: the second call waits.
+	clk2 := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c2, _ := instrument(t, &stubProvider{}, Options{Clock: clk2, QPS: 1, Burst: 1})
+	i2, _ := c2.InstancesV2()
+	_, _ = i2.InstanceExists(ctx, &corev1.Node{})
+	if c2.Pushback() {
+		t.Fatal("a call within the burst reported as pushback")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = i2.InstanceExists(ctx, &corev1.Node{})
+	}()
+	waitForWaiter(t, clk2)
+	if !c2.Pushback() {
+		t.Fatal("a call held by the ceiling is not pushback")
+	}
+	clk2.Step(time.Second)
+	<-done
+}

@@ -1,13 +1,15 @@
 package cloudwrap
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
 
 // The cloud pushes back when it throttles, when a call waits for the
 // client-side pacing, or when an operation's latency grows well past the
-// fastest answer it gave lately (a provider's own rate limiter, or a
+// fastest answer it gave lately (lists excepted: they take longer as what
+// they list grows) (a provider's own rate limiter, or a
 // cloud under load, shows as that). The controllers batch their work
 // while it does (node initialization's shared lists, the load balancers'
 // node passes) and act at once while it does not: batching saves calls
@@ -58,7 +60,9 @@ func (p *pushback) answered(now time.Time, op string, latency time.Duration, thr
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f, ok := p.floors[op]
-	slow := ok && latency > slowFactor*f.d+slowMargin
+	// A list's answer grows with what it lists, so its latency says
+	// nothing of the cloud's load; the other operations' does.
+	slow := ok && !strings.HasPrefix(op, "List") && latency > slowFactor*f.d+slowMargin
 	if !ok || latency <= f.d || now.Sub(f.at) > floorAge {
 		p.floors[op] = latencyFloor{d: latency, at: now}
 	}

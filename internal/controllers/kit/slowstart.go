@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// SlowStart lets a controller's workers in gradually once it starts (it
+// SlowStart lets a controller's workers in gradually when it starts (it
 // starts when its replica wins the lease): one sync at first, and each
 // completed sync doubles how many may run at once, up to the workers.
 //
@@ -20,49 +20,86 @@ import (
 // its create back to back. Letting one sync go first gives the new leader
 // that promptness, and the cloud one probe before the whole pool arrives,
 // which is also kinder to a cloud that was the reason for the failover.
-// The pool is fully open after a handful of syncs, so a burst is not
-// slowed beyond the first few sync durations; and fully open after
-// patience whatever happened, so a first sync stuck on a cloud that does
-// not answer holds the others back for no longer than that.
+//
+// It holds for the start only: the whole pool is open once window has
+// passed since Begin, whatever happened, so a first sync stuck on a
+// silent cloud holds the others back for no longer than that, and a
+// burst of Services long after the start is never slowed.
 type SlowStart struct {
-	sem      *semaphore.Weighted
-	patience time.Duration
+	sem    *semaphore.Weighted
+	window time.Duration
+	now    func() time.Time
 
 	mu sync.Mutex
 	// held is the capacity not yet opened.
-	held int64
-	max  int64
+	held  int64
+	max   int64
+	begun time.Time
 }
 
-// DefaultSlowStartPatience is how long a waiting sync waits for the slow
-// start before it opens the whole pool.
-const DefaultSlowStartPatience = time.Second
+// DefaultSlowStartWindow is how long after its start a controller's
+// workers are let in gradually.
+const DefaultSlowStartWindow = time.Second
 
-// NewSlowStart returns a gate for workers syncs at once, one open.
-func NewSlowStart(workers int, patience time.Duration) *SlowStart {
+// NewSlowStart returns a gate for workers syncs at once, one open until
+// syncs end or window passes after Begin; now is the controller's clock.
+func NewSlowStart(workers int, window time.Duration, now func() time.Time) *SlowStart {
 	n := int64(max(1, workers))
-	s := &SlowStart{sem: semaphore.NewWeighted(n), held: n - 1, max: n, patience: patience}
+	s := &SlowStart{sem: semaphore.NewWeighted(n), held: n - 1, max: n, window: window, now: now}
 	// The unopened capacity is taken by the gate itself; it cannot block.
 	_ = s.sem.Acquire(context.Background(), s.held)
 	return s
 }
 
+// Begin marks the controller's start (its first reconcile of anything);
+// later calls change nothing.
+func (s *SlowStart) Begin() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.begun.IsZero() {
+		s.begun = s.now()
+	}
+}
+
 // Enter waits for room for one sync; the returned func ends it. It fails
 // only when ctx ends first.
 func (s *SlowStart) Enter(ctx context.Context) (func(), error) {
-	waitCtx, cancel := context.WithTimeout(ctx, s.patience)
-	err := s.sem.Acquire(waitCtx, 1)
-	cancel()
-	if err != nil && ctx.Err() == nil {
-		// Out of patience: the syncs ahead are slow, not done; open up.
+	s.Begin()
+	if left := s.left(); left <= 0 {
 		s.openAll()
-		err = s.sem.Acquire(ctx, 1)
+	} else {
+		waitCtx, cancel := context.WithTimeout(ctx, left)
+		err := s.sem.Acquire(waitCtx, 1)
+		cancel()
+		if err == nil {
+			return s.ender(), nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("wait for the controller's slow start: %w", ctx.Err())
+		}
+		// The window has passed: the syncs ahead are slow, not done.
+		s.openAll()
 	}
-	if err != nil {
+	if err := s.sem.Acquire(ctx, 1); err != nil {
 		return nil, fmt.Errorf("wait for the controller's slow start: %w", err)
 	}
+	return s.ender(), nil
+}
+
+func (s *SlowStart) ender() func() {
 	var once sync.Once
-	return func() { once.Do(s.done) }, nil
+	return func() { once.Do(s.done) }
+}
+
+// left is how much of the window remains; 0 once it has passed or the
+// pool is open.
+func (s *SlowStart) left() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == 0 {
+		return 0
+	}
+	return max(0, s.window-s.now().Sub(s.begun))
 }
 
 // done ends one sync and doubles the open capacity.

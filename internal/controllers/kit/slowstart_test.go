@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 )
 
@@ -13,7 +15,7 @@ import (
 // to the workers, and the room never shrinks.
 func TestSlowStartOpensByDoubling(t *testing.T) {
 	t.Parallel()
-	s := kit.NewSlowStart(10, time.Hour)
+	s := kit.NewSlowStart(10, time.Hour, time.Now)
 	ctx := context.Background()
 	first, err := s.Enter(ctx)
 	if err != nil {
@@ -62,7 +64,7 @@ func TestSlowStartOpensByDoubling(t *testing.T) {
 func TestSlowStartOfOneWorker(t *testing.T) {
 	t.Parallel()
 	for _, workers := range []int{0, 1} {
-		s := kit.NewSlowStart(workers, time.Hour)
+		s := kit.NewSlowStart(workers, time.Hour, time.Now)
 		end, err := s.Enter(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -75,10 +77,10 @@ func TestSlowStartOfOneWorker(t *testing.T) {
 }
 
 // A first sync that does not end (a cloud that does not answer) holds the
-// others back for the patience only.
-func TestSlowStartOpensAfterPatience(t *testing.T) {
+// others back until the window has passed only.
+func TestSlowStartOpensAfterTheWindow(t *testing.T) {
 	t.Parallel()
-	s := kit.NewSlowStart(4, 30*time.Millisecond)
+	s := kit.NewSlowStart(4, 30*time.Millisecond, time.Now)
 	ctx := context.Background()
 	if _, err := s.Enter(ctx); err != nil { // never ends
 		t.Fatal(err)
@@ -96,5 +98,25 @@ func TestSlowStartOpensAfterPatience(t *testing.T) {
 	cancel()
 	if _, err := s.Enter(canceled); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Enter with a canceled context: %v", err)
+	}
+}
+
+// The window counts from the controller's start (Begin), not from the
+// first sync: Services that come long after the start find the pool open.
+func TestSlowStartHoldsForTheStartOnly(t *testing.T) {
+	t.Parallel()
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	s := kit.NewSlowStart(10, time.Second, clk.Now)
+	s.Begin()
+	clk.Step(time.Minute)
+	s.Begin() // later calls change nothing
+	ctx := context.Background()
+	for range 10 {
+		if _, err := s.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.Open(); got != 10 {
+		t.Fatalf("open a minute after the start = %d, want 10", got)
 	}
 }

@@ -192,7 +192,7 @@ func New(d Deps, cfg Config) (*Controller, error) {
 		cfg: cfg, client: shared.Client, apiReader: d.APIReader,
 		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: shared.Recorder, metrics: m, now: shared.Clock.Now,
 		nodePacer: newNodePacer(cfg.NodeSyncDelay, shared.Batching),
-		slowStart: kit.NewSlowStart(cfg.Workers, kit.DefaultSlowStartPatience),
+		slowStart: kit.NewSlowStart(cfg.Workers, kit.DefaultSlowStartWindow, shared.Clock.Now),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), outage: &kit.OutageSet[key]{},
 		phases:  newPhaseTracker(m.lbs),
 		limiter: kit.NewBackoff[key]("per-Service", cfg.MinRetryDelay, cfg.MaxRetryDelay),
@@ -246,6 +246,16 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		}).
 		WithLogConstructor(logConstructor(mgr.GetLogger())).
 		Complete(c)
+	if err != nil {
+		return fmt.Errorf("service controller: set up: %w", err)
+	}
+	// The slow start counts from the start of leadership: the controller
+	// starts then too, so Services created long after find the pool open.
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		c.slowStart.Begin()
+		<-ctx.Done()
+		return nil
+	}))
 	if err != nil {
 		return fmt.Errorf("service controller: set up: %w", err)
 	}

@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// SlowStart lets a controller's workers in gradually when it starts (it
-// starts when its replica wins the lease): one sync at first, and each
-// completed sync doubles how many may run at once, up to the workers.
+// SlowStart lets one sync of a controller go first when it starts (it
+// starts when its replica wins the lease); the whole pool of workers is
+// let in when that sync ends.
 //
 // Why: at a takeover every worker picks a Service at the same instant,
 // and their first cloud calls queue together behind the provider's
@@ -21,8 +21,9 @@ import (
 // that promptness, and the cloud one probe before the whole pool arrives,
 // which is also kinder to a cloud that was the reason for the failover.
 //
-// It holds for the start only: the whole pool is open once window has
-// passed since Begin, whatever happened, so a first sync stuck on a
+// It costs the pool one sync's duration at the start, and holds for the
+// start only: the whole pool is open once window has passed since Begin,
+// whatever happened, so a first sync stuck on a
 // silent cloud holds the others back for no longer than that, and a
 // burst of Services long after the start is never slowed.
 type SlowStart struct {
@@ -41,8 +42,8 @@ type SlowStart struct {
 // workers are let in gradually.
 const DefaultSlowStartWindow = time.Second
 
-// NewSlowStart returns a gate for workers syncs at once, one open until
-// syncs end or window passes after Begin; now is the controller's clock.
+// NewSlowStart returns a gate for workers syncs at once, one open until a
+// sync ends or window passes after Begin; now is the controller's clock.
 func NewSlowStart(workers int, window time.Duration, now func() time.Time) *SlowStart {
 	n := int64(max(1, workers))
 	s := &SlowStart{sem: semaphore.NewWeighted(n), held: n - 1, max: n, window: window, now: now}
@@ -102,13 +103,10 @@ func (s *SlowStart) left() time.Duration {
 	return max(0, s.window-s.now().Sub(s.begun))
 }
 
-// done ends one sync and doubles the open capacity.
+// done ends one sync and opens the whole pool.
 func (s *SlowStart) done() {
-	s.mu.Lock()
-	open := min(s.held, s.max-s.held)
-	s.held -= open
-	s.mu.Unlock()
-	s.sem.Release(1 + open)
+	s.openAll()
+	s.sem.Release(1)
 }
 
 func (s *SlowStart) openAll() {

@@ -11,9 +11,8 @@ import (
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
 )
 
-// One sync runs alone at first; each one that ends doubles the room, up
-// to the workers, and the room never shrinks.
-func TestSlowStartOpensByDoubling(t *testing.T) {
+// One sync runs alone at first; when it ends, the whole pool is open.
+func TestSlowStartLetsOneSyncFirst(t *testing.T) {
 	t.Parallel()
 	s := kit.NewSlowStart(10, time.Hour, time.Now)
 	ctx := context.Background()
@@ -27,37 +26,19 @@ func TestSlowStartOpensByDoubling(t *testing.T) {
 		t.Fatalf("a second sync entered beside the first: %v", err)
 	}
 	first()
-	first() // ending twice opens nothing more
-	if got := s.Open(); got != 2 {
-		t.Fatalf("open after one sync = %d, want 2", got)
-	}
-	var ends []func()
-	for range 2 {
-		end, err := s.Enter(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ends = append(ends, end)
-	}
-	for i, want := range []int{4, 8} {
-		ends[i]()
-		if got := s.Open(); got != want {
-			t.Fatalf("open after %d more syncs = %d, want %d", i+1, got, want)
-		}
-	}
-	end, err := s.Enter(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end()
+	first() // ending twice frees nothing more
 	if got := s.Open(); got != 10 {
-		t.Fatalf("open = %d, want the 10 workers", got)
+		t.Fatalf("open after the first sync = %d, want the 10 workers", got)
 	}
-	// Fully open: ten syncs at once.
 	for range 10 {
 		if _, err := s.Enter(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+	full, cancel2 := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel2()
+	if _, err := s.Enter(full); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an eleventh sync entered beside ten: %v", err)
 	}
 }
 

@@ -133,7 +133,7 @@ func call[T any](ctx context.Context, c *Cloud, op string, fn func(context.Conte
 	v, err := fn(ctx)
 	c.pacing.done(pc, started, err)
 	latency := c.pacing.clock.Since(started)
-	c.pushback.answered(c.pacing.clock.Now(), op, latency, false, false)
+	c.pushback.answered(c.pacing.clock.Now(), op, latency)
 	c.metrics.duration.WithLabelValues(op).Observe(latency.Seconds())
 	result := resultOf(err)
 	c.metrics.requests.WithLabelValues(op, result).Inc()

@@ -54,9 +54,9 @@ func (p *pushback) mark(now time.Time) {
 	}
 }
 
-// answered records one answer of op: its latency, whether the cloud
-// throttled it and whether it waited for the pacing first.
-func (p *pushback) answered(now time.Time, op string, latency time.Duration, throttled, waited bool) {
+// answered records one answer of op and its latency (the pacing marks
+// throttled answers and waits itself).
+func (p *pushback) answered(now time.Time, op string, latency time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f, ok := p.floors[op]
@@ -66,7 +66,7 @@ func (p *pushback) answered(now time.Time, op string, latency time.Duration, thr
 	if !ok || latency <= f.d || now.Sub(f.at) > floorAge {
 		p.floors[op] = latencyFloor{d: latency, at: now}
 	}
-	if (throttled || waited || slow) && now.After(p.last) {
+	if slow && now.After(p.last) {
 		p.last = now
 	}
 }

@@ -20,19 +20,19 @@ func TestPushbackFromSlowAnswers(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1_700_000_000, 0)
 	p := newPushback()
-	p.answered(t0, "GetInstance", 2*time.Millisecond, false, false)
+	p.answered(t0, "GetInstance", 2*time.Millisecond)
 	for i, d := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond, 53 * time.Millisecond} {
-		p.answered(t0.Add(time.Duration(i+1)*time.Second), "GetInstance", d, false, false)
+		p.answered(t0.Add(time.Duration(i+1)*time.Second), "GetInstance", d)
 	}
 	if p.active(t0.Add(4 * time.Second)) {
 		t.Fatal("answers within 2× the floor plus 50 ms counted as pushback")
 	}
 	// Another operation's floor is its own.
-	p.answered(t0.Add(5*time.Second), "UpdateLoadBalancer", 300*time.Millisecond, false, false)
+	p.answered(t0.Add(5*time.Second), "UpdateLoadBalancer", 300*time.Millisecond)
 	if p.active(t0.Add(5 * time.Second)) {
 		t.Fatal("an operation's first answer counted as slow")
 	}
-	p.answered(t0.Add(6*time.Second), "GetInstance", 60*time.Millisecond, false, false)
+	p.answered(t0.Add(6*time.Second), "GetInstance", 60*time.Millisecond)
 	if !p.active(t0.Add(6 * time.Second)) {
 		t.Fatal("an answer 30× the floor is not pushback")
 	}
@@ -44,16 +44,16 @@ func TestPushbackFromSlowAnswers(t *testing.T) {
 	}
 	// A list slower than its floor is a bigger list, not pushback.
 	q := newPushback()
-	q.answered(t0, "ListLoadBalancers", 80*time.Millisecond, false, false)
-	q.answered(t0.Add(time.Second), "ListLoadBalancers", 400*time.Millisecond, false, false)
+	q.answered(t0, "ListLoadBalancers", 80*time.Millisecond)
+	q.answered(t0.Add(time.Second), "ListLoadBalancers", 400*time.Millisecond)
 	if q.active(t0.Add(time.Second)) {
 		t.Fatal("a slower list counted as pushback")
 	}
 	// Ten minutes later the 2 ms floor has aged: 80 ms answers become the
 	// new floor after one more slow answer, then stop counting.
 	later := t0.Add(10 * time.Minute)
-	p.answered(later, "GetInstance", 80*time.Millisecond, false, false)
-	p.answered(later.Add(time.Minute), "GetInstance", 85*time.Millisecond, false, false)
+	p.answered(later, "GetInstance", 80*time.Millisecond)
+	p.answered(later.Add(time.Minute), "GetInstance", 85*time.Millisecond)
 	if p.active(later.Add(time.Minute)) {
 		t.Fatal("answers near an aged-out floor's successor counted as slow")
 	}

@@ -47,8 +47,9 @@ const DefaultSlowStartWindow = time.Second
 func NewSlowStart(workers int, window time.Duration, now func() time.Time) *SlowStart {
 	n := int64(max(1, workers))
 	s := &SlowStart{sem: semaphore.NewWeighted(n), held: n - 1, max: n, window: window, now: now}
-	// The unopened capacity is taken by the gate itself; it cannot block.
-	_ = s.sem.Acquire(context.Background(), s.held)
+	// The unopened capacity is taken by the gate itself; a new semaphore
+	// always has it.
+	s.sem.TryAcquire(s.held)
 	return s
 }
 

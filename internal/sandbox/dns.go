@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -96,21 +97,66 @@ func (s *sandbox) startClusterDNS(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.o.ReadyTimeout)
 	defer cancel()
-	var last string
+	// progress is the last rollout state read; lastErr the last failed
+	// read, kept apart so that the deadline's own error does not hide
+	// where the rollout stood.
+	var progress, lastErr string
 	err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		d, err := s.kube.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, DNSService, metav1.GetOptions{})
 		if err != nil {
-			if ctx.Err() == nil { // keep the last progress line over the deadline's error
-				last = err.Error()
-			}
+			lastErr = err.Error()
 			return false, nil
 		}
-		return dnsRolledOut(d, &last), nil
+		if dnsRolledOut(d, &progress) {
+			return true, nil
+		}
+		// A pod the ReplicaSet placed after the first look, on a node this
+		// run does not run, is as stranded as one of the last run.
+		if err := s.freeStrandedDNSPods(ctx); err != nil {
+			lastErr = err.Error()
+		}
+		progress += "; pods: " + s.dnsPodSummary(ctx)
+		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("sandbox: cluster DNS (Deployment kube-system/%s) not available: %s: %w", DNSService, last, err)
+		if lastErr != "" {
+			progress += "; last error: " + lastErr
+		}
+		return fmt.Errorf("sandbox: cluster DNS (Deployment kube-system/%s) not available: %s: %w", DNSService, progress, err)
 	}
 	return nil
+}
+
+// dnsPodSummary says where each cluster DNS pod is and how it stands, for
+// the error when the rollout does not finish.
+func (s *sandbox) dnsPodSummary(ctx context.Context) string {
+	pods, err := s.kube.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=" + DNSService})
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	if len(pods.Items) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, p := range pods.Items {
+		state := string(p.Status.Phase)
+		for _, c := range p.Status.ContainerStatuses {
+			if w := c.State.Waiting; w != nil {
+				state += "/" + w.Reason
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+				state += "/unscheduled: " + c.Message
+			}
+		}
+		node := p.Spec.NodeName
+		if node == "" {
+			node = "no node"
+		}
+		parts = append(parts, fmt.Sprintf("%s on %s %s", p.Name, node, state))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // applyDNSRBAC grants CoreDNS' user what upstream's system:coredns

@@ -8,9 +8,9 @@ import (
 
 // The cloud pushes back when it throttles, when a call waits for the
 // client-side pacing, or when an operation's latency grows well past the
-// fastest answer it gave lately (lists excepted: they take longer as what
-// they list grows) (a provider's own rate limiter, or a
-// cloud under load, shows as that). The controllers batch their work
+// fastest answer it gave lately: a provider's own rate limiter, or a cloud
+// under load, shows as that (lists excepted: they take longer as what they
+// list grows). The controllers batch their work
 // while it does (node initialization's shared lists, the load balancers'
 // node passes) and act at once while it does not: batching saves calls
 // where calls are what is short, and only adds waiting where they are not.
@@ -49,6 +49,10 @@ func newPushback() *pushback { return &pushback{floors: map[string]latencyFloor{
 func (p *pushback) mark(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.markLocked(now)
+}
+
+func (p *pushback) markLocked(now time.Time) {
 	if now.After(p.last) {
 		p.last = now
 	}
@@ -66,8 +70,8 @@ func (p *pushback) answered(now time.Time, op string, latency time.Duration) {
 	if !ok || latency <= f.d || now.Sub(f.at) > floorAge {
 		p.floors[op] = latencyFloor{d: latency, at: now}
 	}
-	if slow && now.After(p.last) {
-		p.last = now
+	if slow {
+		p.markLocked(now)
 	}
 }
 

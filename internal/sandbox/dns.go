@@ -87,7 +87,7 @@ func (s *sandbox) startClusterDNS(ctx context.Context) error {
 	if err := s.ensureDNSService(ctx); err != nil {
 		return err
 	}
-	if err := s.freeStrandedDNSPods(ctx); err != nil {
+	if _, err := s.freeStrandedDNSPods(ctx); err != nil {
 		return err
 	}
 	if s.o.NoCCM {
@@ -112,10 +112,12 @@ func (s *sandbox) startClusterDNS(ctx context.Context) error {
 		}
 		// A pod the ReplicaSet placed after the first look, on a node this
 		// run does not run, is as stranded as one of the last run.
-		if err := s.freeStrandedDNSPods(ctx); err != nil {
+		pods, err := s.freeStrandedDNSPods(ctx)
+		if err != nil {
 			lastErr = err.Error()
+			return false, nil
 		}
-		progress += "; pods: " + s.dnsPodSummary(ctx)
+		progress += "; pods: " + dnsPodSummary(pods)
 		return false, nil
 	})
 	if err != nil {
@@ -129,16 +131,12 @@ func (s *sandbox) startClusterDNS(ctx context.Context) error {
 
 // dnsPodSummary says where each cluster DNS pod is and how it stands, for
 // the error when the rollout does not finish.
-func (s *sandbox) dnsPodSummary(ctx context.Context) string {
-	pods, err := s.kube.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=" + DNSService})
-	if err != nil {
-		return "unknown (" + err.Error() + ")"
-	}
-	if len(pods.Items) == 0 {
+func dnsPodSummary(pods []corev1.Pod) string {
+	if len(pods) == 0 {
 		return "none"
 	}
 	var parts []string
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		state := string(p.Status.Phase)
 		for _, c := range p.Status.ContainerStatuses {
 			if w := c.State.Waiting; w != nil {
@@ -269,10 +267,11 @@ func upsert[T any, C interface {
 // unavailable until taint-based eviction, minutes later, and hold the
 // Deployment's one replica. Deleted, the ReplicaSet places a new pod on a
 // real node of this run.
-func (s *sandbox) freeStrandedDNSPods(ctx context.Context) error {
+// It returns the pods it listed, deleted ones included.
+func (s *sandbox) freeStrandedDNSPods(ctx context.Context) ([]corev1.Pod, error) {
 	pods, err := s.kube.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=" + DNSService})
 	if err != nil {
-		return fmt.Errorf("sandbox: list the cluster DNS pods: %w", err)
+		return nil, fmt.Errorf("sandbox: list the cluster DNS pods: %w", err)
 	}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName == "" || s.realNode(p.Spec.NodeName) != nil {
@@ -280,8 +279,8 @@ func (s *sandbox) freeStrandedDNSPods(ctx context.Context) error {
 		}
 		err := s.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("sandbox: delete cluster DNS pod %s on node %s, which this run does not run: %w", p.Name, p.Spec.NodeName, err)
+			return nil, fmt.Errorf("sandbox: delete cluster DNS pod %s on node %s, which this run does not run: %w", p.Name, p.Spec.NodeName, err)
 		}
 	}
-	return nil
+	return pods.Items, nil
 }

@@ -88,8 +88,14 @@ func (s *sandbox) startRealNodes(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("sandbox: real nodes: %w", err)
 		}
-		if err := s.ensureRealInstance(ctx, n, i); err != nil {
+		replaced, err := s.ensureRealInstance(ctx, n, i)
+		if err != nil {
 			return err
+		}
+		if replaced {
+			if err := s.reregisterRealNode(ctx, n); err != nil {
+				return err
+			}
 		}
 	}
 	go s.followRoutes(ctx)
@@ -123,30 +129,52 @@ func (s *sandbox) takeRealSlot(ctx context.Context) error {
 }
 
 // ensureRealInstance creates the node's instance with the node's address,
-// replacing one left from an earlier run whose node had another address.
-func (s *sandbox) ensureRealInstance(ctx context.Context, n *realnode.Node, i int) error {
+// replacing one left from an earlier run whose node had another address
+// (the run took another slot of the machine: an earlier one was busy). It
+// says whether it replaced one.
+func (s *sandbox) ensureRealInstance(ctx context.Context, n *realnode.Node, i int) (replaced bool, err error) {
 	existing, err := s.cloud.ListAllInstances(ctx, lcclient.ListOptions{Tags: map[string]string{api.TagCluster: clusterName}})
 	if err != nil {
-		return fmt.Errorf("sandbox: list instances: %w", err)
+		return false, fmt.Errorf("sandbox: list instances: %w", err)
 	}
 	for _, in := range existing {
 		if in.Name != n.Name || in.State == api.InstanceTerminated {
 			continue
 		}
 		if in.Addresses.Internal == n.IP.String() {
-			return nil
+			return false, nil
 		}
 		if _, err := s.cloud.DeleteInstance(ctx, in.ID); err != nil {
-			return fmt.Errorf("sandbox: replace instance %s: %w", n.Name, err)
+			return false, fmt.Errorf("sandbox: replace instance %s: %w", n.Name, err)
 		}
+		replaced = true
 	}
 	_, err = s.cloud.CreateInstance(ctx, api.CreateInstanceRequest{Name: n.Name, Zone: zoneName(i-1, s.o.Zones),
 		Region: region, Type: "standard-2", InternalAddress: n.IP.String(),
 		Tags: map[string]string{api.TagCluster: clusterName, realTag: "true"}})
 	if err != nil {
-		return fmt.Errorf("sandbox: create instance %s: %w", n.Name, err)
+		return replaced, fmt.Errorf("sandbox: create instance %s: %w", n.Name, err)
 	}
-	return nil
+	return replaced, nil
+}
+
+// reregisterRealNode makes a real node whose instance was replaced join as
+// a new machine would. Its Node of the last run names the old instance:
+// the kubelet, just started, found it and registers no other, and the
+// controller manager would delete it (the instance is gone) the first time
+// the kubelet reports NotReady, leaving the node without a Node for the
+// rest of the run. So the Node goes before the controller manager starts,
+// and the kubelet restarts and registers a new one, tainted uninitialized,
+// which the controller manager initializes with the new instance. Pods
+// bound to the name stay bound to it.
+func (s *sandbox) reregisterRealNode(ctx context.Context, n *realnode.Node) error {
+	n.StopKubelet(ctx)
+	err := s.kube.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("sandbox: real node %s has a new instance; delete its Node of the last run: %w", n.Name, err)
+	}
+	klog.FromContext(ctx).Info("Real node has a new address and instance; it registers a new Node", "node", n.Name, "ip", n.IP)
+	return n.StartKubelet(ctx)
 }
 
 // followRealNode makes a real node's kubelet follow its machine.

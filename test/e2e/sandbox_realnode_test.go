@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/stratus-ccm/stratus/internal/sandbox"
@@ -28,7 +30,8 @@ import (
 // through its load balancer; kube-controller-manager finishes a namespace
 // deletion; a pod finds hello-real by name through the cluster DNS; a
 // stopped instance's kubelet stops and its node is tainted shutdown; after
-// SIGTERM nothing of the real nodes is left.
+// SIGTERM nothing of the real nodes is left. The next runs take another
+// slot of the machine, so their real node has a new address and instance.
 func TestSandboxRealNodes(t *testing.T) {
 	testbed.RequireBinaries(t, "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "images/demo.tar", "images/coredns.tar")
 	r := newSandboxRun(t)
@@ -37,6 +40,7 @@ func TestSandboxRealNodes(t *testing.T) {
 	waitReady(ctx, t, p, r.state)
 	cs := kubeClient(t, r.state)
 
+	providerIDs := map[string]string{}
 	for _, name := range []string{"real-01", "real-02"} {
 		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -45,6 +49,7 @@ func TestSandboxRealNodes(t *testing.T) {
 		if n.Spec.ProviderID == "" || hasTaintKey(n, cloudproviderapi.TaintExternalCloudProvider) || n.Labels[sandbox.RealNodeLabel] != "true" {
 			t.Errorf("real node %s: providerID %q, taints %v, labels %v", name, n.Spec.ProviderID, n.Spec.Taints, n.Labels)
 		}
+		providerIDs[name] = n.Spec.ProviderID
 	}
 	svc, err := cs.CoreV1().Services("default").Get(ctx, sandbox.DemoRealService, metav1.GetOptions{})
 	if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
@@ -82,7 +87,34 @@ func TestSandboxRealNodes(t *testing.T) {
 
 	stopAndCheck(t, p, r)
 	checkNoRealNodes(t, p, "SIGTERM")
-	checkKilledRealNodesCleaned(ctx, t, r)
+	holdSlot(ctx, t, r, p)
+	checkKilledRealNodesCleaned(ctx, t, r, providerIDs["real-01"])
+}
+
+// holdSlot takes the real-node slot p's run took, until the test ends, so
+// that the next run of the same state takes another: its real node's
+// address changes, its instance is replaced, and its Node of the last run
+// names an instance that is gone. Slots below it that are free are taken
+// on the way and held too, since a run takes the lowest free slot.
+func holdSlot(ctx context.Context, t *testing.T, r sandboxRun, p *testbed.Process) {
+	t.Helper()
+	want, _ := takenSlot(t, p)
+	creds := func(string, ...string) (*rest.Config, error) { return nil, errors.New("holds a slot only") }
+	for range 64 {
+		c, err := realnode.Start(ctx, realnode.Config{BinDir: r.binDir, APIServerPort: r.ports[0], Credentials: creds})
+		if err != nil {
+			t.Fatalf("hold a real-node slot: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := c.Stop(context.Background()); err != nil {
+				t.Errorf("release real-node slot %s: %v", c.Name(), err)
+			}
+		})
+		if c.Name() == want {
+			return
+		}
+	}
+	t.Fatalf("slot %s was never free to hold", want)
 }
 
 // checkClusterDNS: a pod on real-01 with the kubelet's DNS settings (the
@@ -117,15 +149,11 @@ func checkClusterDNS(ctx context.Context, t *testing.T, cs kubernetes.Interface)
 // names: other clusters on the machine may hold other slots meanwhile.
 func checkNoRealNodes(t *testing.T, p *testbed.Process, after string) {
 	t.Helper()
+	slot, index := takenSlot(t, p)
 	b, err := os.ReadFile(p.LogFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := slotTaken.FindAllStringSubmatch(string(b), -1)
-	if len(m) == 0 {
-		t.Fatalf("the sandbox's log names no real-node slot:\n%s", b)
-	}
-	slot, index := m[len(m)-1][1], m[len(m)-1][2]
 	if ns, _ := filepath.Glob("/run/netns/" + slot + "-*"); len(ns) > 0 {
 		t.Errorf("real nodes' namespaces left after %s: %v", after, ns)
 	}
@@ -137,13 +165,29 @@ func checkNoRealNodes(t *testing.T, p *testbed.Process, after string) {
 	}
 }
 
+// takenSlot is the name and index of the real-node slot the sandbox's log
+// names.
+func takenSlot(t *testing.T, p *testbed.Process) (name, index string) {
+	t.Helper()
+	b, err := os.ReadFile(p.LogFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := slotTaken.FindAllStringSubmatch(string(b), -1)
+	if len(m) == 0 {
+		t.Fatalf("the sandbox's log names no real-node slot:\n%s", b)
+	}
+	return m[len(m)-1][1], m[len(m)-1][2]
+}
+
 // slotTaken is the log line of realnode.Start naming the slot taken.
 var slotTaken = regexp.MustCompile(`"Real-node slot taken" slot="(stratus-rn([0-9]+))"`)
 
 // checkKilledRealNodesCleaned: a sandbox killed with SIGKILL leaves its
 // real node's shim, container and namespace; its next start removes them
-// before it makes its own.
-func checkKilledRealNodesCleaned(ctx context.Context, t *testing.T, r sandboxRun) {
+// before it makes its own. The first of these runs resumes a run that had
+// another slot (holdSlot): its real-01 joins afresh with a new instance.
+func checkKilledRealNodesCleaned(ctx context.Context, t *testing.T, r sandboxRun, oldProviderID string) {
 	t.Helper()
 	// Each run gets fresh ports: a stopped or killed run's may still be
 	// taken for a while.
@@ -151,6 +195,13 @@ func checkKilledRealNodesCleaned(ctx context.Context, t *testing.T, r sandboxRun
 	// With the demo: hello-real's pod gives the node a shim and a container.
 	p := r.start(t, "killed.log", "--nodes=1", "--real-nodes=1")
 	waitReady(ctx, t, p, r.state)
+	n, err := kubeClient(t, r.state).CoreV1().Nodes().Get(ctx, "real-01", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("real-01 after a run in another slot: %v", err)
+	}
+	if n.Spec.ProviderID == "" || n.Spec.ProviderID == oldProviderID || hasTaintKey(n, cloudproviderapi.TaintExternalCloudProvider) {
+		t.Errorf("real-01 in another slot: providerID %q (last run's %q), taints %v; want a new instance's, initialized", n.Spec.ProviderID, oldProviderID, n.Spec.Taints)
+	}
 	if err := p.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"sync"
 	"time"
@@ -20,19 +19,19 @@ import (
 
 // defects a memCloud can have, each breaking one part of the contract.
 type defects struct {
-	existsFalse        bool // InstanceExists is false for a running machine
-	unwrappedNotFound  bool // InstanceNotFound is stringified, not wrapped
-	unstableAddresses  bool // addresses come back in a different order each call
-	listerMissing      bool // ListInstances omits a machine
-	nameFromVersion    bool // the load balancer name depends on resourceVersion
-	deleteMissingErrs  bool // deleting a missing load balancer fails
-	leakOnRetry        bool // an ensure retried after a lost answer creates a second load balancer
-	plainThrottle      bool // throttling is a plain error
-	routeCreateErrs    bool // creating an existing route fails
-	routeDeleteKept    bool // a deleted route stays listed
-	nilIngressIP       bool // the ingress IP is a nil net.IP's String(), as upstream's fake answers without ExternalIP
-	panicDeleteMissing bool // deleting a missing load balancer panics
-	ignoresCluster     bool // load balancers are found by Service UID whatever the cluster
+	existsFalse        bool   // InstanceExists is false for a running machine
+	unwrappedNotFound  bool   // InstanceNotFound is stringified, not wrapped
+	unstableAddresses  bool   // addresses come back in a different order each call
+	listerMissing      bool   // ListInstances omits a machine
+	nameFromVersion    bool   // the load balancer name depends on resourceVersion
+	deleteMissingErrs  bool   // deleting a missing load balancer fails
+	leakOnRetry        bool   // an ensure retried after a lost answer creates a second load balancer
+	plainThrottle      bool   // throttling is a plain error
+	routeCreateErrs    bool   // creating an existing route fails
+	routeDeleteKept    bool   // a deleted route stays listed
+	ingressIP          string // the ingress IP answered instead of 192.0.2.10 ("<nil>" is a nil net.IP's, as upstream's fake answers without ExternalIP)
+	panicDeleteMissing bool   // deleting a missing load balancer panics
+	ignoresCluster     bool   // load balancers are found by Service UID whatever the cluster
 }
 
 // memCloud is an in-memory provider: correct unless a defect is set. It
@@ -236,11 +235,11 @@ func (c *memCloud) GetLoadBalancer(_ context.Context, cluster string, svc *corev
 }
 
 func (c *memCloud) ingress() *corev1.LoadBalancerStatus {
-	ip := net.ParseIP("192.0.2.10")
-	if c.d.nilIngressIP {
-		ip = nil
+	ip := "192.0.2.10"
+	if c.d.ingressIP != "" {
+		ip = c.d.ingressIP
 	}
-	return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: ip.String()}}}
+	return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: ip}}}
 }
 
 func (c *memCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, _ []*corev1.Node) (*corev1.LoadBalancerStatus, error) {

@@ -102,7 +102,13 @@ func TestKitFailsExactlyTheBrokenChecks(t *testing.T) {
 		"delete missing errs": {d: defects{deleteMissingErrs: true}, want: []string{"LoadBalancer/DeleteIsIdempotent", "LoadBalancer/DeletingMissingSucceeds"}, says: "not found"},
 		"leak on retry":       {d: defects{leakOnRetry: true}, want: []string{"LoadBalancer/EnsureConvergesAfterPartialFailure"}, says: "shows 2 load balancers"},
 		"plain throttle":      {d: defects{plainThrottle: true}, want: []string{"Errors/ThrottlingIsARetryError"}, says: "has no RetryError in its chain"},
-		"nil ingress IP":      {d: defects{nilIngressIP: true}, want: []string{"LoadBalancer/EnsureReturnsIngress"}, says: `ingress[0].ip "<nil>" is not an IP address`},
+		"nil ingress IP":      {d: defects{ingressIP: net.IP(nil).String()}, want: []string{"LoadBalancer/EnsureReturnsIngress"}, says: `ingress[0].ip "<nil>" is not an IP address`},
+		// Addresses Go parses and the API server refuses in a Service's
+		// status (StrictIPCIDRValidation, on by default since 1.36).
+		"zoned ingress IP": {d: defects{ingressIP: "fe80::1%eth0"}, want: []string{"LoadBalancer/EnsureReturnsIngress"}, says: `ingress[0].ip "fe80::1%eth0" is not an IP address`},
+		"IPv4-mapped IPv6": {d: defects{ingressIP: "::ffff:192.0.2.1"}, want: []string{"LoadBalancer/EnsureReturnsIngress"}, says: "must not be an IPv4-mapped IPv6 address"},
+		"leading zeros":    {d: defects{ingressIP: "192.0.2.010"}, want: []string{"LoadBalancer/EnsureReturnsIngress"}, says: `ingress[0].ip "192.0.2.010" is not an IP address`},
+		"IPv6 ingress":     {d: defects{ingressIP: "2001:db8::10"}},
 		// A panic fails the checks whose calls panic, and only them: the
 		// checks after them run.
 		"panics": {d: defects{panicDeleteMissing: true}, want: []string{"LoadBalancer/DeleteIsIdempotent", "LoadBalancer/DeletingMissingSucceeds", "Ownership/ScopedToCluster"},

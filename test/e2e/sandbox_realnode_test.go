@@ -98,7 +98,7 @@ func TestSandboxRealNodes(t *testing.T) {
 // on the way and held too, since a run takes the lowest free slot.
 func holdSlot(ctx context.Context, t *testing.T, r sandboxRun, p *testbed.Process) {
 	t.Helper()
-	want, _ := takenSlot(t, p)
+	want, _ := takenSlot(t, readLog(t, p))
 	creds := func(string, ...string) (*rest.Config, error) { return nil, errors.New("holds a slot only") }
 	for range 64 {
 		c, err := realnode.Start(ctx, realnode.Config{BinDir: r.binDir, APIServerPort: r.ports[0], Credentials: creds})
@@ -149,11 +149,8 @@ func checkClusterDNS(ctx context.Context, t *testing.T, cs kubernetes.Interface)
 // names: other clusters on the machine may hold other slots meanwhile.
 func checkNoRealNodes(t *testing.T, p *testbed.Process, after string) {
 	t.Helper()
-	slot, index := takenSlot(t, p)
-	b, err := os.ReadFile(p.LogFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readLog(t, p)
+	slot, index := takenSlot(t, b)
 	if ns, _ := filepath.Glob("/run/netns/" + slot + "-*"); len(ns) > 0 {
 		t.Errorf("real nodes' namespaces left after %s: %v", after, ns)
 	}
@@ -165,14 +162,20 @@ func checkNoRealNodes(t *testing.T, p *testbed.Process, after string) {
 	}
 }
 
-// takenSlot is the name and index of the real-node slot the sandbox's log
-// names.
-func takenSlot(t *testing.T, p *testbed.Process) (name, index string) {
+// readLog is the sandbox's log so far.
+func readLog(t *testing.T, p *testbed.Process) []byte {
 	t.Helper()
 	b, err := os.ReadFile(p.LogFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// takenSlot is the name and index of the real-node slot the sandbox's log
+// names.
+func takenSlot(t *testing.T, b []byte) (name, index string) {
+	t.Helper()
 	m := slotTaken.FindAllStringSubmatch(string(b), -1)
 	if len(m) == 0 {
 		t.Fatalf("the sandbox's log names no real-node slot:\n%s", b)

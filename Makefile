@@ -5,7 +5,6 @@ BIN := $(CURDIR)/bin
 export STRATUS_BIN_DIR := $(BIN)
 
 KUBE_VERSION := v1.37.2
-KWOK_VERSION := v0.8.0
 CONTAINERD_VERSION := v2.4.2
 CNI_PLUGINS_VERSION := v1.9.1
 GOLANGCI_LINT_VERSION := v2.15.0
@@ -22,7 +21,15 @@ LDFLAGS := -s -w -X github.com/stratus-ccm/stratus/internal/version.version=$(ST
 	-X github.com/stratus-ccm/stratus/internal/version.commit=$(STRATUS_COMMIT)
 # Integration and e2e tests start real control planes; -p 2 keeps at most
 # two test binaries (and so two apiservers) on this 2-core machine at once.
-TEST_FLAGS ?= -race -p 2 -timeout 20m
+# -vet=off: make lint vets every package of every module in full, so go
+# test's own subset of vet would only run the same analyzers a second time.
+TEST_FLAGS ?= -race -vet=off -p 2 -timeout 20m
+# The example that links AWS' provider runs without -race: it links the
+# AWS SDK's EC2 client, one of the largest Go packages there is, and
+# race-instrumenting the SDK cost a cold CI run minutes for code that is
+# not Stratus'. Stratus' own packages, the ones it drives there (pkg/ccm
+# and the controllers), are race-tested by this module's tests.
+NORACE_EXAMPLES := aws-provider
 # hack/dist (chart rendering, image assembly) runs without -race: the code
 # under test is sequential, and race-instrumenting Helm's tree and a second
 # k8s.io version would add minutes of compiling to every CI run.
@@ -66,18 +73,22 @@ deps:
 # links this module's provider, so provider changes rebuild it too.
 UPSTREAM_CCM_SRC := go.mod bench/go.mod bench/go.sum $(wildcard bench/cmd/upstream-ccm/*.go) \
 	$(shell find pkg/providers/localcloud pkg/localcloud/api pkg/localcloud/client pkg/cloud internal/observe test/vendors/profile -name '*.go' -not -name '*_test.go' 2>/dev/null)
-$(BIN)/upstream-ccm: $(UPSTREAM_CCM_SRC)
+$(BIN)/upstream-ccm: $(UPSTREAM_CCM_SRC) | $(TOOLS_BINS)
 	cd bench && $(GO) build -ldflags "-s -w $(KUBE_LDFLAGS)" -o $@ ./cmd/upstream-ccm
 
 # One go build for every program of hack/tools: the Kubernetes programs
-# share most of their packages, and one go command compiles each package
-# once and links the programs side by side, where separate builds running
-# as parallel make jobs would each compile the shared packages again.
+# and kwok share most of their packages, and one go command compiles each
+# package once and links the programs side by side, where separate builds
+# running as parallel make jobs would each compile the shared packages
+# again. kwok is built in hack/tools (its version is hack/tools' go.mod's)
+# so that it compiles against the test bed's own client-go rather than a
+# module graph of its own: on a cold machine that was minutes of compiling
+# Kubernetes' libraries a second time.
 KUBE_CMDS := kube-apiserver $(KUBE_NODE_CMDS)
-TOOLS_BINS := $(addprefix $(BIN)/,$(KUBE_CMDS) etcd)
+TOOLS_BINS := $(addprefix $(BIN)/,$(KUBE_CMDS) etcd kwok)
 $(TOOLS_BINS) &: $(TOOLS_MOD) hack/tools/etcd/main.go
 	mkdir -p $(BIN)
-	cd hack/tools && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ $(addprefix k8s.io/kubernetes/cmd/,$(KUBE_CMDS)) ./etcd
+	cd hack/tools && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ $(addprefix k8s.io/kubernetes/cmd/,$(KUBE_CMDS)) sigs.k8s.io/kwok/cmd/kwok ./etcd
 
 # containerd and the CNI plugins install as their own modules (no replace
 # lines), static: no cgo, and no btrfs snapshotter, which needs C headers.
@@ -149,23 +160,13 @@ $(SKEW_BIN)/etcd: $(BIN)/etcd
 	mkdir -p $(SKEW_BIN)
 	ln -sf ../../etcd $@
 
-# kwok installs as its own module, at the version pinned here; the stamp
-# file makes a version bump rebuild it and nothing else.
-$(BIN)/kwok: $(BIN)/.kwok-$(KWOK_VERSION)
-
-$(BIN)/.kwok-$(KWOK_VERSION):
-	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
-	touch $@
-
 # helm, the CLI an operator installs the chart with: test/vendors installs
-# the chart with it beside another release. The version is the Helm SDK's
-# in hack/dist/go.mod, which renders and lints the chart.
-HELM_VERSION := $(shell sed -n 's|^\thelm.sh/helm/v3 ||p' hack/dist/go.mod)
-$(BIN)/helm: $(BIN)/.helm-$(HELM_VERSION)
-
-$(BIN)/.helm-$(HELM_VERSION):
-	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
-	touch $@
+# the chart with it beside another release. It is built from hack/dist
+# (hack/dist/tools.go pins it), at the Helm SDK version that module renders
+# and lints the chart with, and so from the packages hack/dist's tests
+# compile too.
+$(BIN)/helm: hack/dist/go.mod hack/dist/go.sum
+	cd hack/dist && $(GO) build -o $@ helm.sh/helm/v3/cmd/helm
 
 # e2e.test is Kubernetes' own end-to-end suite (go test -c of
 # k8s.io/kubernetes/test/e2e at the version hack/conformance pins, with the
@@ -176,7 +177,7 @@ $(BIN)/.helm-$(HELM_VERSION):
 e2e-test: $(BIN)/e2e.test
 
 # hack/conformance requires every module it shares with hack/tools at
-# hack/tools' version (TestConformanceModuleMatchesTools checks), so e2e.test
+# hack/tools' version (TestModulesMatchTools checks), so e2e.test
 # and agnhost reuse the packages the test bed's programs compiled; they are
 # built after them (order-only) rather than beside them, which would compile
 # those packages twice at once.
@@ -244,7 +245,7 @@ test: tools build e2e-test e2e-images
 # cache check of a few seconds per module.
 .PHONY: test-deps
 test-deps:
-	@for m in . bench $(EXAMPLES); do \
+	@for m in . bench $(filter-out $(addprefix examples/,$(NORACE_EXAMPLES)),$(EXAMPLES)); do \
 		echo "race-compiling the packages $$m's tests import"; \
 		(cd $$m && $(GO) build -race $$($(GO) list -deps -test -f '{{if and (ne .Name "main") .GoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v ' ')) || exit 1; \
 	done
@@ -260,7 +261,7 @@ test-images:
 test-bench:
 	cd bench && $(GO) test $(TEST_FLAGS) ./...
 $(addprefix test-example-,$(notdir $(EXAMPLES))): test-example-%:
-	cd examples/$* && $(GO) test $(TEST_FLAGS) ./...
+	cd examples/$* && $(GO) test $(if $(filter $*,$(NORACE_EXAMPLES)),$(filter-out -race,$(TEST_FLAGS)),$(TEST_FLAGS)) ./...
 
 # unit: the unit tests alone (-short), which need no test bed and no bin/;
 # each integration test says, as it skips, that it needs `make tools`.

@@ -6,29 +6,40 @@ import (
 	"testing"
 )
 
-// TestConformanceModuleMatchesTools wants hack/conformance to require every
-// module it shares with hack/tools at hack/tools' version. The Makefile
-// builds e2e.test and agnhost after the test bed's programs so that they
+// TestModulesMatchTools wants the modules that build against hack/tools'
+// packages to require every module they share with hack/tools at hack/tools'
+// version: hack/conformance (e2e.test and agnhost), and this module, whose
+// version bench/ (the upstream peer), go vet and the linters compile with.
+// The Makefile builds those after the test bed's programs so that they
 // reuse the packages those compiled; one module at another version (a
 // golang.org/x/net, say) gives every package above it a new build ID and
-// costs a cold CI run minutes of compiling Kubernetes again.
-func TestConformanceModuleMatchesTools(t *testing.T) {
+// costs a cold CI run minutes of compiling Kubernetes' libraries again.
+func TestModulesMatchTools(t *testing.T) {
 	tools := requirements(t, "../../hack/tools/go.mod")
-	conformance := requirements(t, "../../hack/conformance/go.mod")
-	shared := 0
-	for path, v := range conformance {
-		tv, ok := tools[path]
-		if !ok {
-			continue
+	for _, m := range []struct {
+		name, gomod string
+		minShared   int
+	}{
+		// Both build k8s.io/kubernetes: they share hundreds.
+		{"hack/conformance", "../../hack/conformance/go.mod", 100},
+		// client-go, the API types, component-base and what they import.
+		{"the main module", "../../go.mod", 40},
+	} {
+		shared := 0
+		for path, v := range requirements(t, m.gomod) {
+			tv, ok := tools[path]
+			if !ok {
+				continue
+			}
+			shared++
+			if v != tv {
+				t.Errorf("%s requires %s %s, hack/tools %s: run `go get %s@%s` in %s (or raise hack/tools)",
+					m.name, path, v, tv, path, tv, m.name)
+			}
 		}
-		shared++
-		if v != tv {
-			t.Errorf("hack/conformance requires %s %s, hack/tools %s: run `go get %s@%s` in hack/conformance (or raise hack/tools)",
-				path, v, tv, path, tv)
+		if shared < m.minShared {
+			t.Errorf("%s and hack/tools share %d modules, want at least %d: both build Kubernetes' libraries", m.name, shared, m.minShared)
 		}
-	}
-	if shared < 100 {
-		t.Errorf("hack/conformance and hack/tools share %d modules; both build k8s.io/kubernetes and should share hundreds", shared)
 	}
 }
 

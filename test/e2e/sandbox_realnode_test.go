@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -189,8 +188,8 @@ func checkNoRealNodes(t *testing.T, p *testbed.Process, after string) {
 	// Another test's cluster may hold the slot by now (its lock file names
 	// that cluster's directory): its namespaces are its own, all but the
 	// sandbox's nodes' (real-NN), whose names no other test uses.
-	if lock, err := os.ReadFile(filepath.Join(realnode.LockDir, "slot-"+index+".lock")); err == nil &&
-		len(bytes.TrimSpace(lock)) > 0 && strings.TrimSpace(string(lock)) != filepath.Join(realnode.DefaultRoot, "slot-"+index) {
+	lock, _ := os.ReadFile(filepath.Join(realnode.LockDir, "slot-"+index+".lock"))
+	if holder := strings.TrimSpace(string(lock)); holder != "" && holder != filepath.Join(realnode.DefaultRoot, "slot-"+index) {
 		ns = slices.DeleteFunc(ns, func(n string) bool { return !strings.HasPrefix(filepath.Base(n), slot+"-real-0") })
 	}
 	if len(ns) > 0 {

@@ -3,14 +3,18 @@ package cli
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
+	"github.com/stratus-ccm/stratus/internal/netns"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/dataplane"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 )
@@ -22,6 +26,8 @@ type serveOptions struct {
 	rateBurst                          int
 	quotaInstances, quotaLBs, quotaRts int
 	internalPool, externalPool, vips   string
+	// The data plane: a namespace, a mode and the targets' network.
+	dpNetns, dpMode, dpTargets string
 	// changed lists the knob flags given on the command line.
 	changed func(flag string) bool
 	value   func(flag string) string
@@ -87,6 +93,44 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet, d api.Knobs, p store.Pools) {
 	f.StringVar(&o.internalPool, "internal-pool", p.Internal.String(), "CIDR for instance internal addresses")
 	f.StringVar(&o.externalPool, "external-pool", p.External.String(), "CIDR for instance external addresses")
 	f.StringVar(&o.vips, "vip-pool", p.VIP.String(), "CIDR for load balancer VIPs")
+	f.StringVar(&o.dpNetns, "dataplane-netns", "", "name or path of the network namespace that owns the VIP pool (its routes make it local); "+
+		"empty: the machine's own, VIPs on loopback")
+	f.StringVar(&o.dpMode, "dataplane", "proxy", "how load balancers forward: proxy (connections, from localcloud's address) or "+
+		"passthrough (packets, nftables DNAT in --dataplane-netns, keeping the client's address)")
+	f.StringVar(&o.dpTargets, "dataplane-target-network", "", "with --dataplane=passthrough, the CIDR of the targets that route "+
+		"clients' replies back through the namespace; a load balancer with a target elsewhere is proxied")
+}
+
+// dataPlane validates the data plane's flags, naming the flag and value.
+func (o *serveOptions) dataPlane() (dataplane.Options, error) {
+	var d dataplane.Options
+	if o.dpNetns != "" {
+		d.Netns = o.dpNetns
+		if !strings.Contains(o.dpNetns, "/") {
+			d.Netns = netns.Path(o.dpNetns)
+		}
+		if _, err := os.Stat(d.Netns); err != nil {
+			return d, fmt.Errorf("--dataplane-netns %q: no such network namespace (%s)", o.dpNetns, d.Netns)
+		}
+	}
+	switch o.dpMode {
+	case "proxy":
+		if o.dpTargets != "" {
+			return d, fmt.Errorf("--dataplane-target-network %q: only with --dataplane=passthrough", o.dpTargets)
+		}
+	case "passthrough":
+		if o.dpNetns == "" {
+			return d, fmt.Errorf("--dataplane %q: needs --dataplane-netns", o.dpMode)
+		}
+		pr, err := netip.ParsePrefix(o.dpTargets)
+		if err != nil || !pr.Addr().Is4() {
+			return d, fmt.Errorf("--dataplane-target-network %q: want the IPv4 CIDR of the targets' network", o.dpTargets)
+		}
+		d.PassThrough, d.TargetNetwork = true, pr.Masked()
+	default:
+		return d, fmt.Errorf("--dataplane %q: want proxy or passthrough", o.dpMode)
+	}
+	return d, nil
 }
 
 // config validates the flags, naming the flag and its value on error.
@@ -122,5 +166,10 @@ func (o *serveOptions) config(tokenFile string) (server.Config, error) {
 	if err := k.Validate(); err != nil {
 		return server.Config{}, api.FlagError(err)
 	}
-	return server.Config{Listen: o.listen, StateDir: o.stateDir, TokenFile: tokenFile, Knobs: &k, KnobOverrides: &overrides, Pools: pools}, nil
+	dp, err := o.dataPlane()
+	if err != nil {
+		return server.Config{}, err
+	}
+	return server.Config{Listen: o.listen, StateDir: o.stateDir, TokenFile: tokenFile, Knobs: &k, KnobOverrides: &overrides, Pools: pools,
+		DataPlane: dp}, nil
 }

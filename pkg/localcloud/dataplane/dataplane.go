@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/stratus-ccm/stratus/internal/netns"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 )
 
@@ -46,15 +47,18 @@ type Spec struct {
 type Manager struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+	opts   Options
+	nft    *nft // nil unless passing through
 
 	mu  sync.Mutex
 	lbs map[string]*loadBalancer
 }
 
-// NewManager returns a Manager whose goroutines stop when ctx ends or Close is called.
+// NewManager returns a Manager of proxies on the machine's own addresses,
+// whose goroutines stop when ctx ends or Close is called.
 func NewManager(ctx context.Context) *Manager {
-	ctx, cancel := context.WithCancel(ctx)
-	return &Manager{ctx: ctx, cancel: cancel, lbs: map[string]*loadBalancer{}}
+	m, _ := NewManagerIn(ctx, Options{}) // cannot fail without a namespace
+	return m
 }
 
 // Apply starts a load balancer or brings a running one to spec. Listeners
@@ -67,7 +71,7 @@ func (m *Manager) Apply(spec Spec) error {
 	}
 	lb, ok := m.lbs[spec.ID]
 	if !ok {
-		lb = newLoadBalancer(m.ctx, spec.ID)
+		lb = newLoadBalancer(m.ctx, spec.ID, m.opts, m.nft)
 		m.lbs[spec.ID] = lb
 	}
 	return lb.apply(spec)
@@ -150,6 +154,15 @@ type loadBalancer struct {
 	ctx context.Context
 	id  string
 	log klog.Logger
+	// sockets opens the proxy's listeners and dials targets and health
+	// checks, in the data plane's namespace.
+	sockets netns.Sockets
+	opts    Options
+	nft     *nft
+	// passing: the load balancer is an nftables table, not listeners.
+	passing bool
+	// programmed: the healthy targets the table was last built with.
+	programmed []target
 
 	snap atomic.Pointer[snapshot]
 	rr   atomic.Uint64
@@ -162,9 +175,10 @@ type loadBalancer struct {
 	checkDone chan struct{}
 }
 
-func newLoadBalancer(ctx context.Context, id string) *loadBalancer {
+func newLoadBalancer(ctx context.Context, id string, opts Options, n *nft) *loadBalancer {
 	lb := &loadBalancer{
 		ctx: ctx, id: id, log: klog.FromContext(ctx).WithValues("loadBalancer", id),
+		sockets: netns.Sockets{Path: opts.Netns}, opts: opts, nft: n,
 		listeners: map[listenerKey]listener{}, hstate: map[string]*healthState{},
 	}
 	lb.snap.Store(&snapshot{})
@@ -181,6 +195,12 @@ func (lb *loadBalancer) apply(spec Spec) error {
 	spec.HealthCheck = spec.HealthCheck.WithDefaults()
 	lb.spec = spec
 	lb.syncHealthStateLocked()
+	if lb.passThrough(spec) {
+		return lb.applyPassThroughLocked()
+	}
+	if lb.passing {
+		lb.stopPassThroughLocked()
+	}
 	lb.publishLocked()
 
 	want := map[listenerKey]api.Listener{}
@@ -230,6 +250,11 @@ func (lb *loadBalancer) publishLocked() {
 		}
 	}
 	lb.snap.Store(s)
+	if lb.passing {
+		if err := lb.programLocked(s.healthy); err != nil {
+			lb.log.Error(err, "Programming the pass-through load balancer")
+		}
+	}
 }
 
 // pick chooses a healthy backend for a connection from client: by a hash
@@ -254,6 +279,9 @@ func (lb *loadBalancer) close() {
 	lb.stopChecker()
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
+	if lb.passing {
+		lb.stopPassThroughLocked()
+	}
 	for k, l := range lb.listeners {
 		l.close()
 		delete(lb.listeners, k)

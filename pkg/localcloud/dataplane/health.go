@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratus-ccm/stratus/internal/netns"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 )
 
@@ -142,7 +143,7 @@ func (lb *loadBalancer) probeRound(ctx context.Context, backends []Backend, port
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			ok := probe(ctx, b.Address, port, hc.Path, timeout)
+			ok := probe(ctx, lb.sockets, b.Address, port, hc.Path, timeout)
 			mu.Lock()
 			results[b.ID] = ok
 			mu.Unlock()
@@ -170,13 +171,12 @@ func (lb *loadBalancer) probeRound(ctx context.Context, backends []Backend, port
 // probe dials addr:port; with a path it asks for it over HTTP and wants
 // 200, since kube-proxy's health servers accept every connection and
 // answer 503 where the node must get no traffic.
-func probe(ctx context.Context, addr netip.Addr, port int, path string, timeout time.Duration) bool {
+func probe(ctx context.Context, sockets netns.Sockets, addr netip.Addr, port int, path string, timeout time.Duration) bool {
 	hostPort := net.JoinHostPort(addr.String(), strconv.Itoa(port))
 	if path != "" {
-		return probeHTTP(ctx, "http://"+hostPort+path, timeout)
+		return probeHTTP(ctx, sockets, "http://"+hostPort+path, timeout)
 	}
-	d := net.Dialer{Timeout: timeout}
-	c, err := d.DialContext(ctx, "tcp", hostPort)
+	c, err := sockets.DialContext(ctx, &net.Dialer{Timeout: timeout}, "tcp", hostPort)
 	if err != nil {
 		return false
 	}
@@ -184,7 +184,7 @@ func probe(ctx context.Context, addr netip.Addr, port int, path string, timeout 
 	return true
 }
 
-func probeHTTP(ctx context.Context, url string, timeout time.Duration) bool {
+func probeHTTP(ctx context.Context, sockets netns.Sockets, url string, timeout time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -193,7 +193,12 @@ func probeHTTP(ctx context.Context, url string, timeout time.Duration) bool {
 	}
 	// One connection per probe, closed after it: a backend's health is
 	// its answer now, not that of a kept-alive connection.
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
+	// Dialed from the data plane's namespace, as a cloud's checker sits
+	// in the VPC.
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return sockets.DialContext(ctx, &net.Dialer{}, network, addr)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil, DialContext: dial},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -26,7 +26,7 @@ type tcpListener struct {
 }
 
 func (lb *loadBalancer) listenTCP(addr netip.AddrPort, nodePort int) (*tcpListener, error) {
-	ln, err := net.Listen("tcp", addr.String())
+	ln, err := lb.sockets.Listen("tcp", addr.String())
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (l *tcpListener) dialBackend(client netip.Addr) net.Conn {
 			return nil
 		}
 		// The data plane's context: a closing manager abandons the dial.
-		c, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(l.lb.ctx, "tcp", net.JoinHostPort(t.addr.String(), port))
+		c, err := l.lb.sockets.DialContext(l.lb.ctx, &net.Dialer{Timeout: dialTimeout}, "tcp", net.JoinHostPort(t.addr.String(), port))
 		if err == nil {
 			return c
 		}

@@ -33,7 +33,7 @@ type udpFlow struct {
 }
 
 func (lb *loadBalancer) listenUDP(addr netip.AddrPort, nodePort int) (*udpListener, error) {
-	pc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
+	pc, err := lb.sockets.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (l *udpListener) flow(src netip.AddrPort) *udpFlow {
 		return nil
 	}
 	dst := netip.AddrPortFrom(t.addr, uint16(l.nodePort.Load()))
-	up, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(dst))
+	up, err := l.lb.sockets.DialUDP("udp", nil, net.UDPAddrFromAddrPort(dst))
 	if err != nil {
 		l.lb.log.V(4).Info("UDP backend dial failed", "backend", t.id, "err", err)
 		return nil

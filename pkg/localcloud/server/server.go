@@ -49,6 +49,9 @@ type Config struct {
 	// BindRetryInterval is how often a load balancer in error (its
 	// VIP:port could not be bound) tries again; default 5s.
 	BindRetryInterval time.Duration
+	// DataPlane says where load balancers live and how they forward; the
+	// zero value proxies on the machine's own (loopback) VIPs.
+	DataPlane dataplane.Options
 }
 
 // Server is one localcloud.
@@ -191,9 +194,15 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("localcloud server: listen %s: %w", s.cfg.Listen, err)
 	}
-	s.started = true
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	s.dp = dataplane.NewManager(s.ctx)
+	dp, err := dataplane.NewManagerIn(s.ctx, s.cfg.DataPlane)
+	if err != nil {
+		s.cancel()
+		_ = ln.Close()
+		return fmt.Errorf("localcloud server: %w", err)
+	}
+	s.started = true
+	s.dp = dp
 	s.ln = ln
 	s.http = &http.Server{
 		Handler:           s.mux,

@@ -1,0 +1,218 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
+)
+
+// Pass-through: a load balancer that forwards packets, as a cloud's network
+// load balancer does, instead of proxying connections. Each one is an
+// nftables table of its own inside the data plane's namespace, replaced in
+// one atomic transaction whenever its listeners, source ranges or healthy
+// targets change:
+//   - filter_pre drops, before any NAT, packets for the VIP's ports from
+//     sources outside loadBalancerSourceRanges;
+//   - nat_pre DNATs VIP:port to a healthy target's address:nodePort, picked
+//     per new flow (round-robin, or a hash of the source address for
+//     sessionAffinity ClientIP); conntrack keeps a flow on its target;
+//   - nat_post masquerades flows whose client is itself inside the target
+//     network (a node or a pod behind its node's SNAT): their replies would
+//     otherwise go straight back, around the namespace, un-DNATed.
+//
+// The client's address is kept for everyone else: the targets route the
+// clients' range back through the namespace.
+
+// affinitySeed makes the source hash of ClientIP affinity a fixed
+// function, so that a rebuilt table keeps each client on its target.
+const affinitySeed = "0x5354"
+
+// tablePrefix names every table the data plane owns in its namespace.
+const tablePrefix = "lb_"
+
+// tableName is the nftables table of load balancer id: identifiers allow
+// letters, digits and underscores.
+func tableName(id string) string {
+	return tablePrefix + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, id)
+}
+
+// nftScript is the transaction that replaces the load balancer's table:
+// adding then deleting the table first makes it work whether or not the
+// table exists, all in one atomic commit.
+func nftScript(spec Spec, healthy []target, targetNetwork netip.Prefix) string {
+	t := tableName(spec.ID)
+	vip := spec.VIP.String()
+	var b strings.Builder
+	fmt.Fprintf(&b, "add table inet %s\ndelete table inet %s\ntable inet %s {\n", t, t, t)
+
+	b.WriteString("\tchain filter_pre {\n\t\ttype filter hook prerouting priority -150; policy accept;\n")
+	if len(spec.SourceRanges) > 0 {
+		var ranges []string
+		for _, p := range spec.SourceRanges {
+			if p.Addr().Is4() {
+				ranges = append(ranges, p.Masked().String())
+			}
+		}
+		for _, proto := range protocols(spec.Listeners) {
+			ports := portList(spec.Listeners, proto)
+			if len(ranges) == 0 {
+				// Only ranges of the other family: no client of this
+				// one is allowed.
+				fmt.Fprintf(&b, "\t\tip daddr %s %s dport { %s } drop\n", vip, proto, ports)
+				continue
+			}
+			fmt.Fprintf(&b, "\t\tip daddr %s %s dport { %s } ip saddr != { %s } drop\n", vip, proto, ports, strings.Join(ranges, ", "))
+		}
+	}
+	b.WriteString("\t}\n")
+
+	b.WriteString("\tchain nat_pre {\n\t\ttype nat hook prerouting priority -100; policy accept;\n")
+	if len(healthy) > 0 {
+		pick := fmt.Sprintf("numgen inc mod %d", len(healthy))
+		if spec.ClientAffinity {
+			pick = fmt.Sprintf("jhash ip saddr mod %d seed %s", len(healthy), affinitySeed)
+		}
+		var elems []string
+		for i, h := range healthy {
+			elems = append(elems, fmt.Sprintf("%d : %s", i, h.addr))
+		}
+		for _, l := range sortedListeners(spec.Listeners) {
+			fmt.Fprintf(&b, "\t\tip daddr %s %s dport %d dnat ip to %s map { %s } : %d\n",
+				vip, proto(l.Protocol), l.Port, pick, strings.Join(elems, ", "), l.NodePort)
+		}
+	}
+	// With no healthy target nothing is DNATed: the namespace owns the
+	// VIP and nothing listens there, so a TCP client is refused at once.
+	b.WriteString("\t}\n")
+
+	b.WriteString("\tchain nat_post {\n\t\ttype nat hook postrouting priority 100; policy accept;\n")
+	if targetNetwork.IsValid() && targetNetwork.Addr().Is4() {
+		fmt.Fprintf(&b, "\t\tip saddr %s ct original ip daddr %s masquerade\n", targetNetwork.Masked(), vip)
+	}
+	b.WriteString("\t}\n}\n")
+	return b.String()
+}
+
+func proto(p api.Protocol) string {
+	if p == api.ProtocolUDP {
+		return "udp"
+	}
+	return "tcp"
+}
+
+func protocols(ls []api.Listener) []string {
+	var out []string
+	for _, l := range ls {
+		if p := proto(l.Protocol); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func portList(ls []api.Listener, p string) string {
+	var ports []int
+	for _, l := range ls {
+		if proto(l.Protocol) == p {
+			ports = append(ports, l.Port)
+		}
+	}
+	slices.Sort(ports)
+	ports = slices.Compact(ports)
+	s := make([]string, len(ports))
+	for i, port := range ports {
+		s[i] = fmt.Sprint(port)
+	}
+	return strings.Join(s, ", ")
+}
+
+func sortedListeners(ls []api.Listener) []api.Listener {
+	out := slices.Clone(ls)
+	slices.SortFunc(out, func(a, b api.Listener) int {
+		if c := strings.Compare(string(a.Protocol), string(b.Protocol)); c != 0 {
+			return c
+		}
+		return a.Port - b.Port
+	})
+	return out
+}
+
+// nft runs the nft program inside the namespace, feeding it script.
+type nft struct {
+	nsPath, nft, nsenter, conntrack string
+}
+
+// nftTimeout bounds one transaction; it takes milliseconds.
+const nftTimeout = 20 * time.Second
+
+func (n nft) run(ctx context.Context, stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, nftTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, n.nsenter, append([]string{"--net=" + n.nsPath, "--", n.nft}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("nft %s in %s: %w: %s", strings.Join(args, " "), n.nsPath, err, strings.TrimSpace(out.String()))
+	}
+	return out.String(), nil
+}
+
+// apply commits a script.
+func (n nft) apply(ctx context.Context, script string) error {
+	_, err := n.run(ctx, script, "-f", "-")
+	return err
+}
+
+// deleteTable removes a load balancer's table, if it is there.
+func (n nft) deleteTable(ctx context.Context, id string) error {
+	t := tableName(id)
+	return n.apply(ctx, fmt.Sprintf("add table inet %s\ndelete table inet %s\n", t, t))
+}
+
+// deleteStale removes every table of the data plane's left in the
+// namespace by an earlier run (one killed before it could clean up), so a
+// load balancer deleted meanwhile does not keep forwarding.
+func (n nft) deleteStale(ctx context.Context) error {
+	out, err := n.run(ctx, "", "list", "tables", "inet")
+	if err != nil {
+		return err
+	}
+	var script strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "table inet "); ok && strings.HasPrefix(name, tablePrefix) {
+			fmt.Fprintf(&script, "delete table inet %s\n", name)
+		}
+	}
+	if script.Len() == 0 {
+		return nil
+	}
+	return n.apply(ctx, script.String())
+}
+
+// forgetUDP drops the conntrack entries of UDP flows from vip:port to a
+// target that left the healthy set: UDP has no end, so without this a
+// client that keeps sending would stay on a dead target. Best effort: with
+// no conntrack program the flows expire on their own.
+func (n nft) forgetUDP(ctx context.Context, vip netip.Addr, port int, target netip.Addr) {
+	if n.conntrack == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, nftTimeout)
+	defer cancel()
+	_ = exec.CommandContext(ctx, n.nsenter, "--net="+n.nsPath, "--", n.conntrack, "-D", "-p", "udp",
+		"--orig-dst", vip.String(), "--orig-port-dst", fmt.Sprint(port), "--reply-src", target.String()).Run()
+}

@@ -1,0 +1,151 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+)
+
+// Options says where a Manager's load balancers live and how they forward.
+type Options struct {
+	// Netns is the path of the network namespace that owns the VIPs (its
+	// routes make the VIP range local): listeners, dials to targets and
+	// health checks are made there. Empty: the process' own namespace, the
+	// VIPs on loopback.
+	Netns string
+	// PassThrough makes load balancers forward packets (nftables DNAT in
+	// Netns) rather than proxy connections, so targets see the client's
+	// address. It needs Netns.
+	PassThrough bool
+	// TargetNetwork is where pass-through can send packets: the network
+	// whose hosts route the clients' range back through Netns. A load
+	// balancer with a target outside it, or with an IPv6 VIP, is proxied.
+	TargetNetwork netip.Prefix
+}
+
+// NewManagerIn returns a Manager for opts. With PassThrough it checks that
+// nft works in the namespace and removes the tables an earlier run left.
+func NewManagerIn(ctx context.Context, opts Options) (*Manager, error) {
+	m := &Manager{opts: opts, lbs: map[string]*loadBalancer{}}
+	if opts.Netns != "" {
+		if _, err := os.Stat(opts.Netns); err != nil {
+			return nil, fmt.Errorf("dataplane: network namespace: %w", err)
+		}
+	}
+	if opts.PassThrough {
+		if opts.Netns == "" {
+			return nil, errors.New("dataplane: pass-through needs a network namespace")
+		}
+		if !opts.TargetNetwork.IsValid() {
+			return nil, errors.New("dataplane: pass-through needs the targets' network")
+		}
+		n := &nft{nsPath: opts.Netns}
+		for name, dst := range map[string]*string{"nft": &n.nft, "nsenter": &n.nsenter} {
+			p, err := lookSbin(name)
+			if err != nil {
+				return nil, fmt.Errorf("dataplane: pass-through: %w", err)
+			}
+			*dst = p
+		}
+		// Optional: without it, UDP flows to a removed target expire.
+		n.conntrack, _ = lookSbin("conntrack")
+		if err := n.deleteStale(ctx); err != nil {
+			return nil, fmt.Errorf("dataplane: pass-through: %w", err)
+		}
+		m.nft = n
+	}
+	m.ctx, m.cancel = context.WithCancel(ctx)
+	return m, nil
+}
+
+// lookSbin finds a program on the PATH or in the sbin directories, where
+// Debian installs nft and conntrack, often outside a user's PATH.
+func lookSbin(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found on the PATH nor in /usr/sbin or /sbin", name)
+}
+
+// passThrough reports whether spec is forwarded by nftables: pass-through
+// is on, the VIP is IPv4 and every target is in the target network.
+func (lb *loadBalancer) passThrough(spec Spec) bool {
+	if lb.nft == nil || !spec.VIP.Is4() {
+		return false
+	}
+	for _, b := range spec.Backends {
+		if !lb.opts.TargetNetwork.Contains(b.Address) {
+			return false
+		}
+	}
+	return true
+}
+
+// applyPassThroughLocked turns the load balancer into (or keeps it) an
+// nftables table: its proxy listeners, if any, close first, since both
+// cannot serve the VIP.
+func (lb *loadBalancer) applyPassThroughLocked() error {
+	for k, l := range lb.listeners {
+		l.close()
+		delete(lb.listeners, k)
+	}
+	if !lb.passing {
+		lb.passing = true
+		lb.programmed = nil
+	}
+	lb.publishLocked()
+	var err error
+	if lb.programmed == nil {
+		// publishLocked logged it; apply returns it so the cloud marks the
+		// load balancer in error and retries.
+		err = lb.programLocked(lb.snap.Load().healthy)
+	}
+	lb.startCheckerLocked()
+	if err != nil {
+		return fmt.Errorf("dataplane: load balancer %s: %w", lb.id, err)
+	}
+	return nil
+}
+
+// programLocked commits the table for healthy, and forgets UDP flows to
+// targets no longer in it.
+func (lb *loadBalancer) programLocked(healthy []target) error {
+	if err := lb.nft.apply(lb.ctx, nftScript(lb.spec, healthy, lb.opts.TargetNetwork)); err != nil {
+		lb.programmed = nil
+		return err
+	}
+	for _, old := range lb.programmed {
+		if slices.ContainsFunc(healthy, func(t target) bool { return t.addr == old.addr }) {
+			continue
+		}
+		for _, l := range lb.spec.Listeners {
+			if proto(l.Protocol) == "udp" {
+				lb.nft.forgetUDP(lb.ctx, lb.spec.VIP, l.Port, old.addr)
+			}
+		}
+	}
+	// Never nil once programmed, so apply knows the table exists.
+	lb.programmed = append(make([]target, 0, len(healthy)), healthy...)
+	return nil
+}
+
+// stopPassThroughLocked removes the load balancer's table. It runs when
+// the manager closes too, so it does not use the load balancer's context.
+func (lb *loadBalancer) stopPassThroughLocked() {
+	lb.passing = false
+	lb.programmed = nil
+	if err := lb.nft.deleteTable(context.WithoutCancel(lb.ctx), lb.id); err != nil {
+		lb.log.Error(err, "Removing the pass-through load balancer's table")
+	}
+}

@@ -175,6 +175,12 @@ func (s *sandbox) startLocalcloud(ctx context.Context) error {
 			args = append(args, "--"+flag+"="+v)
 		}
 	}
+	if s.real != nil && s.real.LoadBalancerNetns() != "" {
+		// Load balancers forward packets inside the slot's load-balancer
+		// namespace: the real nodes' pods see the client's address.
+		args = append(args, "--dataplane-netns="+s.real.LoadBalancerNetns(), "--dataplane=passthrough",
+			"--dataplane-target-network="+s.real.Subnet().String())
+	}
 	// localcloud keeps its knobs in its state. Only the first start passes
 	// knob flags: the fault flags given now, and for a new cloud quotas
 	// sized from --nodes. A restart after a crash passes none, so it keeps

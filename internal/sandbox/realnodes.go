@@ -115,9 +115,15 @@ func (s *sandbox) takeRealSlot(ctx context.Context) error {
 		}
 		images = append(images, s.o.RealNodeImages...)
 	}
+	// With real nodes only and the slot's VIP pool, load balancers pass
+	// packets through in the slot's load-balancer namespace and keep the
+	// client's address. kwok nodes' addresses are the machine's loopback,
+	// which that namespace cannot reach: beside them, load balancers stay
+	// localcloud's proxies on the machine.
 	cluster, err := realnode.Start(ctx, realnode.Config{BinDir: s.o.BinDir, APIServerPort: s.o.APIServerPort,
 		Credentials: s.plane.UserConfig, NodeLabels: map[string]string{RealNodeLabel: "true"},
-		NodeLeaseSeconds: s.leaseSeconds(), Images: images, ClusterDNS: ClusterDNSAddr(), ClusterDomain: ClusterDomain})
+		NodeLeaseSeconds: s.leaseSeconds(), Images: images, ClusterDNS: ClusterDNSAddr(), ClusterDomain: ClusterDomain,
+		LoadBalancerNetwork: s.o.Nodes == 0 && s.o.VIPPool == ""})
 	if err != nil {
 		return fmt.Errorf("sandbox: real nodes: %w", err)
 	}

@@ -2,7 +2,9 @@
 // nodes. It speaks as the sandbox's stand-in responder does, so the same
 // probes work against either: on TCP it answers an HTTP request with an
 // HTTP response and anything else (or silence) with one line, "hello from
-// pod P on node N"; on UDP it echoes. POD_NAME and NODE_NAME come from the
+// pod P on node N"; on UDP it echoes. GET /clientip answers with the
+// address the connection came from, as the pod sees it: what tells a load
+// balancer that keeps the client's address from one that does not. POD_NAME and NODE_NAME come from the
 // downward API.
 //
 // With -get URL it is a client instead, for a pod that checks what it
@@ -92,8 +94,13 @@ func answer(c net.Conn, greeting string) {
 	line, _ := bufio.NewReader(c).ReadString('\n')
 	_ = c.SetReadDeadline(time.Time{})
 	if isHTTP(line) {
+		body := greeting
+		if f := strings.Fields(line); len(f) > 1 && f[1] == "/clientip" {
+			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			body = host + "\n"
+		}
 		_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-			len(greeting), greeting)
+			len(body), body)
 		return
 	}
 	_, _ = c.Write([]byte(greeting))

@@ -44,6 +44,28 @@ func TestAnswerHTTP(t *testing.T) {
 	}
 }
 
+// TestAnswerClientIP: GET /clientip is the address the connection came
+// from, here the test's own loopback address.
+func TestAnswerClientIP(t *testing.T) {
+	addr := listen(t)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/clientip", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || string(body) != "127.0.0.1\n" {
+		t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, body, "127.0.0.1\n")
+	}
+}
+
 func TestAnswerLineToSilentClient(t *testing.T) {
 	addr := listen(t)
 	c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)

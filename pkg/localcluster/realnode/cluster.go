@@ -51,6 +51,12 @@ type Config struct {
 	ClusterDNS netip.Addr
 	// ClusterDomain is the kubelets' clusterDomain when ClusterDNS is set.
 	ClusterDomain string
+	// LoadBalancerNetwork gives the slot a load-balancer namespace that
+	// owns the VIP range (LoadBalancerNetns), instead of the machine's
+	// bridge, and a clients' address on the machine outside the nodes'
+	// range (ClientAddr): what a cloud's data plane that forwards packets
+	// and keeps the client's address needs. See lbnet.go.
+	LoadBalancerNetwork bool
 }
 
 // defaultDNS gives a cluster DNS the usual domain when none is named.
@@ -108,11 +114,18 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg, slot: s, nodes: map[string]*Node{}, used: map[int]bool{}}
-	if err := s.setupBridge(ctx); err != nil {
+	if err := s.setupBridge(ctx, !cfg.LoadBalancerNetwork); err != nil {
 		_ = c.Stop(ctx)
 		return nil, err
 	}
-	klog.FromContext(ctx).Info("Real-node slot taken", "slot", s.name(), "subnet", s.subnet, "bridge", s.bridge())
+	if cfg.LoadBalancerNetwork {
+		if err := s.setupLBNetwork(ctx); err != nil {
+			_ = c.Stop(ctx)
+			return nil, err
+		}
+	}
+	klog.FromContext(ctx).Info("Real-node slot taken", "slot", s.name(), "subnet", s.subnet, "bridge", s.bridge(),
+		"loadBalancerNetwork", c.LoadBalancerNetns())
 	return c, nil
 }
 

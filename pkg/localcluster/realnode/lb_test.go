@@ -3,6 +3,7 @@ package realnode_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -105,8 +106,13 @@ func checkLoadBalancer(ctx context.Context, t *testing.T, cs kubernetes.Interfac
 	waitHealth(ctx, t, withPod.IP, hcPort, http.StatusOK)
 	waitHealth(ctx, t, other.IP, hcPort, http.StatusServiceUnavailable)
 
+	// The cloud's side of the slot: load balancers that forward packets
+	// in the slot's load-balancer namespace.
 	_, lctx := ktesting.NewTestContext(t)
-	m := dataplane.NewManager(lctx)
+	m, err := dataplane.NewManagerIn(lctx, dataplane.Options{Netns: c.LoadBalancerNetns(), PassThrough: true, TargetNetwork: c.Subnet()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer m.Close()
 	pool := c.VIPPool()
 	if !c.Subnet().Contains(pool.Addr()) || pool.Contains(withPod.IP) || pool.Contains(other.IP) {
@@ -137,9 +143,28 @@ func checkLoadBalancer(ctx context.Context, t *testing.T, cs kubernetes.Interfac
 	if err != nil {
 		t.Fatalf("the load balancer %s never answered %q ten times in a row: %v", addr, want, err)
 	}
+	// The pod sees the client on the machine as itself: externalTrafficPolicy
+	// Local keeps kube-proxy from SNATing, and the load balancer forwards.
+	if got, err := getBody(ctx, "http://"+addr+"/clientip"); err != nil || got != c.ClientAddr().String()+"\n" {
+		t.Errorf("the pod behind the load balancer saw the machine's client as %q (%v), want %s", got, err, c.ClientAddr())
+	}
 	if got := runClientPod(ctx, t, cs, "client", other.Name, "http://"+addr+"/"); got != want {
 		t.Errorf("a pod on %s got %q from the load balancer, want %q", other.Name, got, want)
 	}
+}
+
+func getBody(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }
 
 // runClientPod runs the demo image's client mode on node: it GETs url

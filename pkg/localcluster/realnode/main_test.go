@@ -59,7 +59,7 @@ func runChild(spec string) error {
 		return err
 	}
 	ctx := context.Background()
-	c, err := realnode.Start(ctx, realnode.Config{BinDir: f[0], Root: f[1], APIServerPort: port,
+	c, err := realnode.Start(ctx, realnode.Config{BinDir: f[0], Root: f[1], APIServerPort: port, LoadBalancerNetwork: true,
 		Credentials: func(user string, _ ...string) (*rest.Config, error) {
 			return clientcmd.BuildConfigFromFlags("", filepath.Join(f[4], user))
 		}})

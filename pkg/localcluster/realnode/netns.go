@@ -6,29 +6,32 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"runtime"
 	"sync"
 
-	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/internal/netns"
 )
 
 // setupBridge creates the slot's bridge with the gateway address: the
 // machine's only foothold in the slot's subnet, through which it reaches
-// the nodes (kube-apiserver to kubelets, curl to node ports). The VIP pool
-// is a local route on the bridge, as 127.0.0.0/8 is on lo: the machine
-// owns every address of it without one address per load balancer, answers
-// the nodes' ARP for them on the bridge, and the route goes with the
-// bridge.
-func (s *slot) setupBridge(ctx context.Context) error {
+// the nodes (kube-apiserver to kubelets, curl to node ports). With
+// localVIPs the VIP pool is a local route on the bridge, as 127.0.0.0/8 is
+// on lo: the machine owns every address of it without one address per
+// load balancer, answers the nodes' ARP for them on the bridge, and the
+// route goes with the bridge. Without, the load-balancer namespace owns
+// them (lbnet.go).
+func (s *slot) setupBridge(ctx context.Context, localVIPs bool) error {
 	br := s.bridge()
-	for _, args := range [][]string{
+	steps := [][]string{
 		{"link", "add", br, "type", "bridge"},
 		{"addr", "add", s.gateway().String() + "/24", "dev", br},
 		{"link", "set", br, "up"},
-		{"route", "add", "local", s.vipPool().String(), "dev", br, "table", "local"},
-	} {
+	}
+	if localVIPs {
+		steps = append(steps, []string{"route", "add", "local", s.vipPool().String(), "dev", br, "table", "local"})
+	}
+	for _, args := range steps {
 		if err := run(ctx, "ip", args...); err != nil {
 			return fmt.Errorf("realnode: bridge: %w", err)
 		}
@@ -39,7 +42,7 @@ func (s *slot) setupBridge(ctx context.Context) error {
 // setupNodeNetwork creates node i's namespace, its veth on the bridge
 // (eth0 inside, with the node's address and no default route) and turns on
 // forwarding inside the namespace only, so that its pods reach the bridge.
-func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string) error {
+func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string, lbNetwork bool) error {
 	ns := s.netnsName(node)
 	addr := s.nodeAddr(i).String() + "/24"
 	nft, err := lookPath("nft")
@@ -61,6 +64,9 @@ func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string) error {
 			"add chain ip stratus vip-snat { type nat hook postrouting priority 100; }; " +
 			"add rule ip stratus vip-snat oifname eth0 ip daddr " + s.vipPool().String() + " masquerade"},
 	}
+	if lbNetwork {
+		steps = append(steps, s.nodeRouteToClients(ns))
+	}
 	for _, st := range steps {
 		if err := run(ctx, st[0], st[1:]...); err != nil {
 			return fmt.Errorf("realnode: node %s network: %w", node, err)
@@ -69,51 +75,9 @@ func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string) error {
 	return nil
 }
 
-// inNetns runs fn on a thread inside the network namespace at nsPath. A
-// socket belongs to the namespace of the thread that creates it and keeps
-// it, so listeners and connections made by fn work from any goroutine
-// afterwards. The thread goes back to its namespace; if it cannot, it is
-// left locked and dies with its goroutine rather than serve others.
-func inNetns(nsPath string, fn func() error) error {
-	ch := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- err
-			return
-		}
-		defer func() { _ = orig.Close() }()
-		target, err := os.Open(nsPath)
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- err
-			return
-		}
-		defer func() { _ = target.Close() }()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			ch <- fmt.Errorf("setns %s: %w", nsPath, err)
-			return
-		}
-		ferr := fn()
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
-			runtime.UnlockOSThread()
-		}
-		ch <- ferr
-	}()
-	return <-ch
-}
-
 // listenIn opens a TCP listener inside the network namespace at nsPath.
 func listenIn(nsPath, addr string) (net.Listener, error) {
-	var ln net.Listener
-	err := inNetns(nsPath, func() error {
-		var err error
-		ln, err = net.Listen("tcp", addr)
-		return err
-	})
+	ln, err := netns.Sockets{Path: nsPath}.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("realnode: listen %s in %s: %w", addr, nsPath, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/stratus-ccm/stratus/internal/netns"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 )
 
@@ -52,7 +53,7 @@ func (n *Node) start(ctx context.Context) error {
 			return fmt.Errorf("realnode: node %s: %w", n.Name, err)
 		}
 	}
-	if err := c.slot.setupNodeNetwork(ctx, n.index, n.Name); err != nil {
+	if err := c.slot.setupNodeNetwork(ctx, n.index, n.Name, c.cfg.LoadBalancerNetwork); err != nil {
 		return err
 	}
 	if err := n.makeCgroupRoot(); err != nil {
@@ -268,7 +269,7 @@ func (n *Node) NetNS() string { return netnsPath(n.ns) }
 // the node would: to its pods, to other nodes, to a load balancer.
 func (n *Node) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var c net.Conn
-	err := inNetns(n.NetNS(), func() error {
+	err := netns.Do(n.NetNS(), func() error {
 		var err error
 		c, err = (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
 		return err

@@ -82,7 +82,8 @@ func TestRealNode(t *testing.T) {
 		t.Fatalf("a killed holder should leave its shims and namespace; found %v", left)
 	}
 
-	c, err := realnode.Start(ctx, realnode.Config{BinDir: bin, APIServerPort: cp.APIServerPort, Credentials: cp.UserConfig, Root: root})
+	c, err := realnode.Start(ctx, realnode.Config{BinDir: bin, APIServerPort: cp.APIServerPort, Credentials: cp.UserConfig, Root: root,
+		LoadBalancerNetwork: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,13 @@ func TestRealNode(t *testing.T) {
 	})
 	left := machineLeftovers(t, childSlot, root)
 	if c.Name() == childSlot {
-		left = slices.DeleteFunc(left, func(l string) bool { return strings.HasPrefix(l, "link ") && strings.HasSuffix(l, "-br") })
+		// The new holder's own bridge and load-balancer network, under
+		// the same names: the killed holder's were removed before them
+		// (adding a namespace or link that exists fails the Start).
+		left = slices.DeleteFunc(left, func(l string) bool {
+			return strings.HasPrefix(l, "link ") && (strings.HasSuffix(l, "-br") || strings.HasSuffix(l, "-lb") || strings.HasSuffix(l, "-cl")) ||
+				strings.HasSuffix(l, "-cloud_lb")
+		})
 	}
 	if len(left) > 0 {
 		t.Errorf("left by the killed holder after the next Start: %v", left)

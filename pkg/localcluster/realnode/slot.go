@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/internal/netns"
 )
 
 // DefaultRoot holds the slots' working directories.
@@ -80,7 +82,7 @@ func (s *slot) vipPool() netip.Prefix {
 // netnsPath is where `ip netns add` pins a node's namespace.
 func (s *slot) netnsName(node string) string { return s.name() + "-" + node }
 
-func netnsPath(name string) string { return filepath.Join("/run/netns", name) }
+func netnsPath(name string) string { return netns.Path(name) }
 
 // LockDir holds one lock file per slot, machine-wide whatever the Root
 // of each cluster: a slot's subnet and names are the machine's. It is on
@@ -126,7 +128,7 @@ func acquireSlot(ctx context.Context, root string) (*slot, error) {
 			s.release()
 			return nil, err
 		}
-		if overlaps(s.subnet, used) {
+		if overlaps(s.subnet, used) || overlaps(s.clients(), used) {
 			s.release()
 			continue
 		}

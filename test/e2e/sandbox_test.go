@@ -63,7 +63,7 @@ func waitReady(ctx context.Context, t *testing.T, p *testbed.Process, state stri
 		if p.Exited() {
 			code, _ := p.Wait(0)
 			b, _ := os.ReadFile(p.LogFile)
-			t.Fatalf("sandbox exited early with code %d:\n%s", code, b)
+			t.Fatalf("sandbox exited early with code %d:\n%s\n%s", code, b, childLogs(state))
 		}
 		_, err := os.Stat(filepath.Join(state, "ready"))
 		return err == nil, nil
@@ -71,6 +71,21 @@ func waitReady(ctx context.Context, t *testing.T, p *testbed.Process, state stri
 	if err != nil {
 		t.Fatalf("sandbox never became ready: %v", err)
 	}
+}
+
+// childLogs is the end of each of the sandbox's children's logs: what a
+// sandbox that gave up was waiting on is there, not in its own output.
+func childLogs(state string) string {
+	logs, _ := filepath.Glob(filepath.Join(state, "logs", "*.log"))
+	var b strings.Builder
+	for _, l := range logs {
+		if strings.Contains(l, "etcd") || strings.Contains(l, "kube-apiserver") {
+			continue // long and rarely the cause; they stay on disk
+		}
+		b.WriteString(tailFile(l))
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // leftovers lists processes whose command line mentions the state dir.

@@ -30,11 +30,33 @@ type stateStore struct {
 	// sync are compared with what the API server has, not with a stale
 	// copy (which would cost a second, empty write).
 	written map[types.NamespacedName]*corev1.Service
+	// syncing counts the syncs under way per key (see begin).
+	syncing map[types.NamespacedName]int
 }
 
 func newStateStore() *stateStore {
 	return &stateStore{byKey: map[types.NamespacedName]*lbState{}, retrying: map[types.NamespacedName]bool{},
-		written: map[types.NamespacedName]*corev1.Service{}}
+		written: map[types.NamespacedName]*corev1.Service{}, syncing: map[types.NamespacedName]int{}}
+}
+
+// begin marks a sync of key as under way until the returned func runs. A
+// node pass meanwhile queues key again (outdated): the sync applies the
+// node set it read at its start, which may be older than the pass's, and
+// until it records its state nothing shows that. Without this, a node
+// that joined during a Service's first ensure (no record yet for the pass
+// to compare) stayed out of its load balancer until the next node change.
+// Queued while its sync runs, the key is synced once more after it.
+func (s *stateStore) begin(key types.NamespacedName) (end func()) {
+	s.mu.Lock()
+	s.syncing[key]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.syncing[key]--; s.syncing[key] <= 0 {
+			delete(s.syncing, key)
+		}
+	}
 }
 
 // wrote records the API server's answer to a write of a Service.
@@ -90,15 +112,19 @@ func (s *stateStore) setRetrying(key types.NamespacedName, v bool) (was bool) {
 	return was
 }
 
-// outdated returns the keys whose applied node set differs from cur.
+// outdated returns the keys whose applied node set differs from cur, and
+// those whose sync is under way (see begin).
 func (s *stateStore) outdated(cur nodeSet) []types.NamespacedName {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var keys []types.NamespacedName
 	for k, st := range s.byKey {
-		if !sameNodes(st.nodes, cur) {
+		if s.syncing[k] == 0 && !sameNodes(st.nodes, cur) {
 			keys = append(keys, k)
 		}
+	}
+	for k := range s.syncing {
+		keys = append(keys, k)
 	}
 	return keys
 }

@@ -21,6 +21,10 @@ const maxNodeNamesInEvents = 20
 // It returns an error carrying a RetryError when the cloud asked to come
 // back later; any other error is retried with backoff.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
+	// Before the node set is read below: a node pass from now on queues
+	// this Service again.
+	end := c.state.begin(key)
+	defer end()
 	svc := &corev1.Service{}
 	err := c.client.Get(ctx, key, svc)
 	if apierrors.IsNotFound(err) {

@@ -433,3 +433,45 @@ func TestFirstSyncSeesEveryCachedNode(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeJoiningDuringFirstEnsure: a node initialized while a Service's
+// first ensure is in flight reaches its load balancer. The node pass runs
+// before the ensure records which nodes it applied, so it has nothing to
+// compare; it queues the Service again, and that sync updates the hosts.
+func TestNodeJoiningDuringFirstEnsure(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, Config{}, lbService("ns", "web"), node("n1"))
+	release := h.lb.Gate("EnsureLoadBalancer")
+	done := make(chan error, 1)
+	go func() { done <- h.sync("ns/web") }()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.count("EnsureLoadBalancer") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the ensure never reached the cloud")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.c.nodes.upsert(node("n2"))
+	h.c.nodePass(ctx, h.q)
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := h.nodesOf("ns/web"); !slices.Equal(got, []string{"n1"}) {
+		t.Fatalf("the first ensure applied %v, want the node set it read, [n1]", got)
+	}
+	if h.q.Len() != 1 {
+		t.Fatalf("the node pass queued %d keys, want the Service whose ensure was in flight", h.q.Len())
+	}
+	k, _ := h.q.Get()
+	h.q.Done(k)
+	h.mustSync(k.Service.String())
+	if got := h.nodesOf("ns/web"); !slices.Equal(got, []string{"n1", "n2"}) {
+		t.Errorf("after the pass's sync the load balancer has %v, want [n1 n2]", got)
+	}
+	// Settled: a pass with nothing new queues nothing.
+	h.c.nodePass(ctx, h.q)
+	if h.q.Len() != 0 {
+		t.Errorf("a pass with the node set applied queued %d keys", h.q.Len())
+	}
+}

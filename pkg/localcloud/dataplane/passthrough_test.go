@@ -46,12 +46,21 @@ func ip(t *testing.T, args ...string) {
 	}
 }
 
-// removePTNet deletes the namespaces (their links and the machine's route
-// on the client link go with them), also those a killed run left.
+// removePTNet deletes the namespaces and the machine's end of the client
+// link (the route on it goes with it), also those a killed run left. The
+// link is deleted first and waited for: a namespace's own links go
+// asynchronously after `ip netns del`, and the next test adds the same
+// names.
 func removePTNet() {
+	_ = exec.Command("ip", "link", "del", "stdpt-cl").Run()
 	matches, _ := filepath.Glob(netns.Path(ptPrefix + "-*"))
 	for _, m := range matches {
 		_ = exec.Command("ip", "netns", "del", filepath.Base(m)).Run()
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat("/sys/class/net/stdpt-cl"); os.IsNotExist(err) {
+			return
+		}
 	}
 }
 

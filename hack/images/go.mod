@@ -2,7 +2,10 @@ module github.com/stratus-ccm/stratus/hack/images
 
 go 1.26.0
 
-require github.com/google/go-containerregistry v0.22.1
+require (
+	github.com/google/go-containerregistry v0.22.1
+	github.com/pires/go-proxyproto v0.15.0
+)
 
 require (
 	github.com/klauspost/compress v1.19.2 // indirect

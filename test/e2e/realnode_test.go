@@ -25,6 +25,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
 	"github.com/stratus-ccm/stratus/pkg/localcluster/realnode"
+	lcprovider "github.com/stratus-ccm/stratus/pkg/providers/localcloud"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -78,6 +79,7 @@ func TestRealNodeSeedsFlow(t *testing.T) {
 	if got := c.getFromPod("client", other.Name, "http://"+net.JoinHostPort(vip, "80")+"/"); got != want {
 		c.t.Errorf("a pod on %s got %q from the load balancer, want %q", other.Name, got, want)
 	}
+	c.checkProxyProtocol(other)
 
 	// The machine stops: its kubelet goes silent, the node goes NotReady
 	// and Stratus taints it shutdown.
@@ -168,11 +170,17 @@ func (c *realCluster) checkRoutes(pod *corev1.Pod, podNode *realnode.Node) *real
 // the demo's greeting comes back; its log, the body, is returned.
 func (c *realCluster) getFromPod(name, node, url string) string {
 	c.t.Helper()
+	return c.getFromPodWant(name, node, url, "hello from")
+}
+
+// getFromPodWant is getFromPod until the body contains want.
+func (c *realCluster) getFromPodWant(name, node, url, want string) string {
+	c.t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "get", Image: "stratus.local/demo:v1", ImagePullPolicy: corev1.PullNever,
-				Args: []string{"-get", url, "-timeout", "60s"}}}},
+				Args: []string{"-get", url, "-want", want, "-timeout", "60s"}}}},
 	}
 	if _, err := c.cs.CoreV1().Pods("default").Create(c.ctx, pod, metav1.CreateOptions{}); err != nil {
 		c.t.Fatal(err)
@@ -402,6 +410,42 @@ func (c *realCluster) loadBalancerVIP(app string) string {
 		return true, nil
 	})
 	return vip
+}
+
+// checkProxyProtocol: a load balancer with the proxy-protocol annotation
+// reports ipMode Proxy, so kube-proxy leaves in-cluster clients of its VIP
+// to it (KEP-1860): a pod on client reaches the web pod through the load
+// balancer, and the demo reads client's address (its node's SNAT of pod
+// traffic to the VIPs) from the PROXY protocol header. Had kube-proxy
+// taken the pod straight to the endpoint, the demo would have seen the
+// client pod's own address and no header.
+func (c *realCluster) checkProxyProtocol(client *realnode.Node) {
+	c.t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-pp",
+			Annotations: map[string]string{lcprovider.AnnotationProxyProtocol: "v2"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	if _, err := c.cs.CoreV1().Services("default").Create(c.ctx, svc, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	var ing corev1.LoadBalancerIngress
+	c.poll("web-pp's ingress", func(ctx context.Context) (bool, error) {
+		s, err := c.cs.CoreV1().Services("default").Get(ctx, svc.Name, metav1.GetOptions{})
+		if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
+			return false, nil
+		}
+		ing = s.Status.LoadBalancer.Ingress[0]
+		return true, nil
+	})
+	if ing.IPMode == nil || *ing.IPMode != corev1.LoadBalancerIPModeProxy {
+		c.t.Fatalf("web-pp's ingress %+v: want ipMode Proxy", ing)
+	}
+	url := "http://" + net.JoinHostPort(ing.IP, "80") + "/proxyclient"
+	if got := c.getFromPodWant("pp-client", client.Name, url, client.IP.String()+"\n"); got != client.IP.String()+"\n" {
+		c.t.Errorf("a pod on %s read %q as the client from web-pp's PROXY header, want its node %s", client.Name, got, client.IP)
+	}
 }
 
 func readLine(ctx context.Context, addr string) (string, error) {

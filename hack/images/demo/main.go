@@ -4,7 +4,12 @@
 // HTTP response and anything else (or silence) with one line, "hello from
 // pod P on node N"; on UDP it echoes. GET /clientip answers with the
 // address the connection came from, as the pod sees it: what tells a load
-// balancer that keeps the client's address from one that does not. POD_NAME and NODE_NAME come from the
+// balancer that keeps the client's address from one that does not. A
+// connection that starts with a PROXY protocol header (v1 or v2) is
+// answered the same way, and /clientip is then the header's source;
+// /proxyclient is the header's source too, or "no PROXY header", which
+// tells a connection that came through such a load balancer from one that
+// did not. POD_NAME and NODE_NAME come from the
 // downward API.
 //
 // With -get URL it is a client instead, for a pod that checks what it
@@ -28,6 +33,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pires/go-proxyproto"
 )
 
 func main() {
@@ -91,19 +98,42 @@ func answer(c net.Conn, greeting string) {
 	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	line, _ := bufio.NewReader(c).ReadString('\n')
+	br := bufio.NewReader(c)
+	client, fromHeader := c.RemoteAddr(), "no PROXY header"
+	if h := proxyHeader(br); h != nil {
+		client = h.SourceAddr
+		fromHeader, _, _ = net.SplitHostPort(client.String())
+	}
+	line, _ := br.ReadString('\n')
 	_ = c.SetReadDeadline(time.Time{})
 	if isHTTP(line) {
 		body := greeting
 		if f := strings.Fields(line); len(f) > 1 && f[1] == "/clientip" {
-			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			host, _, _ := net.SplitHostPort(client.String())
 			body = host + "\n"
+		} else if len(f) > 1 && f[1] == "/proxyclient" {
+			body = fromHeader + "\n"
 		}
 		_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 			len(body), body)
 		return
 	}
 	_, _ = c.Write([]byte(greeting))
+}
+
+// proxyHeader reads a PROXY protocol header if the connection starts with
+// one (a load balancer with the proxy-protocol annotation sends it), and
+// leaves every other first byte unread.
+func proxyHeader(br *bufio.Reader) *proxyproto.Header {
+	start, err := br.Peek(5)
+	if err != nil || (string(start) != "PROXY" && string(start) != "\r\n\r\n\x00") {
+		return nil
+	}
+	h, err := proxyproto.Read(br)
+	if err != nil {
+		return nil
+	}
+	return h
 }
 
 func isHTTP(line string) bool {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pires/go-proxyproto"
 )
 
 const greeting = "hello from pod p on node n\n"
@@ -63,6 +65,74 @@ func TestAnswerClientIP(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusOK || string(body) != "127.0.0.1\n" {
 		t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, body, "127.0.0.1\n")
+	}
+}
+
+// TestAnswerClientIPFromProxyHeader: behind a load balancer that speaks
+// PROXY protocol, /clientip is the client the header names, in both
+// versions, and a header before a silent client still gets the line.
+func TestAnswerClientIPFromProxyHeader(t *testing.T) {
+	addr := listen(t)
+	src := &net.TCPAddr{IP: net.ParseIP("203.0.113.7"), Port: 41000}
+	dst := &net.TCPAddr{IP: net.ParseIP("10.250.0.130"), Port: 80}
+	for _, v := range []byte{1, 2} {
+		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := proxyproto.HeaderProxyFromAddrs(v, src, dst).WriteTo(c); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte("GET /clientip HTTP/1.0\r\n\r\n"))
+		b, _ := io.ReadAll(c)
+		_ = c.Close()
+		if !strings.HasSuffix(string(b), "\r\n\r\n203.0.113.7\n") {
+			t.Errorf("v%d: got %q, want the header's source 203.0.113.7", v, b)
+		}
+		if got := getPath(t, addr, v, "/proxyclient"); !strings.HasSuffix(got, "\r\n\r\n203.0.113.7\n") {
+			t.Errorf("v%d: /proxyclient got %q, want the header's source", v, got)
+		}
+		c, err = (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := proxyproto.HeaderProxyFromAddrs(v, src, dst).WriteTo(c); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		_ = c.Close()
+		if line != greeting {
+			t.Errorf("v%d, silent client: got %q, want %q", v, line, greeting)
+		}
+	}
+}
+
+// getPath GETs path on addr, after a PROXY protocol header of version v
+// unless v is 0, and returns the whole response.
+func getPath(t *testing.T, addr string, v byte, path string) string {
+	t.Helper()
+	c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if v != 0 {
+		src := &net.TCPAddr{IP: net.ParseIP("203.0.113.7"), Port: 41000}
+		dst := &net.TCPAddr{IP: net.ParseIP("10.250.0.130"), Port: 80}
+		if _, err := proxyproto.HeaderProxyFromAddrs(v, src, dst).WriteTo(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _ = c.Write([]byte("GET " + path + " HTTP/1.0\r\n\r\n"))
+	b, _ := io.ReadAll(c)
+	return string(b)
+}
+
+// TestAnswerProxyClientWithoutHeader: /proxyclient says when there was no
+// header, rather than the connection's own source.
+func TestAnswerProxyClientWithoutHeader(t *testing.T) {
+	if got := getPath(t, listen(t), 0, "/proxyclient"); !strings.HasSuffix(got, "\r\n\r\nno PROXY header\n") {
+		t.Errorf("/proxyclient without a header: got %q", got)
 	}
 }
 

@@ -166,7 +166,26 @@ type LoadBalancerSpec struct {
 	// address to the same healthy backend for as long as the healthy set
 	// stays the same; empty or None spreads connections round-robin.
 	SessionAffinity SessionAffinity `json:"sessionAffinity,omitempty"`
+	// ProxyProtocol v1 or v2 makes the load balancer a proxy that opens
+	// each TCP connection to a target with a PROXY protocol header of that
+	// version, carrying the client's address and the VIP; empty sends
+	// none. UDP listeners are forwarded without one.
+	ProxyProtocol ProxyProtocol `json:"proxyProtocol,omitempty"`
+	// Proxy makes the load balancer a proxy whose connections to targets
+	// come from its own address, where the cloud could otherwise pass
+	// packets through (what ipMode Proxy reports); ProxyProtocol implies it.
+	Proxy bool `json:"proxy,omitempty"`
 }
+
+// ProxyProtocol is the PROXY protocol version a load balancer speaks to
+// its targets.
+type ProxyProtocol string
+
+// The PROXY protocol versions (haproxy's specification).
+const (
+	ProxyProtocolV1 ProxyProtocol = "v1"
+	ProxyProtocolV2 ProxyProtocol = "v2"
+)
 
 // SessionAffinity is how a load balancer chooses a backend per client.
 type SessionAffinity string

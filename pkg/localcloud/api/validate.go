@@ -190,6 +190,11 @@ func (s *LoadBalancerSpec) Validate() error {
 	default:
 		return Invalid("sessionAffinity", fmt.Sprintf("%q: want None or ClientIP", s.SessionAffinity))
 	}
+	switch s.ProxyProtocol {
+	case "", ProxyProtocolV1, ProxyProtocolV2:
+	default:
+		return Invalid("proxyProtocol", fmt.Sprintf("%q: want v1 or v2 (or none)", s.ProxyProtocol))
+	}
 	return s.HealthCheck.validate()
 }
 

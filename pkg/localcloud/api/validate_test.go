@@ -59,3 +59,23 @@ func TestSourceRangesNeedTheVIPFamily(t *testing.T) {
 		t.Errorf("host bits: err = %v, want sourceRanges[1]", err)
 	}
 }
+
+// TestProxyProtocolVersions: v1, v2 or none; anything else is refused
+// naming the field and the value.
+func TestProxyProtocolVersions(t *testing.T) {
+	t.Parallel()
+	spec := func(v ProxyProtocol) LoadBalancerSpec {
+		return LoadBalancerSpec{Listeners: []Listener{{Protocol: ProtocolTCP, Port: 80, NodePort: 30080}}, ProxyProtocol: v}
+	}
+	for _, ok := range []ProxyProtocol{"", ProxyProtocolV1, ProxyProtocolV2} {
+		s := spec(ok)
+		if err := s.Validate(); err != nil {
+			t.Errorf("proxyProtocol %q refused: %v", ok, err)
+		}
+	}
+	s := spec("v3")
+	var apiErr *Error
+	if err := s.Validate(); !errors.As(err, &apiErr) || apiErr.Field != "proxyProtocol" || !strings.Contains(err.Error(), `"v3"`) {
+		t.Errorf("proxyProtocol v3: err = %v, want invalid proxyProtocol naming v3", err)
+	}
+}

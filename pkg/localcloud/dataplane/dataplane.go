@@ -41,6 +41,12 @@ type Spec struct {
 	// (chosen by a hash of the address among the healthy ones); otherwise
 	// connections go round-robin.
 	ClientAffinity bool
+	// ProxyProtocol, when set, makes the load balancer a proxy (even where
+	// it could pass packets through) that starts each TCP connection to a
+	// target with a PROXY protocol header of that version.
+	ProxyProtocol api.ProxyProtocol
+	// Proxy keeps the load balancer a proxy where it could pass through.
+	Proxy bool
 }
 
 // Manager runs the load balancers of one localcloud.
@@ -124,6 +130,7 @@ type snapshot struct {
 	sourceRanges   []netip.Prefix
 	udpIdle        time.Duration
 	clientAffinity bool
+	proxyProtocol  api.ProxyProtocol
 }
 
 func (s *snapshot) allowed(src netip.Addr) bool {
@@ -243,7 +250,8 @@ func (lb *loadBalancer) listen(vip netip.Addr, l api.Listener) (listener, error)
 
 // publishLocked recomputes the snapshot new connections read.
 func (lb *loadBalancer) publishLocked() {
-	s := &snapshot{sourceRanges: lb.spec.SourceRanges, udpIdle: lb.spec.UDPIdleTimeout, clientAffinity: lb.spec.ClientAffinity}
+	s := &snapshot{sourceRanges: lb.spec.SourceRanges, udpIdle: lb.spec.UDPIdleTimeout, clientAffinity: lb.spec.ClientAffinity,
+		proxyProtocol: lb.spec.ProxyProtocol}
 	for _, b := range lb.spec.Backends {
 		if h := lb.hstate[b.ID]; b.Up && h != nil && h.healthy {
 			s.healthy = append(s.healthy, target{id: b.ID, addr: b.Address})

@@ -79,9 +79,11 @@ func lookSbin(name string) (string, error) {
 }
 
 // passThrough reports whether spec is forwarded by nftables: pass-through
-// is on, the VIP is IPv4 and every target is in the target network.
+// is on, the VIP is IPv4, every target is in the target network, and
+// neither a proxy (ipMode Proxy) nor a PROXY protocol header (which only a
+// proxy can write) is asked for.
 func (lb *loadBalancer) passThrough(spec Spec) bool {
-	if lb.nft == nil || !spec.VIP.Is4() {
+	if lb.nft == nil || !spec.VIP.Is4() || spec.Proxy || spec.ProxyProtocol != "" {
 		return false
 	}
 	for _, b := range spec.Backends {

@@ -8,6 +8,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pires/go-proxyproto"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 )
 
 // dialTimeout bounds the connect to a backend; a backend that does not
@@ -93,7 +97,27 @@ func (l *tcpListener) serve(client net.Conn) {
 	l.conns[backend] = struct{}{}
 	l.mu.Unlock()
 	defer l.untrack(backend)
+	if v := l.lb.snap.Load().proxyProtocol; v != "" {
+		if err := writeProxyHeader(backend, v, client); err != nil {
+			l.lb.log.V(4).Info("Writing the PROXY protocol header failed", "err", err)
+			return
+		}
+	}
 	pipe(client, backend)
+}
+
+// writeProxyHeader tells the target who the client is: the client's
+// address as the source and the VIP:port it connected to as the
+// destination, in PROXY protocol version v.
+func writeProxyHeader(backend net.Conn, v api.ProxyProtocol, client net.Conn) error {
+	version := byte(1)
+	if v == api.ProxyProtocolV2 {
+		version = 2
+	}
+	_ = backend.SetWriteDeadline(time.Now().Add(dialTimeout))
+	_, err := proxyproto.HeaderProxyFromAddrs(version, client.RemoteAddr(), client.LocalAddr()).WriteTo(backend)
+	_ = backend.SetWriteDeadline(time.Time{})
+	return err
 }
 
 // dialBackend tries healthy backends round-robin, at most a few, so that a

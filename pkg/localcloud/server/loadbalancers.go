@@ -227,6 +227,8 @@ func (s *Server) dataplaneSpec(lb api.LoadBalancer) dataplane.Spec {
 		ID: lb.ID, VIP: parseAddr(lb.VIP), Listeners: lb.Listeners, HealthCheck: lb.HealthCheck,
 		UDPIdleTimeout: time.Duration(lb.UDPIdleTimeoutMs) * time.Millisecond,
 		ClientAffinity: lb.SessionAffinity == api.SessionAffinityClientIP,
+		ProxyProtocol:  lb.ProxyProtocol,
+		Proxy:          lb.Proxy || lb.ProxyProtocol != "",
 	}
 	for _, id := range lb.Backends {
 		inst, ok := insts[id]

@@ -151,6 +151,24 @@ func checkLoadBalancer(ctx context.Context, t *testing.T, cs kubernetes.Interfac
 	if got := runClientPod(ctx, t, cs, "client", other.Name, "http://"+addr+"/"); got != want {
 		t.Errorf("a pod on %s got %q from the load balancer, want %q", other.Name, got, want)
 	}
+
+	// With PROXY protocol the load balancer is a proxy in the namespace:
+	// the connection comes from it, the client's address in the header,
+	// which the demo reads.
+	proxied := spec
+	proxied.ID, proxied.VIP, proxied.ProxyProtocol = "lb-real-pp", vip.Next(), lcapi.ProxyProtocolV2
+	if err := m.Apply(proxied); err != nil {
+		t.Fatal(err)
+	}
+	ppURL := "http://" + net.JoinHostPort(proxied.VIP.String(), "80") + "/clientip"
+	var got string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err = getBody(ctx, ppURL)
+		return err == nil && got == c.ClientAddr().String()+"\n", nil
+	})
+	if err != nil {
+		t.Errorf("behind PROXY protocol v2 the pod read the client as %q, want %s", got, c.ClientAddr())
+	}
 }
 
 func getBody(ctx context.Context, url string) (string, error) {

@@ -31,15 +31,24 @@ const (
 	// flow ends.
 	AnnotationUDPIdleTimeout = AnnotationPrefix + "udp-idle-timeout"
 	// AnnotationIPMode is "VIP" (default) or "Proxy", reported in
-	// status.loadBalancer.ingress[].ipMode.
+	// status.loadBalancer.ingress[].ipMode. Proxy makes the load balancer a
+	// proxy (connections from its own address) where the cloud could pass
+	// packets through, and kube-proxy sends in-cluster traffic for the VIP
+	// through it too (KEP-1860).
 	AnnotationIPMode = AnnotationPrefix + "ip-mode"
+	// AnnotationProxyProtocol is "v1" or "v2": the load balancer proxies
+	// TCP connections and starts each with a PROXY protocol header of that
+	// version carrying the client's address. It implies ip-mode Proxy: a
+	// client inside the cluster must reach the pods through the load
+	// balancer too, or they would get a connection without the header.
+	AnnotationProxyProtocol = AnnotationPrefix + "proxy-protocol"
 )
 
 // knownAnnotations are every annotation under AnnotationPrefix this
 // provider reads.
 var knownAnnotations = []string{
 	AnnotationHealthCheckInterval, AnnotationHealthCheckTimeout, AnnotationHealthyThreshold,
-	AnnotationUnhealthyThreshold, AnnotationUDPIdleTimeout, AnnotationIPMode,
+	AnnotationUnhealthyThreshold, AnnotationUDPIdleTimeout, AnnotationIPMode, AnnotationProxyProtocol,
 }
 
 // UnknownAnnotations names the Service's annotations under
@@ -135,13 +144,38 @@ func healthCheckFrom(svc *corev1.Service, proxyHealthPort int) (api.HealthCheck,
 }
 
 func ipModeFrom(svc *corev1.Service) (corev1.LoadBalancerIPMode, error) {
+	pp, err := proxyProtocolFrom(svc)
+	if err != nil {
+		return "", err
+	}
 	val, ok := svc.Annotations[AnnotationIPMode]
-	if !ok {
+	switch {
+	case !ok && pp != "":
+		return corev1.LoadBalancerIPModeProxy, nil
+	case !ok:
 		return corev1.LoadBalancerIPModeVIP, nil
 	}
 	switch m := corev1.LoadBalancerIPMode(val); m {
-	case corev1.LoadBalancerIPModeVIP, corev1.LoadBalancerIPModeProxy:
+	case corev1.LoadBalancerIPModeVIP:
+		if pp != "" {
+			return "", annotationError(AnnotationIPMode, val, "VIP lets kube-proxy take in-cluster clients straight to the pods, "+
+				"without the PROXY protocol header "+AnnotationProxyProtocol+" asks for: leave it out or set Proxy")
+		}
+		return m, nil
+	case corev1.LoadBalancerIPModeProxy:
 		return m, nil
 	}
 	return "", annotationError(AnnotationIPMode, val, "want VIP or Proxy")
+}
+
+func proxyProtocolFrom(svc *corev1.Service) (api.ProxyProtocol, error) {
+	val, ok := svc.Annotations[AnnotationProxyProtocol]
+	if !ok {
+		return "", nil
+	}
+	switch v := api.ProxyProtocol(val); v {
+	case api.ProxyProtocolV1, api.ProxyProtocolV2:
+		return v, nil
+	}
+	return "", annotationError(AnnotationProxyProtocol, val, "want v1 or v2")
 }

@@ -222,6 +222,11 @@ func TestLoadBalancerInvalidInputChangesNothing(t *testing.T) {
 		{"threshold", func(s *corev1.Service) { s.Annotations[lcprovider.AnnotationHealthyThreshold] = "0" }, []string{lcprovider.AnnotationHealthyThreshold, `"0"`}},
 		{"timeout", func(s *corev1.Service) { s.Annotations[lcprovider.AnnotationHealthCheckTimeout] = "-1s" }, []string{lcprovider.AnnotationHealthCheckTimeout}},
 		{"ip mode", func(s *corev1.Service) { s.Annotations[lcprovider.AnnotationIPMode] = "Direct" }, []string{lcprovider.AnnotationIPMode, "Direct"}},
+		{"proxy protocol", func(s *corev1.Service) { s.Annotations[lcprovider.AnnotationProxyProtocol] = "v3" }, []string{lcprovider.AnnotationProxyProtocol, "v3", "v1 or v2"}},
+		{"proxy protocol with ip mode VIP", func(s *corev1.Service) {
+			s.Annotations[lcprovider.AnnotationProxyProtocol] = "v2"
+			s.Annotations[lcprovider.AnnotationIPMode] = "VIP"
+		}, []string{lcprovider.AnnotationIPMode, "VIP", "without the PROXY protocol header"}},
 		{"timeout longer than interval", func(s *corev1.Service) { s.Annotations[lcprovider.AnnotationHealthCheckTimeout] = "1s" },
 			[]string{lcprovider.AnnotationHealthCheckTimeout + `="1s"`, lcprovider.AnnotationHealthCheckInterval + " (100ms)"}},
 		{"timeout longer than default interval", func(s *corev1.Service) {

@@ -138,6 +138,10 @@ func (l *loadBalancers) desired(svc *corev1.Service, nodes []*corev1.Node) (api.
 	if err != nil {
 		return spec, "", err
 	}
+	spec.Proxy = mode == corev1.LoadBalancerIPModeProxy
+	if spec.ProxyProtocol, err = proxyProtocolFrom(svc); err != nil {
+		return spec, "", err
+	}
 	spec.Backends = backends(nodes)
 	return spec, mode, nil
 }

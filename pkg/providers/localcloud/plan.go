@@ -68,6 +68,12 @@ func specChanges(have, want api.LoadBalancerSpec) []string {
 	if have.UDPIdleTimeoutMs != want.UDPIdleTimeoutMs {
 		out = append(out, fmt.Sprintf("udpIdleTimeoutMs: %d → %d", have.UDPIdleTimeoutMs, want.UDPIdleTimeoutMs))
 	}
+	if have.ProxyProtocol != want.ProxyProtocol {
+		out = append(out, fmt.Sprintf("proxyProtocol: %q → %q", have.ProxyProtocol, want.ProxyProtocol))
+	}
+	if have.Proxy != want.Proxy {
+		out = append(out, fmt.Sprintf("proxy: %t → %t", have.Proxy, want.Proxy))
+	}
 	return out
 }
 

@@ -27,6 +27,8 @@ func TestSpecComparisonCoversEveryField(t *testing.T) {
 			v.SetString("x")
 		case reflect.Int:
 			v.SetInt(1)
+		case reflect.Bool:
+			v.SetBool(true)
 		case reflect.Struct:
 			// The first field of a nested struct (the health check's port).
 			setFirst(t, v)

@@ -333,3 +333,12 @@ clean:
 bench: tools build
 	cd bench && $(GO) build -o $(BIN)/bench ./cmd/bench
 	$(BIN)/bench -root $(CURDIR) -bin $(BIN)
+
+# bench-dataplane: localcloud's load-balancer data planes (pass-through,
+# proxy, PROXY protocol) on the sandbox's real nodes against the floor, a
+# node port hit directly; needs root. DATAPLANE_BENCH_FLAGS passes -nodes,
+# -conns, -duration, -warmup. Prints the table docs/benchmarks.md shows.
+.PHONY: bench-dataplane
+bench-dataplane: tools build e2e-images
+	cd bench && $(GO) build -o $(BIN)/dataplane-bench ./cmd/dataplane
+	$(BIN)/dataplane-bench -bin $(BIN) $(DATAPLANE_BENCH_FLAGS)

@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/stratus-ccm/stratus/internal/sbin"
 )
 
 // AutoRealNodes is --real-nodes' default: as many real nodes as fit
@@ -39,7 +40,7 @@ type realNodeEnv struct {
 
 func machineRealNodeEnv(binDir string) realNodeEnv {
 	return realNodeEnv{euid: os.Geteuid(), binDir: binDir, cpus: runtime.NumCPU(), memAvailMiB: memAvailableMiB(),
-		lookPath: lookSbinPath}
+		lookPath: sbin.LookPath}
 }
 
 // autoRealNodes returns how many real nodes a sandbox runs by default:
@@ -96,19 +97,4 @@ func memAvailableMiB() int {
 		}
 	}
 	return -1
-}
-
-// lookSbinPath finds a program on the PATH or in the sbin directories a
-// non-login PATH may lack, where Debian installs runc, ip and nft.
-func lookSbinPath(name string) (string, error) {
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p, nil
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
-		if p, err2 := exec.LookPath(filepath.Join(dir, name)); err2 == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("find %s: %w", name, err)
 }

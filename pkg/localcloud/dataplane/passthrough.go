@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
+
+	"github.com/stratus-ccm/stratus/internal/sbin"
 )
 
 // Options says where a Manager's load balancers live and how they forward.
@@ -46,14 +46,14 @@ func NewManagerIn(ctx context.Context, opts Options) (*Manager, error) {
 		}
 		n := &nft{nsPath: opts.Netns}
 		for name, dst := range map[string]*string{"nft": &n.nft, "nsenter": &n.nsenter} {
-			p, err := lookSbin(name)
+			p, err := sbin.LookPath(name)
 			if err != nil {
 				return nil, fmt.Errorf("dataplane: pass-through: %w", err)
 			}
 			*dst = p
 		}
 		// Optional: without it, UDP flows to a removed target expire.
-		n.conntrack, _ = lookSbin("conntrack")
+		n.conntrack, _ = sbin.LookPath("conntrack")
 		if err := n.deleteStale(ctx); err != nil {
 			return nil, fmt.Errorf("dataplane: pass-through: %w", err)
 		}
@@ -61,21 +61,6 @@ func NewManagerIn(ctx context.Context, opts Options) (*Manager, error) {
 	}
 	m.ctx, m.cancel = context.WithCancel(ctx)
 	return m, nil
-}
-
-// lookSbin finds a program on the PATH or in the sbin directories, where
-// Debian installs nft and conntrack, often outside a user's PATH.
-func lookSbin(name string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin"} {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s not found on the PATH nor in /usr/sbin or /sbin", name)
 }
 
 // passThrough reports whether spec is forwarded by nftables: pass-through

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/stratus-ccm/stratus/internal/sbin"
 )
 
 // Config says where the programs are and how nodes reach the API server.
@@ -94,7 +95,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("realnode: ProxyMode %q: want iptables or nftables", cfg.ProxyMode)
 	}
 	if cfg.Runc == "" {
-		p, err := lookPath("runc")
+		p, err := sbin.LookPath("runc")
 		if err != nil {
 			return nil, fmt.Errorf("realnode: runc not found (hack/install-deps.sh installs it): %w", err)
 		}
@@ -239,19 +240,4 @@ func validNodeName(name string) error {
 		}
 	}
 	return nil
-}
-
-// lookPath finds a program on the PATH or, as Debian installs runc and
-// iptables there, in the sbin directories a non-login PATH may lack.
-func lookPath(name string) (string, error) {
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p, nil
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
-		if p, err2 := exec.LookPath(filepath.Join(dir, name)); err2 == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("find %s: %w", name, err)
 }

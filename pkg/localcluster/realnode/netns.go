@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/internal/netns"
+	"github.com/stratus-ccm/stratus/internal/sbin"
 )
 
 // setupBridge creates the slot's bridge with the gateway address: the
@@ -45,7 +46,7 @@ func (s *slot) setupBridge(ctx context.Context, localVIPs bool) error {
 func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string, lbNetwork bool) error {
 	ns := s.netnsName(node)
 	addr := s.nodeAddr(i).String() + "/24"
-	nft, err := lookPath("nft")
+	nft, err := sbin.LookPath("nft")
 	if err != nil {
 		return fmt.Errorf("realnode: node %s network: nft not found (hack/install-deps.sh installs it): %w", node, err)
 	}

@@ -26,45 +26,28 @@ func listen(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// TestAnswerHTTP: an HTTP GET gets a 200 with the greeting, and GET
+// /clientip the address the connection came from, here the test's own
+// loopback address.
 func TestAnswerHTTP(t *testing.T) {
 	addr := listen(t)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || string(body) != greeting {
-		t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, body, greeting)
-	}
-}
-
-// TestAnswerClientIP: GET /clientip is the address the connection came
-// from, here the test's own loopback address.
-func TestAnswerClientIP(t *testing.T) {
-	addr := listen(t)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/clientip", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || string(body) != "127.0.0.1\n" {
-		t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, body, "127.0.0.1\n")
+	for path, want := range map[string]string{"/": greeting, "/clientip": "127.0.0.1\n"} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK || string(body) != want {
+			t.Errorf("GET %s: got %d %q, want 200 %q", path, resp.StatusCode, body, want)
+		}
 	}
 }
 
@@ -73,32 +56,13 @@ func TestAnswerClientIP(t *testing.T) {
 // versions, and a header before a silent client still gets the line.
 func TestAnswerClientIPFromProxyHeader(t *testing.T) {
 	addr := listen(t)
-	src := &net.TCPAddr{IP: net.ParseIP("203.0.113.7"), Port: 41000}
-	dst := &net.TCPAddr{IP: net.ParseIP("10.250.0.130"), Port: 80}
 	for _, v := range []byte{1, 2} {
-		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
-		if err != nil {
-			t.Fatal(err)
+		for _, path := range []string{"/clientip", "/proxyclient"} {
+			if got := getPath(t, addr, v, path); !strings.HasSuffix(got, "\r\n\r\n203.0.113.7\n") {
+				t.Errorf("v%d: %s got %q, want the header's source 203.0.113.7", v, path, got)
+			}
 		}
-		if _, err := proxyproto.HeaderProxyFromAddrs(v, src, dst).WriteTo(c); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = c.Write([]byte("GET /clientip HTTP/1.0\r\n\r\n"))
-		b, _ := io.ReadAll(c)
-		_ = c.Close()
-		if !strings.HasSuffix(string(b), "\r\n\r\n203.0.113.7\n") {
-			t.Errorf("v%d: got %q, want the header's source 203.0.113.7", v, b)
-		}
-		if got := getPath(t, addr, v, "/proxyclient"); !strings.HasSuffix(got, "\r\n\r\n203.0.113.7\n") {
-			t.Errorf("v%d: /proxyclient got %q, want the header's source", v, got)
-		}
-		c, err = (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := proxyproto.HeaderProxyFromAddrs(v, src, dst).WriteTo(c); err != nil {
-			t.Fatal(err)
-		}
+		c := dialWithHeader(t, addr, v)
 		line, _ := bufio.NewReader(c).ReadString('\n')
 		_ = c.Close()
 		if line != greeting {
@@ -107,15 +71,14 @@ func TestAnswerClientIPFromProxyHeader(t *testing.T) {
 	}
 }
 
-// getPath GETs path on addr, after a PROXY protocol header of version v
-// unless v is 0, and returns the whole response.
-func getPath(t *testing.T, addr string, v byte, path string) string {
+// dialWithHeader connects to addr and, unless v is 0, sends a PROXY
+// protocol header of version v from 203.0.113.7 as a load balancer would.
+func dialWithHeader(t *testing.T, addr string, v byte) net.Conn {
 	t.Helper()
 	c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = c.Close() }()
 	if v != 0 {
 		src := &net.TCPAddr{IP: net.ParseIP("203.0.113.7"), Port: 41000}
 		dst := &net.TCPAddr{IP: net.ParseIP("10.250.0.130"), Port: 80}
@@ -123,6 +86,15 @@ func getPath(t *testing.T, addr string, v byte, path string) string {
 			t.Fatal(err)
 		}
 	}
+	return c
+}
+
+// getPath GETs path on addr, after a PROXY protocol header of version v
+// unless v is 0, and returns the whole response.
+func getPath(t *testing.T, addr string, v byte, path string) string {
+	t.Helper()
+	c := dialWithHeader(t, addr, v)
+	defer func() { _ = c.Close() }()
 	_, _ = c.Write([]byte("GET " + path + " HTTP/1.0\r\n\r\n"))
 	b, _ := io.ReadAll(c)
 	return string(b)

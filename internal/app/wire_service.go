@@ -15,9 +15,13 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 		return false, "the cloud provider does not support load balancers", nil
 	}
 	var lister cloud.LoadBalancerLister
+	var families cloud.IPFamilyLister
 	if cc.Options.CloudExtensions {
 		if l, ok := cc.Cloud.LoadBalancerLister(); ok {
 			lister = l
+		}
+		if f, ok := cc.Cloud.IPFamilyLister(); ok {
+			families = f
 		}
 	}
 	annots, _ := cc.Cloud.AnnotationChecker()
@@ -31,6 +35,7 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 		LoadBalancer:    lb,
 		Lister:          lister,
 		Annotations:     annots,
+		Families:        families,
 		ForeignBackends: cc.Options.Safety.ForeignNodeBackends,
 	}, service.Config{
 		ClusterName:       cc.ClusterName,

@@ -43,6 +43,17 @@ func (c *Cloud) AnnotationChecker() (cloud.AnnotationChecker, bool) {
 	return nil, false
 }
 
+// IPFamilyLister returns the provider's list of the IP families its load
+// balancers serve, when its LoadBalancer has one. It makes no cloud call.
+func (c *Cloud) IPFamilyLister() (cloud.IPFamilyLister, bool) {
+	if lb, ok := c.provider.LoadBalancer(); ok && lb != nil {
+		if f, ok := lb.(cloud.IPFamilyLister); ok {
+			return f, true
+		}
+	}
+	return nil, false
+}
+
 // LoadBalancerPlanner returns the provider's planner (on its LoadBalancer
 // or on the provider itself), instrumented, when it has one.
 func (c *Cloud) LoadBalancerPlanner() (cloud.LoadBalancerPlanner, bool) {

@@ -25,6 +25,9 @@ type Cloud interface {
 	// AnnotationChecker is the provider's annotation checker (no cloud
 	// call).
 	AnnotationChecker() (AnnotationChecker, bool)
+	// IPFamilyLister names the IP families the provider's load balancers
+	// serve (no cloud call).
+	IPFamilyLister() (IPFamilyLister, bool)
 	// Unwrap returns the provider itself, every call of which bypasses
 	// metrics and pacing.
 	Unwrap() cloudprovider.Interface

@@ -55,3 +55,16 @@ func RetryAfter(err error) (time.Duration, bool) {
 //
 //	fmt.Errorf("port %d/%s: %w", port, proto, cloud.ErrPortNotSupported)
 var ErrPortNotSupported = errors.New("port or protocol not supported by the cloud's load balancer")
+
+// ErrIPFamilyNotSupported is what an error wraps when a Service asks for
+// an IP family the cloud's load balancers cannot serve (an IPv6 or a
+// RequireDualStack Service on an IPv4-only cloud). The service controller
+// returns it before calling the provider when the provider declares its
+// families (IPFamilyLister), and recognises it from a provider that
+// decides per Service; either way the Service's LoadBalancerServing
+// condition says IPFamilyNotSupported and no load balancer is made for a
+// family set the cloud cannot serve whole. It is retried as any other
+// failure, so that a Service changed to a served family is served.
+//
+//	fmt.Errorf("ipFamilies %v: %w", svc.Spec.IPFamilies, cloud.ErrIPFamilyNotSupported)
+var ErrIPFamilyNotSupported = errors.New("IP family not supported by the cloud's load balancers")

@@ -158,3 +158,27 @@ type RecoveryNotifier interface {
 type LoadBalancerPlanner interface {
 	PlanLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) ([]string, error)
 }
+
+// IPFamilyLister is an optional extension of a provider's LoadBalancer: it
+// names the IP families its load balancers can serve (corev1.IPv4Protocol,
+// corev1.IPv6Protocol). With it the service controller decides each
+// Service's families before any cloud call, from spec.ipFamilies and
+// spec.ipFamilyPolicy:
+//
+//   - a family the cloud cannot serve, asked for by a SingleStack or a
+//     RequireDualStack Service, is refused (ErrIPFamilyNotSupported, the
+//     LoadBalancerServing condition and an event), with no load balancer
+//     made or changed;
+//   - a PreferDualStack Service gets the families the cloud serves, and is
+//     told which it does not get;
+//   - the provider is handed the Service with spec.ipFamilies cut down to
+//     the families it serves, so it never sees one it declared it cannot.
+//
+// The controller then checks that the status has one ingress IP per
+// family served. Without the extension the provider gets every Service
+// as it is, as upstream's controller hands it over; so it does when the
+// list is empty. An unknown family, or one listed twice, stops the
+// controller from starting, with the value named. It makes no cloud call.
+type IPFamilyLister interface {
+	LoadBalancerIPFamilies() []corev1.IPFamily
+}

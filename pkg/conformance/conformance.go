@@ -166,7 +166,10 @@ type suite struct {
 	instLister cloud.InstanceLister
 	lb         cloudprovider.LoadBalancer
 	lbLister   cloud.LoadBalancerLister
-	routes     cloudprovider.Routes
+	// families is what the LoadBalancer's IPFamilyLister declares; nil
+	// without one or when it lists none.
+	families []corev1.IPFamily
+	routes   cloudprovider.Routes
 }
 
 func newSuite(cfg Config) (*suite, error) {
@@ -203,6 +206,9 @@ func newSuite(cfg Config) (*suite, error) {
 	if lb, ok := p.LoadBalancer(); ok && lb != nil {
 		s.lb = lb
 		s.lbLister, _ = p.(cloud.LoadBalancerLister)
+		if f, ok := lb.(cloud.IPFamilyLister); ok {
+			s.families = f.LoadBalancerIPFamilies()
+		}
 	}
 	if r, ok := p.Routes(); ok && r != nil {
 		s.routes = r

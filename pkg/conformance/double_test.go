@@ -32,6 +32,11 @@ type defects struct {
 	ingressIP          string // the ingress IP answered instead of 192.0.2.10 ("<nil>" is a nil net.IP's, as upstream's fake answers without ExternalIP)
 	panicDeleteMissing bool   // deleting a missing load balancer panics
 	ignoresCluster     bool   // load balancers are found by Service UID whatever the cluster
+	// The double declares and serves both IP families unless told
+	// otherwise.
+	families   []corev1.IPFamily // what LoadBalancerIPFamilies lists instead of both
+	ipv4Only   bool              // it answers an IPv4 address whatever the Service's families
+	wrongOrder bool              // it answers the other family's address too
 }
 
 // memCloud is an in-memory provider: correct unless a defect is set. It
@@ -231,15 +236,40 @@ func (c *memCloud) GetLoadBalancer(_ context.Context, cluster string, svc *corev
 	if _, ok := c.lookup(cluster, svc); !ok {
 		return nil, false, nil
 	}
-	return c.ingress(), true, nil
+	return c.ingress(svc), true, nil
 }
 
-func (c *memCloud) ingress() *corev1.LoadBalancerStatus {
+// ingress answers one address per family the Service asks for (the
+// ingressIP defect's, or 192.0.2.10, without any).
+func (c *memCloud) ingress(svc *corev1.Service) *corev1.LoadBalancerStatus {
 	ip := "192.0.2.10"
 	if c.d.ingressIP != "" {
 		ip = c.d.ingressIP
 	}
-	return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: ip}}}
+	fams := svc.Spec.IPFamilies
+	if len(fams) == 0 || c.d.ipv4Only {
+		return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: ip}}}
+	}
+	if c.d.wrongOrder && len(fams) == 1 {
+		fams = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	}
+	st := &corev1.LoadBalancerStatus{}
+	for _, f := range fams {
+		a := "192.0.2.10"
+		if f == corev1.IPv6Protocol {
+			a = "2001:db8::10"
+		}
+		st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{IP: a})
+	}
+	return st
+}
+
+// LoadBalancerIPFamilies implements cloud.IPFamilyLister.
+func (c *memCloud) LoadBalancerIPFamilies() []corev1.IPFamily {
+	if c.d.families != nil {
+		return c.d.families
+	}
+	return []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
 }
 
 func (c *memCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, _ []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
@@ -259,7 +289,7 @@ func (c *memCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *
 	if lose {
 		return nil, errLost
 	}
-	return c.ingress(), nil
+	return c.ingress(svc), nil
 }
 
 func (c *memCloud) UpdateLoadBalancer(ctx context.Context, cluster string, svc *corev1.Service, nodes []*corev1.Node) error {

@@ -109,6 +109,12 @@ func TestKitFailsExactlyTheBrokenChecks(t *testing.T) {
 		"IPv4-mapped IPv6": {d: defects{ingressIP: "::ffff:192.0.2.1"}, want: []string{"LoadBalancer/EnsureReturnsIngress"}, says: "must not be an IPv4-mapped IPv6 address"},
 		"leading zeros":    {d: defects{ingressIP: "192.0.2.010"}, want: []string{"LoadBalancer/EnsureReturnsIngress"}, says: `ingress[0].ip "192.0.2.010" is not an IP address`},
 		"IPv6 ingress":     {d: defects{ingressIP: "2001:db8::10"}},
+		// The IPFamilyLister's word is checked against the answers.
+		"IPv4 only":      {d: defects{ipv4Only: true}, want: []string{"LoadBalancer/ServesDeclaredFamilies"}, says: "with no IPv6 address though the provider declares IPv6"},
+		"extra family":   {d: defects{wrongOrder: true}, want: []string{"LoadBalancer/ServesDeclaredFamilies"}, says: "a family the Service did not ask for"},
+		"IPv4 declared":  {d: defects{families: []corev1.IPFamily{corev1.IPv4Protocol}, ipv4Only: true}},
+		"unknown family": {d: defects{families: []corev1.IPFamily{"ipv6"}}, want: []string{"LoadBalancer/ServesDeclaredFamilies"}, says: `LoadBalancerIPFamilies()[0] is "ipv6"`},
+		"family twice":   {d: defects{families: []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv4Protocol}}, want: []string{"LoadBalancer/ServesDeclaredFamilies"}, says: `lists "IPv4" twice`},
 		// A panic fails the checks whose calls panic, and only them: the
 		// checks after them run.
 		"panics": {d: defects{panicDeleteMissing: true}, want: []string{"LoadBalancer/DeleteIsIdempotent", "LoadBalancer/DeletingMissingSucceeds", "Ownership/ScopedToCluster"},

@@ -69,6 +69,17 @@ func loadBalancerChecks() []check {
 			test: testLBLister,
 		},
 		{
+			name: "ServesDeclaredFamilies",
+			why:  "with the IPFamilyLister extension the service controller hands the provider only the IP families it declares and takes its word that it serves them: a Service of a declared family whose status has no address of it (or one of another family, which kube-proxy ignores) is unreachable on that family though the Service says it is served.",
+			needs: func(s *suite) string {
+				if s.families == nil {
+					return "the provider's LoadBalancer does not implement cloud.IPFamilyLister (or lists no family)"
+				}
+				return s.needLB()
+			},
+			test: testServesDeclaredFamilies,
+		},
+		{
 			name:  "DeleteIsIdempotent",
 			why:   "deletion is retried until it succeeds, including after a success whose answer was lost; the second call must succeed too, and the load balancer must then be reported missing.",
 			needs: (*suite).needLB,

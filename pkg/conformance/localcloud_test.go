@@ -119,8 +119,8 @@ func TestLocalcloudConforms(t *testing.T) {
 	if len(rep.NotRun) != 0 {
 		t.Errorf("checks not run against localcloud: %v; every check applies to it", rep.NotRun)
 	}
-	if !slices.Contains(rep.Ran, "LoadBalancer/EnsureConvergesAfterPartialFailure") || len(rep.Ran) < 17 {
-		t.Errorf("ran %d checks (%v), want all 17", len(rep.Ran), rep.Ran)
+	if !slices.Contains(rep.Ran, "LoadBalancer/EnsureConvergesAfterPartialFailure") || len(rep.Ran) < 18 {
+		t.Errorf("ran %d checks (%v), want all 18", len(rep.Ran), rep.Ran)
 	}
 	lbs, err := admin.ListAllLoadBalancers(context.Background(), lcclient.ListOptions{Cluster: "conformance"})
 	if err != nil {

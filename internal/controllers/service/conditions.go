@@ -193,6 +193,9 @@ func (c *Controller) servingConditions(svc *corev1.Service, st *lbState) []metav
 	if len(st.nodes.ids) == 0 {
 		serving.Message += "; it has no nodes to send traffic to"
 	}
+	if len(st.unserved) > 0 {
+		serving.Message += fmt.Sprintf("; it does not serve %v of spec.ipFamilies %v", st.unserved, svc.Spec.IPFamilies)
+	}
 	// A burst of node changes settling (a second or so) is not reported
 	// here: it would cost every load balancer two status writes per burst
 	// that upstream does not make; `stratus explain` says it.
@@ -228,6 +231,8 @@ func (c *Controller) failedConditions(svc *corev1.Service, st *lbState, o kit.Ou
 	switch {
 	case errors.Is(o.Err, cloud.ErrQuotaExceeded):
 		servingReason = ReasonQuotaExceeded
+	case errors.Is(o.Err, cloud.ErrIPFamilyNotSupported):
+		servingReason = ReasonIPFamilyNotSupported
 	case !o.Failed():
 		servingReason = o.Reason
 	}

@@ -100,6 +100,10 @@ type Deps struct {
 	// Annotations, when set, names the annotations under the provider's
 	// prefix it does not read; each sync warns about them on the Service.
 	Annotations cloud.AnnotationChecker
+	// Families, when set, names the IP families the provider's load
+	// balancers serve; each ensure checks the Service's against them
+	// (families.go).
+	Families cloud.IPFamilyLister
 	// ForeignBackends puts foreign Nodes in load balancers (backends.go).
 	ForeignBackends bool
 }
@@ -134,6 +138,7 @@ type Controller struct {
 	lb        cloudprovider.LoadBalancer
 	lister    cloud.LoadBalancerLister
 	annots    cloud.AnnotationChecker
+	families  []corev1.IPFamily
 	events    events.EventRecorder
 	metrics   *metrics
 	now       func() time.Time
@@ -184,13 +189,17 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	if cfg.MinRetryDelay > cfg.MaxRetryDelay {
 		return nil, fmt.Errorf("service controller: min retry delay %v exceeds max %v", cfg.MinRetryDelay, cfg.MaxRetryDelay)
 	}
+	families, err := declaredFamilies(d.Families)
+	if err != nil {
+		return nil, err
+	}
 	m, err := newMetrics(shared.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	c := &Controller{
 		cfg: cfg, client: shared.Client, apiReader: d.APIReader,
-		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, events: shared.Recorder, metrics: m, now: shared.Clock.Now,
+		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, families: families, events: shared.Recorder, metrics: m, now: shared.Clock.Now,
 		nodePacer: newNodePacer(cfg.NodeSyncDelay, shared.Batching),
 		slowStart: kit.NewSlowStart(cfg.Workers, kit.DefaultSlowStartWindow, shared.Clock.Now),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), outage: &kit.OutageSet[key]{},

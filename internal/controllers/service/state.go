@@ -18,6 +18,9 @@ type lbState struct {
 	applied *corev1.Service // the Service as last ensured; never modified
 	status  corev1.LoadBalancerStatus
 	nodes   nodeSet
+	// unserved are the Service's IP families its load balancer does not
+	// serve (families.go), said in the Serving condition.
+	unserved []corev1.IPFamily
 }
 
 type stateStore struct {

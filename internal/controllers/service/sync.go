@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stratus-ccm/stratus/internal/controllers/kit"
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // maxNodeNamesInEvents bounds the node list in events and logs.
@@ -109,10 +111,17 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 		c.event(svc, corev1.EventTypeNormal, ReasonEnsuringLoadBalancer, actionEnsure, "Ensuring load balancer")
 	}
 	c.warnUnknownAnnotations(svc)
+	plan, err := planFamilies(svc, c.families)
+	if err != nil {
+		// Refused before any cloud call: no load balancer is made or
+		// changed for a family set the cloud cannot serve whole.
+		c.event(svc, corev1.EventTypeWarning, ReasonIPFamilyNotSupported, actionEnsure, "Error syncing load balancer: %v", err)
+		return fmt.Errorf("sync service %s: %w", key, err)
+	}
 	if len(nodes.nodes) == 0 {
 		c.event(svc, corev1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionEnsure, "There are no available nodes for LoadBalancer")
 	}
-	status, err := c.lb.EnsureLoadBalancer(ctx, c.cfg.ClusterName, svc, nodes.nodes)
+	status, err := c.lb.EnsureLoadBalancer(ctx, c.cfg.ClusterName, plan.forProvider(svc), nodes.nodes)
 	switch {
 	case errors.Is(err, cloudprovider.ImplementedElsewhere):
 		logger.V(4).Info("Load balancer is implemented elsewhere; nothing to do")
@@ -123,7 +132,11 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 			c.state.setRetrying(key, true)
 			return fmt.Errorf("sync service %s: ensure load balancer: %w", key, err)
 		}
-		c.event(svc, corev1.EventTypeWarning, ReasonSyncLoadBalancerFailed, actionEnsure, "Error syncing load balancer: %v", err)
+		reason := ReasonSyncLoadBalancerFailed
+		if errors.Is(err, cloud.ErrIPFamilyNotSupported) {
+			reason = ReasonIPFamilyNotSupported
+		}
+		c.event(svc, corev1.EventTypeWarning, reason, actionEnsure, "Error syncing load balancer: %v", err)
 		return fmt.Errorf("sync service %s: ensure load balancer: %w", key, err)
 	case status == nil:
 		err := errors.New("the provider's EnsureLoadBalancer returned no status")
@@ -132,9 +145,12 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 	}
 	c.event(svc, corev1.EventTypeNormal, ReasonEnsuredLoadBalancer, actionEnsure, "Ensured load balancer")
 	c.warnIfIPIgnored(svc, status)
+	missing := missingFamilies(status, plan.served)
+	c.warnFamiliesNotServed(svc, plan, missing)
 	// Recorded before the status write, so that a failed write is retried
 	// without another cloud call.
-	c.state.set(key, &lbState{uid: svc.UID, applied: svc, status: *status.DeepCopy(), nodes: nodes})
+	c.state.set(key, &lbState{uid: svc.UID, applied: svc, status: *status.DeepCopy(), nodes: nodes,
+		unserved: slices.Concat(plan.dropped, missing)})
 	if err := c.patchStatus(ctx, svc, status, c.conditionsAfterEnsure(key, svc)...); err != nil {
 		return fmt.Errorf("sync service %s: %w", key, err)
 	}
@@ -181,10 +197,13 @@ func (c *Controller) warnIfIPIgnored(svc *corev1.Service, status *corev1.LoadBal
 func (c *Controller) updateHosts(ctx context.Context, key types.NamespacedName, svc *corev1.Service, st *lbState, nodes nodeSet) (gone bool, err error) {
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Updating load balancer hosts", "nodes", len(nodes.nodes), "names", nodeNames(nodes.nodes, maxNodeNamesInEvents))
-	err = c.lb.UpdateLoadBalancer(ctx, c.cfg.ClusterName, svc, nodes.nodes)
+	// The provider is handed the Service as its ensure was (families.go);
+	// the plan was accepted then, so it is again.
+	plan, _ := planFamilies(svc, c.families)
+	err = c.lb.UpdateLoadBalancer(ctx, c.cfg.ClusterName, plan.forProvider(svc), nodes.nodes)
 	if err == nil || errors.Is(err, cloudprovider.ImplementedElsewhere) {
 		c.metrics.updates.WithLabelValues(kit.ResultSuccess).Inc()
-		c.state.set(key, &lbState{uid: st.uid, applied: st.applied, status: st.status, nodes: nodes})
+		c.state.set(key, &lbState{uid: st.uid, applied: st.applied, status: st.status, nodes: nodes, unserved: st.unserved})
 		if !nodes.since.IsZero() {
 			c.metrics.nodeLatency.Observe(c.now().Sub(nodes.since).Seconds())
 		}

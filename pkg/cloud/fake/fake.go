@@ -47,6 +47,12 @@ type Cloud struct {
 	// with an error wrapping cloud.ErrPortNotSupported, as a cloud
 	// without SCTP does.
 	Protocols []corev1.Protocol
+	// IPFamilies, when set, are the IP families its load balancers serve
+	// (cloud.IPFamilyLister): a new load balancer gets one ingress IP per
+	// family of the Service it serves, and one whose Service's families
+	// changed is made anew, with new addresses. Unset, it declares none
+	// and answers one IPv4 address whatever the Service asks.
+	IPFamilies []corev1.IPFamily
 	// NilMetadata makes InstanceMetadata answer nil, nil for an instance
 	// it holds, as a buggy provider does: callers must not take a nil
 	// error to mean metadata they can read.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sort"
 
@@ -33,6 +34,9 @@ type Balancer struct {
 	// means unknown, as from a provider that does not report backends.
 	Backends []string
 	Status   corev1.LoadBalancerStatus
+	// Families are the Service's spec.ipFamilies as the last
+	// EnsureLoadBalancer was handed them.
+	Families []corev1.IPFamily
 }
 
 // GetLoadBalancerName is upstream's default name; it makes no call.
@@ -78,12 +82,13 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *cor
 	b, ok := c.balancers[lbKey(cluster, name)]
 	if !ok {
 		c.nextIP++
-		b = &Balancer{Cluster: cluster, Name: name, Status: corev1.LoadBalancerStatus{
-			Ingress: []corev1.LoadBalancerIngress{{
-				IP: fmt.Sprintf("192.0.2.%d", c.nextIP%254+1), IPMode: ptr.To(corev1.LoadBalancerIPModeVIP),
-			}}}}
+		b = &Balancer{Cluster: cluster, Name: name, Status: corev1.LoadBalancerStatus{Ingress: c.ingress(svc.Spec.IPFamilies, nil)}}
 		c.balancers[lbKey(cluster, name)] = b
+	} else if len(c.IPFamilies) > 0 && !slices.Equal(b.Families, svc.Spec.IPFamilies) {
+		c.nextIP++
+		b.Status.Ingress = c.ingress(svc.Spec.IPFamilies, b.Status.Ingress)
 	}
+	b.Families = slices.Clone(svc.Spec.IPFamilies)
 	if st, ok := c.statuses[serviceOf(svc)]; ok {
 		b.Status = *st.DeepCopy()
 	}
@@ -94,6 +99,44 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *cor
 	st := *b.Status.DeepCopy()
 	return &st, nil
 }
+
+// ingress is a load balancer's: one address of the documentation ranges
+// (192.0.2.0/24, 2001:db8::/32; never routed) per family the Service asks
+// for, in its order, when IPFamilies is set, keeping the address it had of
+// a family (had); one IPv4 address otherwise, as an IPv4-only cloud that
+// does not read the field answers.
+func (c *Cloud) ingress(families []corev1.IPFamily, had []corev1.LoadBalancerIngress) []corev1.LoadBalancerIngress {
+	v4 := corev1.LoadBalancerIngress{IP: fmt.Sprintf("192.0.2.%d", c.nextIP%254+1), IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)}
+	if len(c.IPFamilies) == 0 {
+		return []corev1.LoadBalancerIngress{v4}
+	}
+	v6 := corev1.LoadBalancerIngress{IP: fmt.Sprintf("2001:db8::%x", c.nextIP%0xfffe+1), IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)}
+	for _, in := range had {
+		if a, err := netip.ParseAddr(in.IP); err == nil && a.Is4() {
+			v4 = in
+		} else if err == nil {
+			v6 = in
+		}
+	}
+	var out []corev1.LoadBalancerIngress
+	for _, f := range families {
+		switch {
+		case !slices.Contains(c.IPFamilies, f):
+			// Not served: a provider that declares its families is never
+			// handed another one by the controller; one that is anyway
+			// leaves it out, which the controller notices.
+		case f == corev1.IPv6Protocol:
+			out = append(out, v6)
+		default:
+			out = append(out, v4)
+		}
+	}
+	return out
+}
+
+// LoadBalancerIPFamilies implements cloud.IPFamilyLister: IPFamilies,
+// none (not declared) when it is empty.
+func (c *Cloud) LoadBalancerIPFamilies() []corev1.IPFamily { return slices.Clone(c.IPFamilies) }
 
 // refusedPort names the Service's first port of a protocol outside
 // Protocols, before anything changes.

@@ -9,9 +9,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,27 +70,55 @@ func (s Sockets) do(fn func() error) error {
 	return Do(s.Path, fn)
 }
 
-// Listen is net.Listen in the namespace.
+// Listen is net.Listen in the namespace (an IPv6 address bound as
+// listenConfig says).
 func (s Sockets) Listen(network, addr string) (net.Listener, error) {
 	var ln net.Listener
 	err := s.do(func() error {
 		var err error
-		ln, err = net.Listen(network, addr)
+		ln, err = listenConfig.Listen(context.Background(), network, addr)
 		return err
 	})
 	return ln, err
 }
 
-// ListenUDP is net.ListenUDP in the namespace.
+// ListenUDP is net.ListenUDP in the namespace (an IPv6 address bound as
+// listenConfig says).
 func (s Sockets) ListenUDP(network string, addr *net.UDPAddr) (*net.UDPConn, error) {
 	var pc *net.UDPConn
 	err := s.do(func() error {
-		var err error
-		pc, err = net.ListenUDP(network, addr)
-		return err
+		c, err := listenConfig.ListenPacket(context.Background(), network, addr.String())
+		if err != nil {
+			return err
+		}
+		pc = c.(*net.UDPConn)
+		return nil
 	})
 	return pc, err
 }
+
+// listenConfig binds an IPv6 address with IP_FREEBIND. A range made local
+// by a `local` route (a load balancer's VIP range) accepts IPv4 binds to
+// any of its addresses, but IPv6 refuses a bind to an address no interface
+// holds unless the socket is free-bound; the route still delivers the
+// range's packets to it. IPv4 binds are left strict, so that a VIP that is
+// not local fails to bind rather than listening in vain.
+var listenConfig = net.ListenConfig{Control: func(_, address string, c syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || !ap.Addr().Is6() || ap.Addr().Is4In6() {
+		return nil
+	}
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_FREEBIND, 1)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("set IP_FREEBIND on %s: %w", address, serr)
+	}
+	return nil
+}}
 
 // DialUDP is net.DialUDP in the namespace.
 func (s Sockets) DialUDP(network string, laddr, raddr *net.UDPAddr) (*net.UDPConn, error) {

@@ -175,6 +175,39 @@ type LoadBalancerSpec struct {
 	// come from its own address, where the cloud could otherwise pass
 	// packets through (what ipMode Proxy reports); ProxyProtocol implies it.
 	Proxy bool `json:"proxy,omitempty"`
+	// IPFamilies are the families the load balancer has a VIP of, IPv4
+	// and/or IPv6, in any order; empty means IPv4. An IPv6 VIP needs the
+	// cloud's IPv6 VIP pool (`localcloud serve --vip6-pool`). A family
+	// added by an update gets a VIP then; a family removed gives its VIP
+	// back; the VIP of a family kept never changes.
+	IPFamilies []IPFamily `json:"ipFamilies,omitempty"`
+}
+
+// IPFamily is an IP family of a load balancer's VIPs.
+type IPFamily string
+
+// The IP families.
+const (
+	IPv4 IPFamily = "IPv4"
+	IPv6 IPFamily = "IPv6"
+)
+
+// Families returns the spec's IP families, IPv4 when none is set.
+func (s *LoadBalancerSpec) Families() []IPFamily {
+	if len(s.IPFamilies) == 0 {
+		return []IPFamily{IPv4}
+	}
+	return s.IPFamilies
+}
+
+// Has reports whether the spec asks for a VIP of family f.
+func (s *LoadBalancerSpec) Has(f IPFamily) bool {
+	for _, g := range s.Families() {
+		if g == f {
+			return true
+		}
+	}
+	return false
 }
 
 // ProxyProtocol is the PROXY protocol version a load balancer speaks to
@@ -206,7 +239,10 @@ type LoadBalancer struct {
 	Status LBStatus `json:"status"`
 	// StatusMessage says why a load balancer is in error.
 	StatusMessage string `json:"statusMessage,omitempty"`
-	VIP           string `json:"vip"`
+	// VIP is the IPv4 address, empty for a load balancer without IPv4;
+	// VIP6 the IPv6 one, empty without IPv6.
+	VIP  string `json:"vip"`
+	VIP6 string `json:"vip6,omitempty"`
 	// ReadyAt is when a provisioning load balancer becomes active, or
 	// when a deleting one disappears.
 	ReadyAt   time.Time `json:"readyAt,omitzero"`
@@ -225,8 +261,10 @@ type CreateLoadBalancerRequest struct {
 	Cluster string            `json:"cluster"`
 	Tags    map[string]string `json:"tags,omitempty"`
 	// VIP asks for this address of the VIP pool; empty lets the cloud
-	// choose. The VIP of a load balancer never changes after creation.
-	VIP string `json:"vip,omitempty"`
+	// choose. VIP6 does the same for the IPv6 VIP (of the IPv6 pool). The
+	// VIP of a load balancer never changes after creation.
+	VIP  string `json:"vip,omitempty"`
+	VIP6 string `json:"vip6,omitempty"`
 	LoadBalancerSpec
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -179,7 +180,15 @@ func (s *LoadBalancerSpec) Validate() error {
 			return err
 		}
 	}
-	if err := validSourceRanges(s.SourceRanges); err != nil {
+	for i, f := range s.IPFamilies {
+		if f != IPv4 && f != IPv6 {
+			return Invalid(fmt.Sprintf("ipFamilies[%d]", i), fmt.Sprintf("%q: want IPv4 or IPv6", f))
+		}
+		if slices.Index(s.IPFamilies, f) != i {
+			return Invalid("ipFamilies", fmt.Sprintf("%v lists %s twice", s.IPFamilies, f))
+		}
+	}
+	if err := validSourceRanges(s.SourceRanges, s.Families()); err != nil {
 		return err
 	}
 	if s.UDPIdleTimeoutMs < 0 {
@@ -199,25 +208,29 @@ func (s *LoadBalancerSpec) Validate() error {
 }
 
 // validSourceRanges checks each range's syntax, and that a non-empty list
-// admits someone. A load balancer's VIP is IPv4 (the VIP pool and a
-// requested vip are IPv4 only), and a client reaches it from an IPv4
-// address, so a list without an IPv4 range ("::/0" meant as "everyone")
-// would drop every client while the load balancer reports active. A list
-// with at least one IPv4 range is accepted whole: its IPv6 ranges simply
-// match no client, as a dual-stack Service's list reads on a
-// single-stack load balancer.
-func validSourceRanges(ranges []string) error {
-	ipv4 := false
+// admits someone. A client reaches a VIP from an address of the VIP's
+// family, so a list with no range of any family the load balancer has a
+// VIP of ("::/0" meant as "everyone" on an IPv4 load balancer) would drop
+// every client while the load balancer reports active. A list with a
+// range of one of its families is accepted whole: its other ranges simply
+// match no client, as a dual-stack Service's list reads on a single-stack
+// load balancer.
+func validSourceRanges(ranges []string, families []IPFamily) error {
+	admits := false
 	for i, r := range ranges {
 		p, err := ParseCIDR(fmt.Sprintf("sourceRanges[%d]", i), r)
 		if err != nil {
 			return err
 		}
 		// An IPv4-mapped IPv6 range matches no IPv4 client either.
-		ipv4 = ipv4 || p.Addr().Is4()
+		f := IPv6
+		if p.Addr().Is4() {
+			f = IPv4
+		}
+		admits = admits || slices.Contains(families, f)
 	}
-	if len(ranges) > 0 && !ipv4 {
-		return Invalid("sourceRanges", fmt.Sprintf("%q has no IPv4 range, and the load balancer's VIP is IPv4: it would admit no client (leave it empty to admit every source, or add 0.0.0.0/0)", ranges))
+	if len(ranges) > 0 && !admits {
+		return Invalid("sourceRanges", fmt.Sprintf("%q has no range of the load balancer's families %v: it would admit no client (leave it empty to admit every source, or add 0.0.0.0/0 or ::/0)", ranges, families))
 	}
 	return nil
 }
@@ -278,6 +291,17 @@ func (r *CreateLoadBalancerRequest) Validate() error {
 	if r.VIP != "" {
 		if a, err := netip.ParseAddr(r.VIP); err != nil || !a.Is4() {
 			return Invalid("vip", fmt.Sprintf("%q is not an IPv4 address", r.VIP))
+		}
+		if !r.Has(IPv4) {
+			return Invalid("vip", fmt.Sprintf("%s is an IPv4 address, and ipFamilies %v has no IPv4", r.VIP, r.IPFamilies))
+		}
+	}
+	if r.VIP6 != "" {
+		if a, err := netip.ParseAddr(r.VIP6); err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+			return Invalid("vip6", fmt.Sprintf("%q is not an IPv6 address (without zone, not IPv4-mapped)", r.VIP6))
+		}
+		if !r.Has(IPv6) {
+			return Invalid("vip6", fmt.Sprintf("%s is an IPv6 address, and ipFamilies %v has no IPv6", r.VIP6, r.Families()))
 		}
 	}
 	return r.LoadBalancerSpec.Validate()

@@ -46,7 +46,7 @@ func TestSourceRangesNeedTheVIPFamily(t *testing.T) {
 			if !errors.As(err, &apiErr) || apiErr.Code != CodeInvalidArgument || apiErr.Field != "sourceRanges" {
 				t.Fatalf("%s with sourceRanges %q: err = %v, want invalid sourceRanges", what, bad, err)
 			}
-			for _, want := range append([]string{"sourceRanges", "no IPv4 range", "VIP is IPv4"}, bad...) {
+			for _, want := range append([]string{"sourceRanges", "no range of the load balancer's families [IPv4]"}, bad...) {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("%s: error %q does not name %q", what, err, want)
 				}
@@ -57,6 +57,48 @@ func TestSourceRangesNeedTheVIPFamily(t *testing.T) {
 	s := spec("::/0", "10.0.0.1/8")
 	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "sourceRanges[1]") {
 		t.Errorf("host bits: err = %v, want sourceRanges[1]", err)
+	}
+}
+
+// TestIPFamilies: IPv4 and/or IPv6, each once; a requested VIP of a
+// family the load balancer does not have, or of the wrong family, is
+// refused naming the field; an IPv6 load balancer's source ranges need an
+// IPv6 range.
+func TestIPFamilies(t *testing.T) {
+	t.Parallel()
+	spec := func(fams ...IPFamily) LoadBalancerSpec {
+		return LoadBalancerSpec{Listeners: []Listener{{Protocol: ProtocolTCP, Port: 80, NodePort: 30080}}, IPFamilies: fams}
+	}
+	for _, ok := range []CreateLoadBalancerRequest{
+		{LoadBalancerSpec: spec()},
+		{LoadBalancerSpec: spec(IPv6)},
+		{LoadBalancerSpec: spec(IPv6, IPv4), VIP: "10.0.0.5", VIP6: "fd00::5"},
+		{LoadBalancerSpec: LoadBalancerSpec{Listeners: spec().Listeners, IPFamilies: []IPFamily{IPv6}, SourceRanges: []string{"::/0"}}},
+	} {
+		ok.Name, ok.Cluster = "lb", "c"
+		if err := ok.Validate(); err != nil {
+			t.Errorf("%+v refused: %v", ok, err)
+		}
+	}
+	for name, c := range map[string]struct {
+		req        CreateLoadBalancerRequest
+		field, say string
+	}{
+		"unknown family":   {CreateLoadBalancerRequest{LoadBalancerSpec: spec("ipv6")}, "ipFamilies[0]", `"ipv6": want IPv4 or IPv6`},
+		"family twice":     {CreateLoadBalancerRequest{LoadBalancerSpec: spec(IPv4, IPv4)}, "ipFamilies", "lists IPv4 twice"},
+		"vip6 on IPv4":     {CreateLoadBalancerRequest{LoadBalancerSpec: spec(), VIP6: "fd00::5"}, "vip6", "ipFamilies [IPv4] has no IPv6"},
+		"vip on IPv6":      {CreateLoadBalancerRequest{LoadBalancerSpec: spec(IPv6), VIP: "10.0.0.5"}, "vip", "has no IPv4"},
+		"vip6 is IPv4":     {CreateLoadBalancerRequest{LoadBalancerSpec: spec(IPv6), VIP6: "10.0.0.5"}, "vip6", `"10.0.0.5" is not an IPv6 address`},
+		"vip6 mapped":      {CreateLoadBalancerRequest{LoadBalancerSpec: spec(IPv6), VIP6: "::ffff:10.0.0.5"}, "vip6", "not IPv4-mapped"},
+		"vip6 zoned":       {CreateLoadBalancerRequest{LoadBalancerSpec: spec(IPv6), VIP6: "fe80::1%eth0"}, "vip6", "without zone"},
+		"IPv4 ranges only": {CreateLoadBalancerRequest{LoadBalancerSpec: LoadBalancerSpec{Listeners: spec().Listeners, IPFamilies: []IPFamily{IPv6}, SourceRanges: []string{"10.0.0.0/8"}}}, "sourceRanges", "families [IPv6]"},
+	} {
+		c.req.Name, c.req.Cluster = "lb", "c"
+		err := c.req.Validate()
+		var apiErr *Error
+		if !errors.As(err, &apiErr) || apiErr.Code != CodeInvalidArgument || apiErr.Field != c.field || !strings.Contains(err.Error(), c.say) {
+			t.Errorf("%s: err = %v, want invalid %s saying %q", name, err, c.field, c.say)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,7 +26,9 @@ func lbRows(items []api.LoadBalancer) func() [][]string {
 			if lb.StatusMessage != "" {
 				status += " (" + lb.StatusMessage + ")"
 			}
-			rows = append(rows, []string{lb.ID, lb.Name, lb.Cluster, status, lb.VIP, strings.Join(ls, ","), strconv.Itoa(len(lb.Backends))})
+			// The VIP column lists both of a dual-stack load balancer's.
+			vips := strings.Join(slices.DeleteFunc([]string{lb.VIP, lb.VIP6}, func(v string) bool { return v == "" }), ",")
+			rows = append(rows, []string{lb.ID, lb.Name, lb.Cluster, status, vips, strings.Join(ls, ","), strconv.Itoa(len(lb.Backends))})
 		}
 		return rows
 	}

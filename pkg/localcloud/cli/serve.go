@@ -20,12 +20,12 @@ import (
 )
 
 type serveOptions struct {
-	listen, stateDir                   string
-	latency, provisioning, deletion    time.Duration
-	rateLimit, errorRate               float64
-	rateBurst                          int
-	quotaInstances, quotaLBs, quotaRts int
-	internalPool, externalPool, vips   string
+	listen, stateDir                        string
+	latency, provisioning, deletion         time.Duration
+	rateLimit, errorRate                    float64
+	rateBurst                               int
+	quotaInstances, quotaLBs, quotaRts      int
+	internalPool, externalPool, vips, vips6 string
 	// The data plane: a namespace, a mode and the targets' network.
 	dpNetns, dpMode, dpTargets string
 	// changed lists the knob flags given on the command line.
@@ -93,6 +93,8 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet, d api.Knobs, p store.Pools) {
 	f.StringVar(&o.internalPool, "internal-pool", p.Internal.String(), "CIDR for instance internal addresses")
 	f.StringVar(&o.externalPool, "external-pool", p.External.String(), "CIDR for instance external addresses")
 	f.StringVar(&o.vips, "vip-pool", p.VIP.String(), "CIDR for load balancer VIPs")
+	f.StringVar(&o.vips6, "vip6-pool", "", "IPv6 CIDR for load balancers' IPv6 VIPs (at most /120, and local in --dataplane-netns); "+
+		"empty: no IPv6 VIPs, a load balancer asking for one is refused")
 	f.StringVar(&o.dpNetns, "dataplane-netns", "", "name or path of the network namespace that owns the VIP pool (its routes make it local); "+
 		"empty: the machine's own, VIPs on loopback")
 	f.StringVar(&o.dpMode, "dataplane", "proxy", "how load balancers forward: proxy (connections, from localcloud's address) or "+
@@ -149,6 +151,13 @@ func (o *serveOptions) config(tokenFile string) (server.Config, error) {
 		}
 		*pf.dst = pr
 	}
+	if o.vips6 != "" {
+		pr, err := netip.ParsePrefix(o.vips6)
+		if err != nil || !pr.Addr().Is6() || pr.Addr().Is4In6() || pr.Bits() > 120 {
+			return server.Config{}, fmt.Errorf("--vip6-pool %q: want an IPv6 CIDR of at least /120", o.vips6)
+		}
+		pools.VIP6 = pr.Masked()
+	}
 	k := api.Knobs{
 		Latency: api.Duration(o.latency), LBProvisioningTime: api.Duration(o.provisioning),
 		LBDeletionTime: api.Duration(o.deletion), RateLimit: o.rateLimit, RateBurst: o.rateBurst,
@@ -169,6 +178,11 @@ func (o *serveOptions) config(tokenFile string) (server.Config, error) {
 	dp, err := o.dataPlane()
 	if err != nil {
 		return server.Config{}, err
+	}
+	if pools.VIP6.IsValid() && dp.Netns == "" {
+		// IPv4 VIPs live on loopback's 127/8; IPv6 has no such range, and
+		// making one local would change the machine's own routes.
+		return server.Config{}, fmt.Errorf("--vip6-pool %q: needs --dataplane-netns, whose routes make the range local", o.vips6)
 	}
 	return server.Config{Listen: o.listen, StateDir: o.stateDir, TokenFile: tokenFile, Knobs: &k, KnobOverrides: &overrides, Pools: pools,
 		DataPlane: dp}, nil

@@ -30,8 +30,11 @@ type Backend struct {
 
 // Spec is everything the data plane needs to run one load balancer.
 type Spec struct {
-	ID             string
+	ID string
+	// VIP is the IPv4 address; VIP6 the IPv6 one. Either may be unset (a
+	// single-stack load balancer of the other family).
 	VIP            netip.Addr
+	VIP6           netip.Addr
 	Listeners      []api.Listener
 	Backends       []Backend
 	HealthCheck    api.HealthCheck
@@ -147,6 +150,7 @@ func (s *snapshot) allowed(src netip.Addr) bool {
 }
 
 type listenerKey struct {
+	vip   netip.Addr
 	proto api.Protocol
 	port  int
 }
@@ -202,18 +206,24 @@ func (lb *loadBalancer) apply(spec Spec) error {
 	spec.HealthCheck = spec.HealthCheck.WithDefaults()
 	lb.spec = spec
 	lb.syncHealthStateLocked()
-	if lb.passThrough(spec) {
-		return lb.applyPassThroughLocked()
+	// The IPv4 VIP passes packets through where it can; the IPv6 VIP is
+	// always proxied (pass-through DNATs to the targets' IPv4 addresses).
+	pass := lb.passThrough(spec)
+	var proxied []netip.Addr
+	if spec.VIP.IsValid() && !pass {
+		proxied = append(proxied, spec.VIP)
 	}
-	if lb.passing {
-		lb.stopPassThroughLocked()
+	if spec.VIP6.IsValid() {
+		proxied = append(proxied, spec.VIP6)
 	}
-	lb.publishLocked()
-
 	want := map[listenerKey]api.Listener{}
-	for _, l := range spec.Listeners {
-		want[listenerKey{l.Protocol, l.Port}] = l
+	for _, vip := range proxied {
+		for _, l := range spec.Listeners {
+			want[listenerKey{vip, l.Protocol, l.Port}] = l
+		}
 	}
+	// Listeners go first: a proxy listener and the table cannot both
+	// serve the IPv4 VIP.
 	for k, l := range lb.listeners {
 		if _, keep := want[k]; !keep {
 			l.close()
@@ -221,12 +231,20 @@ func (lb *loadBalancer) apply(spec Spec) error {
 		}
 	}
 	var errs []error
+	if pass {
+		errs = append(errs, lb.applyPassThroughLocked())
+	} else {
+		if lb.passing {
+			lb.stopPassThroughLocked()
+		}
+		lb.publishLocked()
+	}
 	for k, l := range want {
 		if cur, ok := lb.listeners[k]; ok {
 			cur.setNodePort(l.NodePort)
 			continue
 		}
-		nl, err := lb.listen(spec.VIP, l)
+		nl, err := lb.listen(k.vip, l)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -61,7 +61,7 @@ func TestUDPIdleTimeoutAndClose(t *testing.T) {
 	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "hi" {
 		t.Fatalf("echo: %v %q", err, buf[:n])
 	}
-	l := m.lbs["lb-1"].listeners[listenerKey{api.ProtocolUDP, 9053}].(*udpListener)
+	l := m.lbs["lb-1"].listeners[listenerKey{vip, api.ProtocolUDP, 9053}].(*udpListener)
 	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		l.mu.Lock()
 		defer l.mu.Unlock()

@@ -24,7 +24,8 @@ type Options struct {
 	PassThrough bool
 	// TargetNetwork is where pass-through can send packets: the network
 	// whose hosts route the clients' range back through Netns. A load
-	// balancer with a target outside it, or with an IPv6 VIP, is proxied.
+	// balancer with a target outside it is proxied, and an IPv6 VIP always
+	// is (its targets are the nodes' IPv4 addresses).
 	TargetNetwork netip.Prefix
 }
 
@@ -79,28 +80,18 @@ func (lb *loadBalancer) passThrough(spec Spec) bool {
 	return true
 }
 
-// applyPassThroughLocked turns the load balancer into (or keeps it) an
-// nftables table: its proxy listeners, if any, close first, since both
-// cannot serve the VIP.
+// applyPassThroughLocked turns the load balancer's IPv4 VIP into (or keeps
+// it) an nftables table; apply has closed its proxy listeners first.
 func (lb *loadBalancer) applyPassThroughLocked() error {
-	for k, l := range lb.listeners {
-		l.close()
-		delete(lb.listeners, k)
-	}
 	if !lb.passing {
 		lb.passing = true
 		lb.programmed = nil
 	}
 	lb.publishLocked()
-	var err error
 	if lb.programmed == nil {
 		// publishLocked logged it; apply returns it so the cloud marks the
 		// load balancer in error and retries.
-		err = lb.programLocked(lb.snap.Load().healthy)
-	}
-	lb.startCheckerLocked()
-	if err != nil {
-		return fmt.Errorf("dataplane: load balancer %s: %w", lb.id, err)
+		return lb.programLocked(lb.snap.Load().healthy)
 	}
 	return nil
 }

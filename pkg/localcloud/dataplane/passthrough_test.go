@@ -31,6 +31,12 @@ const (
 	ptVIP       = "10.249.77.200"
 	ptClient    = "10.248.77.1"
 	ptClientNS  = "10.248.77.2"
+	// IPv6: the clients' link and the VIP range (unique-local, no
+	// slot's: slots use fd00:5354:0:N::/64 and fd00:5354:1:N::/64).
+	ptClient6   = "fd00:5354:fe:77::1"
+	ptClientNS6 = "fd00:5354:fe:77::2"
+	ptVIPs6     = "fd00:5354:fd:77::/64"
+	ptVIP6      = "fd00:5354:fd:77::8001"
 	ptNodePort  = 30080
 	ptHCPort    = 30081
 )
@@ -91,6 +97,12 @@ func newPTNet(t *testing.T) ptNet {
 	// Replies to the clients go back through the load balancer.
 	ip(t, "-n", n.targetNS, "route", "add", "10.248.77.0/24", "via", ptLBAddr)
 	ip(t, "route", "add", ptVIPs, "via", ptClientNS, "dev", "stdpt-cl", "src", ptClient)
+	// nodad: the addresses are usable at once, not after duplicate
+	// address detection.
+	ip(t, "-6", "addr", "add", ptClient6+"/64", "dev", "stdpt-cl", "nodad")
+	ip(t, "-n", n.lbNS, "-6", "addr", "add", ptClientNS6+"/64", "dev", "cl0", "nodad")
+	ip(t, "-n", n.lbNS, "-6", "route", "add", "local", ptVIPs6, "dev", "lo")
+	ip(t, "-6", "route", "add", ptVIPs6, "via", ptClientNS6, "dev", "stdpt-cl")
 	if out, err := exec.Command("ip", "netns", "exec", n.lbNS, "sysctl", "-qw", "net.ipv4.ip_forward=1").CombinedOutput(); err != nil {
 		t.Fatalf("forwarding in %s: %v: %s", n.lbNS, err, out)
 	}
@@ -210,6 +222,60 @@ func TestPassThroughKeepsClientAddress(t *testing.T) {
 	}
 	if _, err := askVIP(ptVIP); err == nil {
 		t.Fatal("a removed load balancer still answers")
+	}
+}
+
+// TestDualStackLoadBalancer: a load balancer with an IPv4 and an IPv6 VIP
+// passes the IPv4 VIP's packets through (the target sees the client) and
+// proxies the IPv6 VIP to the same IPv4 targets (the target sees the load
+// balancer); an IPv6-only load balancer answers on its VIP alone; dropping
+// the IPv6 VIP closes it.
+func TestDualStackLoadBalancer(t *testing.T) {
+	n := newPTNet(t)
+	n.serveClientAddr(t)
+	m, err := NewManagerIn(t.Context(), Options{Netns: netns.Path(n.lbNS), PassThrough: true,
+		TargetNetwork: netip.MustParsePrefix(ptTargetNet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	dual := ptSpec(ptTarget)
+	dual.VIP6 = netip.MustParseAddr(ptVIP6)
+	if err := m.Apply(dual); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the IPv4 VIP, passed through", ptClient, func() (string, error) { return askVIP(ptVIP) })
+	eventually(t, "the IPv6 VIP, proxied", ptLBAddr, func() (string, error) { return askVIP(ptVIP6) })
+	if !strings.Contains(tables(t, n), "table inet lb_lb_pt1") {
+		t.Fatalf("the IPv4 VIP has no table:\n%s", tables(t, n))
+	}
+	// Source ranges hold for the proxied family too.
+	ranged := dual
+	ranged.SourceRanges = []netip.Prefix{netip.MustParsePrefix("10.248.77.0/24"), netip.MustParsePrefix("2001:db8::/64")}
+	if err := m.Apply(ranged); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := askVIP(ptVIP6); err == nil && got != "" {
+		t.Fatalf("an IPv6 client outside loadBalancerSourceRanges got through: %q", got)
+	}
+	eventually(t, "the IPv4 VIP inside its range", ptClient, func() (string, error) { return askVIP(ptVIP) })
+
+	v4only := ptSpec(ptTarget)
+	if err := m.Apply(v4only); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := askVIP(ptVIP6); err == nil {
+		t.Fatal("the IPv6 VIP still answers after it was dropped")
+	}
+
+	v6only := ptSpec(ptTarget)
+	v6only.ID, v6only.VIP, v6only.VIP6 = "lb-pt6", netip.Addr{}, netip.MustParseAddr("fd00:5354:fd:77::8002")
+	if err := m.Apply(v6only); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "an IPv6-only load balancer", ptLBAddr, func() (string, error) { return askVIP("fd00:5354:fd:77::8002") })
+	if strings.Contains(tables(t, n), "lb_lb_pt6") {
+		t.Fatalf("an IPv6-only load balancer has a table:\n%s", tables(t, n))
 	}
 }
 

@@ -141,7 +141,7 @@ func (s *Server) activate(id string) api.LoadBalancer {
 		return lb
 	}
 	if bindErr != nil {
-		logger.Error(bindErr, "Load balancer cannot bind its VIP; will retry", "vip", lb.VIP, "retryIn", s.cfg.BindRetryInterval)
+		logger.Error(bindErr, "Load balancer cannot bind its VIP; will retry", "vip", lb.VIP, "vip6", lb.VIP6, "retryIn", s.cfg.BindRetryInterval)
 		s.retryBind(id)
 		return next
 	}
@@ -168,7 +168,7 @@ func (s *Server) program(ctx context.Context, lb api.LoadBalancer) api.LoadBalan
 }
 
 func (s *Server) recordBind(ctx context.Context, lb api.LoadBalancer, bindErr error) api.LoadBalancer {
-	logger := klog.FromContext(ctx).WithValues("loadBalancer", lb.ID, "vip", lb.VIP)
+	logger := klog.FromContext(ctx).WithValues("loadBalancer", lb.ID, "vip", lb.VIP, "vip6", lb.VIP6)
 	if bindErr != nil {
 		logger.Error(bindErr, "Load balancer cannot bind its VIP; will retry", "retryIn", s.cfg.BindRetryInterval)
 		failed, err := s.store.SetLBError(lb.ID, bindMessage(bindErr))
@@ -224,7 +224,7 @@ func (s *Server) armLocked(key string, d time.Duration, f func()) {
 func (s *Server) dataplaneSpec(lb api.LoadBalancer) dataplane.Spec {
 	insts := s.store.InstancesByID(lb.Backends)
 	spec := dataplane.Spec{
-		ID: lb.ID, VIP: parseAddr(lb.VIP), Listeners: lb.Listeners, HealthCheck: lb.HealthCheck,
+		ID: lb.ID, VIP: parseAddr(lb.VIP), VIP6: parseAddr(lb.VIP6), Listeners: lb.Listeners, HealthCheck: lb.HealthCheck,
 		UDPIdleTimeout: time.Duration(lb.UDPIdleTimeoutMs) * time.Millisecond,
 		ClientAffinity: lb.SessionAffinity == api.SessionAffinityClientIP,
 		ProxyProtocol:  lb.ProxyProtocol,

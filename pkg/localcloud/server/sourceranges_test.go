@@ -49,7 +49,7 @@ func wantRefused(t *testing.T, what string, err error) {
 	if !errors.Is(err, client.ErrInvalidArgument) {
 		t.Fatalf("%s with sourceRanges [::/0]: err = %v, want invalid argument", what, err)
 	}
-	for _, want := range []string{"sourceRanges", `"::/0"`, "no IPv4 range"} {
+	for _, want := range []string{"sourceRanges", `"::/0"`, "no range of the load balancer's families [IPv4]"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %q does not name %s", what, err, want)
 		}

@@ -59,14 +59,14 @@ func (s *Store) CreateLB(r api.CreateLoadBalancerRequest, quota int, now, readyA
 	if err := s.checkBackends(r.Backends); err != nil {
 		return api.LoadBalancer{}, err
 	}
-	vip, err := s.vipFor(r.VIP)
+	vip, vip6, err := s.vipsFor(&r.LoadBalancerSpec, "", "", r.VIP, r.VIP6)
 	if err != nil {
 		return api.LoadBalancer{}, err
 	}
 	lb := &api.LoadBalancer{
 		ID: newID("lb"), Name: r.Name, Cluster: r.Cluster, Tags: r.Tags,
 		LoadBalancerSpec: cloneSpec(r.LoadBalancerSpec),
-		Status:           api.LBProvisioning, VIP: vip.String(),
+		Status:           api.LBProvisioning, VIP: vip, VIP6: vip6,
 		ReadyAt: readyAt.UTC(), CreatedAt: now.UTC(), UpdatedAt: now.UTC(), UpdatedBy: by,
 	}
 	if err := s.lbs.save(s.db, lb); err != nil {
@@ -76,22 +76,51 @@ func (s *Store) CreateLB(r api.CreateLoadBalancerRequest, quota int, now, readyA
 	return *lb, nil
 }
 
-// vipFor returns the requested VIP when it is a free address of the pool,
+// vipsFor returns a load balancer's VIPs for spec's families: the one it
+// has (cur, cur6) of a family it keeps, else the requested one, else the
+// pool's next free address; none of a family it does not have. Nothing is
+// marked used: the caller's index does that once the record is saved.
+func (s *Store) vipsFor(spec *api.LoadBalancerSpec, cur, cur6, requested, requested6 string) (vip, vip6 string, err error) {
+	if spec.Has(api.IPv4) {
+		if vip = cur; vip == "" {
+			a, err := vipFrom(s.vips, "vip", requested)
+			if err != nil {
+				return "", "", err
+			}
+			vip = a.String()
+		}
+	}
+	if spec.Has(api.IPv6) {
+		if s.vips6 == nil {
+			return "", "", api.Invalid("ipFamilies", fmt.Sprintf("%v: this cloud has no IPv6 VIP pool (localcloud serve --vip6-pool)", spec.IPFamilies))
+		}
+		if vip6 = cur6; vip6 == "" {
+			a, err := vipFrom(s.vips6, "vip6", requested6)
+			if err != nil {
+				return "", "", err
+			}
+			vip6 = a.String()
+		}
+	}
+	return vip, vip6, nil
+}
+
+// vipFrom returns the requested VIP when it is a free address of the pool,
 // or the pool's next free address when none is requested.
-func (s *Store) vipFor(requested string) (netip.Addr, error) {
+func vipFrom(pool *allocator, field, requested string) (netip.Addr, error) {
 	if requested == "" {
-		vip, err := s.vips.next(nil)
-		return vip, poolErr(err, "vip")
+		vip, err := pool.next(nil)
+		return vip, poolErr(err, field)
 	}
 	vip, err := netip.ParseAddr(requested)
 	if err != nil {
-		return netip.Addr{}, api.Invalid("vip", fmt.Sprintf("%q is not an IP address", requested))
+		return netip.Addr{}, api.Invalid(field, fmt.Sprintf("%q is not an IP address", requested))
 	}
-	if !s.vips.usable(vip) {
-		return netip.Addr{}, api.Invalid("vip", fmt.Sprintf("%s is not a usable address of the VIP pool %s", vip, s.vips.prefix))
+	if !pool.usable(vip) {
+		return netip.Addr{}, api.Invalid(field, fmt.Sprintf("%s is not a usable address of the VIP pool %s", vip, pool.prefix))
 	}
-	if s.vips.used[vip] {
-		return netip.Addr{}, api.Invalid("vip", fmt.Sprintf("%s is already the VIP of another load balancer", vip))
+	if pool.used[vip] {
+		return netip.Addr{}, api.Invalid(field, fmt.Sprintf("%s is already the VIP of another load balancer", vip))
 	}
 	return vip, nil
 }
@@ -128,6 +157,13 @@ func (s *Store) UpdateLB(id string, spec api.LoadBalancerSpec, now time.Time, by
 		if err := s.checkBackends(spec.Backends); err != nil {
 			return false, err
 		}
+		// A family added gets a VIP, a family removed gives its VIP back
+		// (changeLB re-indexes them), a family kept keeps its VIP.
+		vip, vip6, err := s.vipsFor(&spec, lb.VIP, lb.VIP6, "", "")
+		if err != nil {
+			return false, err
+		}
+		lb.VIP, lb.VIP6 = vip, vip6
 		lb.LoadBalancerSpec = cloneSpec(spec)
 		lb.UpdatedAt, lb.UpdatedBy = now.UTC(), by
 		return true, nil
@@ -192,6 +228,14 @@ func (s *Store) changeLB(id string, change func(*api.LoadBalancer) (bool, error)
 		return api.LoadBalancer{}, err
 	}
 	s.lbs.items[id] = &next
+	if cur.VIP != next.VIP {
+		s.vips.release(cur.VIP)
+		s.vips.use(next.VIP)
+	}
+	if cur.VIP6 != next.VIP6 && s.vips6 != nil {
+		s.vips6.release(cur.VIP6)
+		s.vips6.use(next.VIP6)
+	}
 	return next, nil
 }
 

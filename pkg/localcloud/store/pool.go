@@ -13,6 +13,9 @@ type Pools struct {
 	Internal netip.Prefix
 	External netip.Prefix
 	VIP      netip.Prefix
+	// VIP6 is the IPv6 VIP pool; unset, the cloud has no IPv6 VIPs and
+	// refuses a load balancer that asks for one.
+	VIP6 netip.Prefix
 }
 
 // DefaultPools returns the default pools: internal addresses in

@@ -34,6 +34,7 @@ type Store struct {
 	internal      *allocator
 	external      *allocator
 	vips          *allocator
+	vips6         *allocator // nil without an IPv6 pool
 	// generation counts instance changes; changed is closed at the next.
 	generation uint64
 	changed    chan struct{}
@@ -68,6 +69,9 @@ func Open(dir string, pools Pools) (*Store, error) {
 		internal:    newAllocator(pools.Internal),
 		external:    newAllocator(pools.External),
 		vips:        newAllocator(pools.VIP),
+	}
+	if pools.VIP6.IsValid() {
+		s.vips6 = newAllocator(pools.VIP6)
 	}
 	if err := guard(path, s.load); err != nil {
 		_ = db.Close()
@@ -157,12 +161,18 @@ func (s *Store) indexLB(lb *api.LoadBalancer) {
 	s.lbs.items[lb.ID] = lb
 	s.lbByName[lb.Cluster+"/"+lb.Name] = lb.ID
 	s.vips.use(lb.VIP)
+	if s.vips6 != nil {
+		s.vips6.use(lb.VIP6)
+	}
 }
 
 func (s *Store) unindexLB(lb *api.LoadBalancer) {
 	delete(s.lbs.items, lb.ID)
 	delete(s.lbByName, lb.Cluster+"/"+lb.Name)
 	s.vips.release(lb.VIP)
+	if s.vips6 != nil {
+		s.vips6.release(lb.VIP6)
+	}
 }
 
 func (s *Store) indexRoute(r *api.Route) {

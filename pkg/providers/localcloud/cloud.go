@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
@@ -84,6 +85,10 @@ func NewFromConfig(cfg Config) (*Cloud, error) {
 	}
 	cl := NewWithClient(c, cfg.ClusterName)
 	cl.lbs.proxyHealthPort = cfg.KubeProxyHealthPort
+	cl.lbs.families = cfg.IPFamilies
+	if len(cl.lbs.families) == 0 {
+		cl.lbs.families = []corev1.IPFamily{corev1.IPv4Protocol}
+	}
 	return cl, nil
 }
 

@@ -8,8 +8,11 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Config is the provider configuration read from --cloud-config.
@@ -36,6 +39,10 @@ type Config struct {
 	// as GCE's do. 0 keeps a TCP connect to the traffic's node port: the
 	// nodes of a cluster without kube-proxy (kwok's) answer nothing there.
 	KubeProxyHealthPort int
+	// IPFamilies are the families the account's load balancers serve
+	// (`ipFamilies: IPv4,IPv6`); IPv4 when unset. IPv6 needs the cloud's
+	// IPv6 VIP pool (`localcloud serve --vip6-pool`).
+	IPFamilies []corev1.IPFamily
 }
 
 // Bounds on the numeric settings: generous, but finite, so that a typo
@@ -128,8 +135,14 @@ func (c *Config) set(key, val string) error {
 			return fmt.Errorf("kubeProxyHealthPort: %q is not a port from 0 to 65535", val)
 		}
 		c.KubeProxyHealthPort = n
+	case "ipFamilies":
+		fams, err := parseFamilies(val)
+		if err != nil {
+			return err
+		}
+		c.IPFamilies = fams
 	default:
-		return fmt.Errorf("unknown key %q (known: url, token, tokenFile, clusterName, maxRetries, rateLimitQPS, rateLimitBurst, kubeProxyHealthPort)", key)
+		return fmt.Errorf("unknown key %q (known: url, token, tokenFile, clusterName, maxRetries, rateLimitQPS, rateLimitBurst, kubeProxyHealthPort, ipFamilies)", key)
 	}
 	return nil
 }
@@ -171,4 +184,20 @@ func (c *Config) resolveToken() (string, error) {
 		return "", fmt.Errorf("cloud config: tokenFile %s is empty", c.TokenFile)
 	}
 	return tok, nil
+}
+
+// parseFamilies reads "IPv4", "IPv6" or both, comma-separated, each once.
+func parseFamilies(val string) ([]corev1.IPFamily, error) {
+	var out []corev1.IPFamily
+	for _, f := range strings.Split(val, ",") {
+		fam := corev1.IPFamily(strings.TrimSpace(f))
+		switch {
+		case fam != corev1.IPv4Protocol && fam != corev1.IPv6Protocol:
+			return nil, fmt.Errorf("ipFamilies: %q: want IPv4, IPv6 or both, comma-separated", val)
+		case slices.Contains(out, fam):
+			return nil, fmt.Errorf("ipFamilies: %q lists %s twice", val, fam)
+		}
+		out = append(out, fam)
+	}
+	return out, nil
 }

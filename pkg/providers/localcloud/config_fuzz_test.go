@@ -3,6 +3,7 @@ package localcloud_test
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ func FuzzParseConfig(f *testing.F) {
 		"url: http://127.0.0.1:8787\ntoken: x\n",
 		"[global]\nurl = \"https://cloud:1\"\ntokenFile = /t\nclusterName = c\n",
 		"url: http://a:1\ntoken: x\nrateLimitQPS: 2.5\nrateLimitBurst: 3\nmaxRetries: 0\n",
+		"url: http://a:1\ntoken: x\nipFamilies: IPv6, IPv4\nkubeProxyHealthPort: 10256\n",
 		"url: http://a:1\ntoken: x\nrateLimitQPS: NaN\n",
 		"url: http://a:1\ntoken: x\ntoken: y\n",
 		"url: http://a:1 # comment\ntoken: 'x'\nrateLimitQPS: 1e-300\n",
@@ -47,7 +49,7 @@ func FuzzParseConfig(f *testing.F) {
 			return // not representable in the format; nothing to round-trip
 		}
 		again, err := lcprovider.ParseConfig(strings.NewReader(render(cfg)))
-		if err != nil || again != cfg {
+		if err != nil || !reflect.DeepEqual(again, cfg) {
 			t.Fatalf("round trip of %+v: %+v, %v", cfg, again, err)
 		}
 	})
@@ -68,6 +70,16 @@ func render(c lcprovider.Config) string {
 	fmt.Fprintf(&b, "rateLimitQPS: %s\n", fmt.Sprint(c.RateLimitQPS))
 	if c.RateLimitBurst > 0 {
 		fmt.Fprintf(&b, "rateLimitBurst: %d\n", c.RateLimitBurst)
+	}
+	if c.KubeProxyHealthPort > 0 {
+		fmt.Fprintf(&b, "kubeProxyHealthPort: %d\n", c.KubeProxyHealthPort)
+	}
+	if len(c.IPFamilies) > 0 {
+		var fams []string
+		for _, f := range c.IPFamilies {
+			fams = append(fams, string(f))
+		}
+		fmt.Fprintf(&b, "ipFamilies: %s\n", strings.Join(fams, ","))
 	}
 	return b.String()
 }

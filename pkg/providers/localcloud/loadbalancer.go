@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
@@ -46,6 +48,9 @@ type loadBalancers struct {
 	defaultCluster string
 	// proxyHealthPort is kube-proxy's health port (Config.KubeProxyHealthPort).
 	proxyHealthPort int
+	// families are the IP families the load balancers serve
+	// (Config.IPFamilies).
+	families []corev1.IPFamily
 }
 
 // GetLoadBalancerName derives the name from the Service UID, as upstream's
@@ -90,8 +95,20 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 	return status(lb, mode), true, nil
 }
 
+// status has one ingress per VIP, in the order of the load balancer's
+// families (the Service's spec.ipFamilies order, primary first).
 func status(lb *api.LoadBalancer, mode corev1.LoadBalancerIPMode) *corev1.LoadBalancerStatus {
-	return &corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: lb.VIP, IPMode: &mode}}}
+	st := &corev1.LoadBalancerStatus{}
+	for _, f := range lb.Families() {
+		ip := lb.VIP
+		if f == api.IPv6 {
+			ip = lb.VIP6
+		}
+		if ip != "" {
+			st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{IP: ip, IPMode: ptr.To(mode)})
+		}
+	}
+	return st
 }
 
 // desired turns a Service and its nodes into the cloud spec. Every check
@@ -129,9 +146,12 @@ func (l *loadBalancers) desired(svc *corev1.Service, nodes []*corev1.Node) (api.
 	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
 		spec.SessionAffinity = api.SessionAffinityClientIP
 	}
+	if spec.IPFamilies, err = l.familiesOf(svc); err != nil {
+		return spec, "", err
+	}
 	if ip := svc.Spec.LoadBalancerIP; ip != "" {
-		if a, err := netip.ParseAddr(ip); err != nil || !a.Is4() {
-			return spec, "", fmt.Errorf("spec.loadBalancerIP %q: not an IPv4 address", ip)
+		if _, err := requestedVIPs(ip, &spec); err != nil {
+			return spec, "", err
 		}
 	}
 	mode, err := ipModeFrom(svc)
@@ -183,10 +203,17 @@ func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc 
 	if lb == nil {
 		req := api.CreateLoadBalancerRequest{
 			Name: cloudprovider.DefaultLoadBalancerName(svc), Cluster: cluster, LoadBalancerSpec: spec,
-			VIP: svc.Spec.LoadBalancerIP,
 			Tags: map[string]string{
 				api.TagServiceNamespace: svc.Namespace, api.TagServiceName: svc.Name, api.TagServiceUID: string(svc.UID),
 			},
+		}
+		if ip := svc.Spec.LoadBalancerIP; ip != "" {
+			// desired checked it.
+			if a, _ := requestedVIPs(ip, &spec); a.Is4() {
+				req.VIP = ip
+			} else {
+				req.VIP6 = ip
+			}
 		}
 		created, err := l.withLiveBackends(ctx, &req.LoadBalancerSpec, nodes, func(sp api.LoadBalancerSpec) (*api.LoadBalancer, error) {
 			req.LoadBalancerSpec = sp
@@ -199,11 +226,12 @@ func (l *loadBalancers) createOrUpdate(ctx context.Context, cluster string, svc 
 		if err != nil {
 			return nil, requestedVIPErr(svc, withQuota(err))
 		}
-		logger.V(2).Info("Created load balancer", "loadBalancer", created.ID, "vip", created.VIP)
+		logger.V(2).Info("Created load balancer", "loadBalancer", created.ID, "vip", created.VIP, "vip6", created.VIP6)
 		return created, nil
 	}
-	if ip := svc.Spec.LoadBalancerIP; ip != "" && lb.Status != api.LBDeleting && ip != lb.VIP {
-		return nil, fmt.Errorf("spec.loadBalancerIP %q: the load balancer has VIP %s, and a VIP cannot change; recreate the Service to move it", ip, lb.VIP)
+	if ip := svc.Spec.LoadBalancerIP; ip != "" && lb.Status != api.LBDeleting && ip != lb.VIP && ip != lb.VIP6 {
+		have := strings.Join(slices.DeleteFunc([]string{lb.VIP, lb.VIP6}, func(v string) bool { return v == "" }), " and ")
+		return nil, fmt.Errorf("spec.loadBalancerIP %q: the load balancer has VIP %s, and a VIP cannot change; recreate the Service to move it", ip, have)
 	}
 	if lb.Status == api.LBDeleting || specEqual(lb.LoadBalancerSpec, spec) {
 		return lb, nil

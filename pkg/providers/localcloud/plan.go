@@ -74,6 +74,9 @@ func specChanges(have, want api.LoadBalancerSpec) []string {
 	if have.Proxy != want.Proxy {
 		out = append(out, fmt.Sprintf("proxy: %t → %t", have.Proxy, want.Proxy))
 	}
+	if !slices.Equal(have.Families(), want.Families()) {
+		out = append(out, fmt.Sprintf("ipFamilies: %v → %v", have.Families(), want.Families()))
+	}
 	return out
 }
 

@@ -42,6 +42,13 @@ func newEnv(t *testing.T, provisioning time.Duration) *env {
 
 func newEnvPools(t *testing.T, provisioning time.Duration, internal netip.Prefix) *env {
 	t.Helper()
+	return newEnvWith(t, provisioning, internal, "", netip.Prefix{})
+}
+
+// newEnvWith is newEnvPools with extra provider config lines and an IPv6
+// VIP pool (none when invalid).
+func newEnvWith(t *testing.T, provisioning time.Duration, internal netip.Prefix, extraConfig string, vip6 netip.Prefix) *env {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	k := api.DefaultKnobs()
 	k.LBProvisioningTime = api.Duration(provisioning)
@@ -49,6 +56,7 @@ func newEnvPools(t *testing.T, provisioning time.Duration, internal netip.Prefix
 	pools := store.Pools{
 		Internal: internal,
 		VIP:      testbed.VIPPool(t),
+		VIP6:     vip6,
 	}
 	dir := t.TempDir()
 	srv, err := server.New(server.Config{StateDir: dir, Knobs: &k, Pools: pools})
@@ -59,7 +67,7 @@ func newEnvPools(t *testing.T, provisioning time.Duration, internal netip.Prefix
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	cfg := fmt.Sprintf("# test\nurl: %s\ntokenFile: %s\nclusterName: kubernetes\n", srv.URL(), filepath.Join(dir, server.TokenFileName))
+	cfg := fmt.Sprintf("# test\nurl: %s\ntokenFile: %s\nclusterName: kubernetes\n%s", srv.URL(), filepath.Join(dir, server.TokenFileName), extraConfig)
 	prov, err := lcprovider.New(strings.NewReader(cfg))
 	if err != nil {
 		t.Fatalf("New: %v", err)

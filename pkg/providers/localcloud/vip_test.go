@@ -36,7 +36,9 @@ func TestLoadBalancerIPFromThePool(t *testing.T) {
 	for i, tc := range []struct{ ip, why string }{
 		{ip, "already"},
 		{"10.1.2.3", "not a usable address of the VIP pool"},
-		{"not-an-ip", "not an IPv4 address"},
+		{"not-an-ip", "not an IP address"},
+		{"2001:db8::1", "an IPv6 address, and spec.ipFamilies [IPv4] has no IPv6"},
+		{"::ffff:10.1.2.3", "not an IP address"},
 	} {
 		other := service(30081, corev1.ProtocolTCP)
 		other.Name, other.UID = "other", types.UID(fmt.Sprintf("1b1c2d3e-4f50-6172-8394-a5b6c7d8e9f%d", i))

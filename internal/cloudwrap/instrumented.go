@@ -53,6 +53,10 @@ type Options struct {
 	// operation, the wait and why (the cloud's Retry-After, the ceiling,
 	// the adaptive limit). It must not block.
 	OnPaced func(ctx context.Context, op string, wait time.Duration, why string)
+	// CPUPressure reads the machine's CPU pressure, which keeps answers
+	// slowed by a busy machine from counting as the cloud's pushback; nil
+	// is ReadCPUPressure.
+	CPUPressure CPUPressure
 }
 
 // Cloud wraps a provider so that every call is counted, timed and
@@ -92,7 +96,11 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	c := &Cloud{provider: p, metrics: m, onCall: o.OnCall, pushback: newPushback()}
+	pressure := o.CPUPressure
+	if pressure == nil {
+		pressure = ReadCPUPressure
+	}
+	c := &Cloud{provider: p, metrics: m, onCall: o.OnCall, pushback: newPushback(pressure)}
 	c.pacing = newPacing(p, max(o.QPS, 0), o.Burst, clk, m)
 	c.pacing.pushback = c.pushback
 	c.pacing.onPaced = o.OnPaced

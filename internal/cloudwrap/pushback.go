@@ -1,6 +1,8 @@
 package cloudwrap
 
 import (
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -10,7 +12,11 @@ import (
 // client-side pacing, or when an operation's latency grows well past the
 // fastest answer it gave lately: a provider's own rate limiter, or a cloud
 // under load, shows as that (lists excepted: they take longer as what they
-// list grows). The controllers batch their work
+// list grows). An answer is slow for the machine's own reasons too: with
+// every CPU busy, the call waits to be sent and its answer waits to be
+// read. So a slow answer counts only while the machine's CPUs are not
+// contended (the kernel's pressure stall information); throttling and the
+// pacing's holds always count. The controllers batch their work
 // while it does (node initialization's shared lists, the load balancers'
 // node passes) and act at once while it does not: batching saves calls
 // where calls are what is short, and only adds waiting where they are not.
@@ -27,15 +33,60 @@ const (
 	// next answer, so that a cloud that moved further away is not taken
 	// for one that pushes back for ever.
 	floorAge = 5 * time.Minute
+	// busyPressure: with some task waiting for a CPU more than this share
+	// of the last 10 s (PSI's "some avg10", percent), a slow answer says
+	// more of the machine than of the cloud. An idle machine reads 0-2.
+	busyPressure = 10.0
+	// pressureAge: how long one reading of the pressure is used.
+	pressureAge = time.Second
 )
+
+// CPUPressure reports the share of the last 10 s in which some task waited
+// for a CPU, in percent; ok is false where the kernel does not say.
+type CPUPressure func() (percent float64, ok bool)
+
+// ReadCPUPressure reads /proc/pressure/cpu (Linux 4.20 and later, with
+// PSI on). It is the machine's (a container sees its host's), which is
+// what slows a call's answer.
+func ReadCPUPressure() (float64, bool) {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, false
+	}
+	return parseCPUPressure(string(b))
+}
+
+// parseCPUPressure reads the "some" line's avg10.
+func parseCPUPressure(s string) (float64, bool) {
+	for line := range strings.Lines(s) {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || fields[0] != "some" {
+			continue
+		}
+		v, ok := strings.CutPrefix(fields[1], "avg10=")
+		if !ok {
+			return 0, false
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		return f, err == nil
+	}
+	return 0, false
+}
 
 // pushback remembers the last sign of pushback and each operation's
 // latency floor. Methods take the time, so tests drive it with a fake
 // clock.
 type pushback struct {
+	// pressure reads the machine's CPU pressure; nil reads none (every
+	// slow answer counts).
+	pressure CPUPressure
+
 	mu     sync.Mutex
 	last   time.Time
 	floors map[string]latencyFloor
+	// busy is the last reading of the pressure, taken at busyAt.
+	busy   bool
+	busyAt time.Time
 }
 
 type latencyFloor struct {
@@ -43,7 +94,9 @@ type latencyFloor struct {
 	at time.Time
 }
 
-func newPushback() *pushback { return &pushback{floors: map[string]latencyFloor{}} }
+func newPushback(pressure CPUPressure) *pushback {
+	return &pushback{pressure: pressure, floors: map[string]latencyFloor{}}
+}
 
 // mark records a sign of pushback at now.
 func (p *pushback) mark(now time.Time) {
@@ -70,9 +123,22 @@ func (p *pushback) answered(now time.Time, op string, latency time.Duration) {
 	if !ok || latency <= f.d || now.Sub(f.at) > floorAge {
 		p.floors[op] = latencyFloor{d: latency, at: now}
 	}
-	if slow {
+	if slow && !p.machineBusyLocked(now) {
 		p.markLocked(now)
 	}
+}
+
+// machineBusyLocked reports whether the machine's CPUs are contended,
+// reading the pressure at most once per pressureAge.
+func (p *pushback) machineBusyLocked(now time.Time) bool {
+	if p.pressure == nil {
+		return false
+	}
+	if p.busyAt.IsZero() || now.Sub(p.busyAt) >= pressureAge || now.Before(p.busyAt) {
+		v, ok := p.pressure()
+		p.busy, p.busyAt = ok && v > busyPressure, now
+	}
+	return p.busy
 }
 
 // active reports whether the cloud pushed back within pushbackMemory.

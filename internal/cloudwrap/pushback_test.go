@@ -19,7 +19,7 @@ import (
 func TestPushbackFromSlowAnswers(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1_700_000_000, 0)
-	p := newPushback()
+	p := newPushback(nil)
 	p.answered(t0, "GetInstance", 2*time.Millisecond)
 	for i, d := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond, 53 * time.Millisecond} {
 		p.answered(t0.Add(time.Duration(i+1)*time.Second), "GetInstance", d)
@@ -43,7 +43,7 @@ func TestPushbackFromSlowAnswers(t *testing.T) {
 		t.Fatal("pushback remembered past pushbackMemory")
 	}
 	// A list slower than its floor is a bigger list, not pushback.
-	q := newPushback()
+	q := newPushback(nil)
 	q.answered(t0, "ListLoadBalancers", 80*time.Millisecond)
 	q.answered(t0.Add(time.Second), "ListLoadBalancers", 400*time.Millisecond)
 	if q.active(t0.Add(time.Second)) {
@@ -56,6 +56,64 @@ func TestPushbackFromSlowAnswers(t *testing.T) {
 	p.answered(later.Add(time.Minute), "GetInstance", 85*time.Millisecond)
 	if p.active(later.Add(time.Minute)) {
 		t.Fatal("answers near an aged-out floor's successor counted as slow")
+	}
+}
+
+// While the machine's CPUs are contended, a slow answer is the machine's,
+// not the cloud's; throttling still counts. The pressure is read at most
+// once a second.
+func TestBusyMachineIsNoPushback(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_700_000_000, 0)
+	pressure, reads := 35.0, 0
+	p := newPushback(func() (float64, bool) { reads++; return pressure, true })
+	p.answered(t0, "UpdateLoadBalancer", 5*time.Millisecond)
+	p.answered(t0.Add(time.Second), "UpdateLoadBalancer", 400*time.Millisecond)
+	p.answered(t0.Add(1500*time.Millisecond), "UpdateLoadBalancer", 400*time.Millisecond)
+	if p.active(t0.Add(2 * time.Second)) {
+		t.Fatal("answers slowed on a machine under CPU pressure counted as pushback")
+	}
+	if reads != 1 {
+		t.Errorf("pressure read %d times within a second, want 1", reads)
+	}
+	p.mark(t0.Add(2 * time.Second))
+	if !p.active(t0.Add(2 * time.Second)) {
+		t.Fatal("a throttled answer on a busy machine is not pushback")
+	}
+
+	q := newPushback(func() (float64, bool) { return pressure, true })
+	pressure = 1.5
+	q.answered(t0, "UpdateLoadBalancer", 5*time.Millisecond)
+	q.answered(t0.Add(time.Second), "UpdateLoadBalancer", 400*time.Millisecond)
+	if !q.active(t0.Add(time.Second)) {
+		t.Fatal("a slow answer on an idle machine is not pushback")
+	}
+	// Where the kernel does not say, every slow answer counts.
+	r := newPushback(func() (float64, bool) { return 0, false })
+	r.answered(t0, "UpdateLoadBalancer", 5*time.Millisecond)
+	r.answered(t0.Add(time.Second), "UpdateLoadBalancer", 400*time.Millisecond)
+	if !r.active(t0.Add(time.Second)) {
+		t.Fatal("without a pressure reading a slow answer is not pushback")
+	}
+}
+
+func TestParseCPUPressure(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]float64{
+		"some avg10=28.41 avg60=13.92 avg300=15.43 total=4251833348\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n": 28.41,
+		"some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n": 0,
+	} {
+		if got, ok := parseCPUPressure(in); !ok || got != want {
+			t.Errorf("parseCPUPressure(%q) = %v, %v; want %v", in, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "full avg10=1.00\n", "some avg60=1.00\n", "some avg10=x\n"} {
+		if got, ok := parseCPUPressure(bad); ok {
+			t.Errorf("parseCPUPressure(%q) = %v, true; want not ok", bad, got)
+		}
+	}
+	if v, ok := ReadCPUPressure(); ok && (v < 0 || v > 100) {
+		t.Errorf("this machine's CPU pressure reads %v", v)
 	}
 }
 

@@ -101,7 +101,7 @@ func TestParseCPUPressure(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]float64{
 		"some avg10=28.41 avg60=13.92 avg300=15.43 total=4251833348\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n": 28.41,
-		"some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n": 0,
+		"some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n":                                                             0,
 	} {
 		if got, ok := parseCPUPressure(in); !ok || got != want {
 			t.Errorf("parseCPUPressure(%q) = %v, %v; want %v", in, got, ok, want)

@@ -25,8 +25,10 @@ const (
 // Addresses are the network identities of an instance.
 type Addresses struct {
 	Internal string `json:"internal"`
-	External string `json:"external,omitempty"`
-	Hostname string `json:"hostname"`
+	// Internal6 is a dual-stack instance's IPv6 address, beside Internal.
+	Internal6 string `json:"internal6,omitempty"`
+	External  string `json:"external,omitempty"`
+	Hostname  string `json:"hostname"`
 }
 
 // Instance is one virtual machine.
@@ -56,6 +58,10 @@ type CreateInstanceRequest struct {
 	// network gives it (the sandbox's real nodes, each in a network
 	// namespace of its own). No live instance may hold it.
 	InternalAddress string `json:"internalAddress,omitempty"`
+	// InternalAddress6, when set, is the instance's IPv6 address beside
+	// its internal one (a dual-stack machine). No live instance may hold
+	// it.
+	InternalAddress6 string `json:"internalAddress6,omitempty"`
 }
 
 // BatchCreateInstancesRequest is the body of POST /v1/instances:batchCreate.

@@ -96,6 +96,15 @@ func (r *CreateInstanceRequest) Validate(field string) error {
 			return Invalid(field+"internalAddress", fmt.Sprintf("%q is not a unicast IP address", r.InternalAddress))
 		}
 	}
+	if r.InternalAddress6 != "" {
+		a, err := netip.ParseAddr(r.InternalAddress6)
+		if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" || a.IsUnspecified() || a.IsMulticast() || a.IsLinkLocalUnicast() {
+			return Invalid(field+"internalAddress6", fmt.Sprintf("%q is not a global or unique-local IPv6 unicast address", r.InternalAddress6))
+		}
+		if r.InternalAddress != "" && !netip.MustParseAddr(r.InternalAddress).Is4() {
+			return Invalid(field+"internalAddress", fmt.Sprintf("%q: with internalAddress6 set, the internal address is the IPv4 one", r.InternalAddress))
+		}
+	}
 	return validTags(field+"tags", r.Tags)
 }
 

@@ -22,8 +22,11 @@ const DefaultUDPIdleTimeout = 30 * time.Second
 // Backend is one target of a load balancer.
 type Backend struct {
 	ID string
-	// Address is the instance's internal address.
-	Address netip.Addr
+	// Address is the instance's internal address; Address6 its IPv6 one,
+	// if it has one: the IPv6 VIP's connections go there (a single-stack
+	// IPv6 Service's node port is served on the node's IPv6 address only).
+	Address  netip.Addr
+	Address6 netip.Addr
 	// Up is false for a stopped instance: never probed, never used.
 	Up bool
 }
@@ -123,8 +126,18 @@ func (m *Manager) Health(id string) map[string]bool {
 
 // target is a backend a new connection may be sent to.
 type target struct {
-	id   string
-	addr netip.Addr
+	id    string
+	addr  netip.Addr
+	addr6 netip.Addr
+}
+
+// dialAddr is the address a listener of the VIP family six dials: the
+// target's IPv6 address for the IPv6 VIP when it has one.
+func (t target) dialAddr(six bool) netip.Addr {
+	if six && t.addr6.IsValid() {
+		return t.addr6
+	}
+	return t.addr
 }
 
 // snapshot is the immutable routing state new connections read.
@@ -272,7 +285,7 @@ func (lb *loadBalancer) publishLocked() {
 		proxyProtocol: lb.spec.ProxyProtocol}
 	for _, b := range lb.spec.Backends {
 		if h := lb.hstate[b.ID]; b.Up && h != nil && h.healthy {
-			s.healthy = append(s.healthy, target{id: b.ID, addr: b.Address})
+			s.healthy = append(s.healthy, target{id: b.ID, addr: b.Address, addr6: b.Address6})
 		}
 	}
 	lb.snap.Store(s)

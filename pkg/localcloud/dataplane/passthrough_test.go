@@ -37,6 +37,8 @@ const (
 	ptClientNS6 = "fd00:5354:fe:77::2"
 	ptVIPs6     = "fd00:5354:fd:77::/64"
 	ptVIP6      = "fd00:5354:fd:77::8001"
+	ptLBAddr6   = "fd00:5354:fb:77::2"
+	ptTarget6   = "fd00:5354:fb:77::10"
 	ptNodePort  = 30080
 	ptHCPort    = 30081
 )
@@ -103,6 +105,8 @@ func newPTNet(t *testing.T) ptNet {
 	ip(t, "-n", n.lbNS, "-6", "addr", "add", ptClientNS6+"/64", "dev", "cl0", "nodad")
 	ip(t, "-n", n.lbNS, "-6", "route", "add", "local", ptVIPs6, "dev", "lo")
 	ip(t, "-6", "route", "add", ptVIPs6, "via", ptClientNS6, "dev", "stdpt-cl")
+	ip(t, "-n", n.lbNS, "-6", "addr", "add", ptLBAddr6+"/64", "dev", "lb0", "nodad")
+	ip(t, "-n", n.targetNS, "-6", "addr", "add", ptTarget6+"/64", "dev", "eth0", "nodad")
 	if out, err := exec.Command("ip", "netns", "exec", n.lbNS, "sysctl", "-qw", "net.ipv4.ip_forward=1").CombinedOutput(); err != nil {
 		t.Fatalf("forwarding in %s: %v: %s", n.lbNS, err, out)
 	}
@@ -114,8 +118,11 @@ func newPTNet(t *testing.T) ptNet {
 func (n ptNet) serveClientAddr(t *testing.T) {
 	t.Helper()
 	s := netns.Sockets{Path: netns.Path(n.targetNS)}
-	for _, port := range []int{ptNodePort, ptHCPort} {
-		ln, err := s.Listen("tcp", fmt.Sprintf("%s:%d", ptTarget, port))
+	for _, addr := range []string{
+		fmt.Sprintf("%s:%d", ptTarget, ptNodePort), fmt.Sprintf("%s:%d", ptTarget, ptHCPort),
+		fmt.Sprintf("[%s]:%d", ptTarget6, ptNodePort),
+	} {
+		ln, err := s.Listen("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,6 +266,16 @@ func TestDualStackLoadBalancer(t *testing.T) {
 		t.Fatalf("an IPv6 client outside loadBalancerSourceRanges got through: %q", got)
 	}
 	eventually(t, "the IPv4 VIP inside its range", ptClient, func() (string, error) { return askVIP(ptVIP) })
+
+	// A target with an IPv6 address is reached over IPv6 from the IPv6 VIP
+	// (an IPv6 Service's node port is on the node's IPv6 address only).
+	dual6 := dual
+	dual6.Backends = []Backend{{ID: "i-1", Address: netip.MustParseAddr(ptTarget), Address6: netip.MustParseAddr(ptTarget6), Up: true}}
+	if err := m.Apply(dual6); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the IPv6 VIP to an IPv6 target", ptLBAddr6, func() (string, error) { return askVIP(ptVIP6) })
+	eventually(t, "the IPv4 VIP beside it", ptClient, func() (string, error) { return askVIP(ptVIP) })
 
 	v4only := ptSpec(ptTarget)
 	if err := m.Apply(v4only); err != nil {

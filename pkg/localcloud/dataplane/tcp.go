@@ -21,6 +21,7 @@ const dialTimeout = 3 * time.Second
 type tcpListener struct {
 	lb       *loadBalancer
 	ln       net.Listener
+	six      bool // the VIP is IPv6
 	nodePort atomic.Int64
 
 	mu     sync.Mutex
@@ -34,7 +35,7 @@ func (lb *loadBalancer) listenTCP(addr netip.AddrPort, nodePort int) (*tcpListen
 	if err != nil {
 		return nil, err
 	}
-	l := &tcpListener{lb: lb, ln: ln, conns: map[net.Conn]struct{}{}}
+	l := &tcpListener{lb: lb, ln: ln, six: addr.Addr().Is6(), conns: map[net.Conn]struct{}{}}
 	l.nodePort.Store(int64(nodePort))
 	l.wg.Add(1)
 	go l.acceptLoop()
@@ -131,7 +132,7 @@ func (l *tcpListener) dialBackend(client netip.Addr) net.Conn {
 			return nil
 		}
 		// The data plane's context: a closing manager abandons the dial.
-		c, err := l.lb.sockets.DialContext(l.lb.ctx, &net.Dialer{Timeout: dialTimeout}, "tcp", net.JoinHostPort(t.addr.String(), port))
+		c, err := l.lb.sockets.DialContext(l.lb.ctx, &net.Dialer{Timeout: dialTimeout}, "tcp", net.JoinHostPort(t.dialAddr(l.six).String(), port))
 		if err == nil {
 			return c
 		}

@@ -15,6 +15,7 @@ const maxDatagram = 64 * 1024
 type udpListener struct {
 	lb       *loadBalancer
 	pc       *net.UDPConn
+	six      bool // the VIP is IPv6
 	nodePort atomic.Int64
 
 	mu     sync.Mutex
@@ -37,7 +38,7 @@ func (lb *loadBalancer) listenUDP(addr netip.AddrPort, nodePort int) (*udpListen
 	if err != nil {
 		return nil, err
 	}
-	l := &udpListener{lb: lb, pc: pc, flows: map[netip.AddrPort]*udpFlow{}}
+	l := &udpListener{lb: lb, pc: pc, six: addr.Addr().Is6(), flows: map[netip.AddrPort]*udpFlow{}}
 	l.nodePort.Store(int64(nodePort))
 	l.wg.Add(1)
 	go l.readLoop()
@@ -80,7 +81,7 @@ func (l *udpListener) flow(src netip.AddrPort) *udpFlow {
 	if !ok {
 		return nil
 	}
-	dst := netip.AddrPortFrom(t.addr, uint16(l.nodePort.Load()))
+	dst := netip.AddrPortFrom(t.dialAddr(l.six), uint16(l.nodePort.Load()))
 	up, err := l.lb.sockets.DialUDP("udp", nil, net.UDPAddrFromAddrPort(dst))
 	if err != nil {
 		l.lb.log.V(4).Info("UDP backend dial failed", "backend", t.id, "err", err)

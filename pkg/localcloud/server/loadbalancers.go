@@ -233,7 +233,8 @@ func (s *Server) dataplaneSpec(lb api.LoadBalancer) dataplane.Spec {
 	for _, id := range lb.Backends {
 		inst, ok := insts[id]
 		spec.Backends = append(spec.Backends, dataplane.Backend{
-			ID: id, Address: parseAddr(inst.Addresses.Internal), Up: ok && inst.State == api.InstanceRunning,
+			ID: id, Address: parseAddr(inst.Addresses.Internal), Address6: parseAddr(inst.Addresses.Internal6),
+			Up: ok && inst.State == api.InstanceRunning,
 		})
 	}
 	for _, c := range lb.SourceRanges {

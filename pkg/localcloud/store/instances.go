@@ -90,6 +90,19 @@ func (s *Store) newInstance(r api.CreateInstanceRequest, takenInt, takenExt map[
 		State: api.InstanceRunning, Tags: r.Tags, CreatedAt: now.UTC(),
 		Addresses: api.Addresses{Internal: ip.String(), Hostname: r.Name},
 	}
+	if r.InternalAddress6 != "" {
+		// Held in the internal pool's record of used addresses too, so
+		// that no two live instances share one.
+		ip6, err := netip.ParseAddr(r.InternalAddress6)
+		if err != nil {
+			return nil, api.Invalid("internalAddress6", fmt.Sprintf("%q is not an IP address", r.InternalAddress6))
+		}
+		if s.internal.used[ip6] || takenInt[ip6] {
+			return nil, api.Conflict("internalAddress6", fmt.Sprintf("%s is held by another instance", ip6))
+		}
+		takenInt[ip6] = true
+		inst.Addresses.Internal6 = ip6.String()
+	}
 	if r.External {
 		ext, err := s.external.next(takenExt)
 		if err != nil {

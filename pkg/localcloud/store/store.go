@@ -145,6 +145,7 @@ func (s *Store) indexInstance(inst *api.Instance) {
 		s.liveInstances--
 		delete(s.instByName, old.Name)
 		s.internal.release(old.Addresses.Internal)
+		s.internal.release(old.Addresses.Internal6)
 		s.external.release(old.Addresses.External)
 	}
 	s.instances.items[inst.ID] = inst
@@ -153,6 +154,7 @@ func (s *Store) indexInstance(inst *api.Instance) {
 		s.liveInstances++
 		s.instByName[inst.Name] = inst.ID
 		s.internal.use(inst.Addresses.Internal)
+		s.internal.use(inst.Addresses.Internal6)
 		s.external.use(inst.Addresses.External)
 	}
 }

@@ -110,6 +110,11 @@ func (i *instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (_ 
 
 func metadata(inst *api.Instance) cloudprovider.InstanceMetadata {
 	addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: inst.Addresses.Internal}}
+	if inst.Addresses.Internal6 != "" {
+		// A dual-stack machine: both InternalIPs, IPv4 first (the
+		// kubelet's --node-ip order picks the primary).
+		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: inst.Addresses.Internal6})
+	}
 	if inst.Addresses.External != "" {
 		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: inst.Addresses.External})
 	}

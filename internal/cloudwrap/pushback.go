@@ -14,9 +14,11 @@ import (
 // under load, shows as that (lists excepted: they take longer as what they
 // list grows). An answer is slow for the machine's own reasons too: with
 // every CPU busy, the call waits to be sent and its answer waits to be
-// read. So a slow answer counts only while the machine's CPUs are not
-// contended (the kernel's pressure stall information); throttling and the
-// pacing's holds always count. The controllers batch their work
+// read. So the bar for "slow" is raised with the machine's CPU pressure
+// (the kernel's pressure stall information): time the machine spends with
+// work waiting for a CPU stretches every answer alike, a cloud that pushes
+// back stretches its own far more. Throttling and the pacing's holds
+// always count. The controllers batch their work
 // while it does (node initialization's shared lists, the load balancers'
 // node passes) and act at once while it does not: batching saves calls
 // where calls are what is short, and only adds waiting where they are not.
@@ -33,10 +35,13 @@ const (
 	// next answer, so that a cloud that moved further away is not taken
 	// for one that pushes back for ever.
 	floorAge = 5 * time.Minute
-	// busyPressure: with some task waiting for a CPU more than this share
-	// of the last 10 s (PSI's "some avg10", percent), a slow answer says
-	// more of the machine than of the cloud. An idle machine reads 0-2.
-	busyPressure = 10.0
+	// With some task waiting for a CPU a share p of the last 10 s (PSI's
+	// "some avg10"), an answer is slow past the bar above times
+	// 1/(1-p): what the wait for a CPU alone makes of it, were every step
+	// of the call as likely to wait. maxStretch bounds it, so that a
+	// machine that is never idle still sees a cloud that slows down five
+	// times more. An idle machine reads 0-2 %.
+	maxStretch = 5.0
 	// pressureAge: how long one reading of the pressure is used.
 	pressureAge = time.Second
 )
@@ -84,9 +89,10 @@ type pushback struct {
 	mu     sync.Mutex
 	last   time.Time
 	floors map[string]latencyFloor
-	// busy is the last reading of the pressure, taken at busyAt.
-	busy   bool
-	busyAt time.Time
+	// stretch is the bar's factor from the last reading of the pressure,
+	// taken at stretchAt.
+	stretch   float64
+	stretchAt time.Time
 }
 
 type latencyFloor struct {
@@ -119,26 +125,30 @@ func (p *pushback) answered(now time.Time, op string, latency time.Duration) {
 	f, ok := p.floors[op]
 	// A list's answer grows with what it lists, so its latency says
 	// nothing of the cloud's load; the other operations' does.
-	slow := ok && !strings.HasPrefix(op, "List") && latency > slowFactor*f.d+slowMargin
+	slow := ok && !strings.HasPrefix(op, "List") &&
+		float64(latency) > float64(slowFactor*f.d+slowMargin)*p.stretchLocked(now)
 	if !ok || latency <= f.d || now.Sub(f.at) > floorAge {
 		p.floors[op] = latencyFloor{d: latency, at: now}
 	}
-	if slow && !p.machineBusyLocked(now) {
+	if slow {
 		p.markLocked(now)
 	}
 }
 
-// machineBusyLocked reports whether the machine's CPUs are contended,
-// reading the pressure at most once per pressureAge.
-func (p *pushback) machineBusyLocked(now time.Time) bool {
+// stretchLocked is the factor the machine's CPU pressure puts on the bar
+// for a slow answer, reading the pressure at most once per pressureAge; 1
+// where the kernel does not say.
+func (p *pushback) stretchLocked(now time.Time) float64 {
 	if p.pressure == nil {
-		return false
+		return 1
 	}
-	if p.busyAt.IsZero() || now.Sub(p.busyAt) >= pressureAge || now.Before(p.busyAt) {
-		v, ok := p.pressure()
-		p.busy, p.busyAt = ok && v > busyPressure, now
+	if p.stretchAt.IsZero() || now.Sub(p.stretchAt) >= pressureAge || now.Before(p.stretchAt) {
+		p.stretch, p.stretchAt = 1, now
+		if v, ok := p.pressure(); ok {
+			p.stretch = min(maxStretch, 1/max(1-v/100, 1/maxStretch))
+		}
 	}
-	return p.busy
+	return p.stretch
 }
 
 // active reports whether the cloud pushed back within pushbackMemory.

@@ -59,39 +59,48 @@ func TestPushbackFromSlowAnswers(t *testing.T) {
 	}
 }
 
-// While the machine's CPUs are contended, a slow answer is the machine's,
-// not the cloud's; throttling still counts. The pressure is read at most
-// once a second.
-func TestBusyMachineIsNoPushback(t *testing.T) {
+// The machine's CPU pressure raises the bar for a slow answer by
+// 1/(1-pressure), at most 5 times: what a busy machine alone makes of an
+// answer is not the cloud's pushback, a cloud that slows down more still
+// is; throttling counts whatever the pressure. The pressure is read at
+// most once a second.
+func TestBusyMachineRaisesTheBar(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1_700_000_000, 0)
-	pressure, reads := 35.0, 0
-	p := newPushback(func() (float64, bool) { reads++; return pressure, true })
-	p.answered(t0, "UpdateLoadBalancer", 5*time.Millisecond)
-	p.answered(t0.Add(time.Second), "UpdateLoadBalancer", 400*time.Millisecond)
-	p.answered(t0.Add(1500*time.Millisecond), "UpdateLoadBalancer", 400*time.Millisecond)
-	if p.active(t0.Add(2 * time.Second)) {
-		t.Fatal("answers slowed on a machine under CPU pressure counted as pushback")
+	// Floor 5 ms: the bar is 2 × 5 + 50 = 60 ms on an idle machine.
+	for _, c := range []struct {
+		pressure   float64
+		latency    time.Duration
+		pushedBack bool
+	}{
+		{0, 61 * time.Millisecond, true},
+		{50, 110 * time.Millisecond, false}, // bar 120 ms
+		{50, 130 * time.Millisecond, true},
+		{80, 290 * time.Millisecond, false}, // bar 300 ms
+		{99, 290 * time.Millisecond, false}, // at most 5×: 300 ms
+		{99, 310 * time.Millisecond, true},
+	} {
+		reads := 0
+		p := newPushback(func() (float64, bool) { reads++; return c.pressure, true })
+		p.answered(t0, "UpdateLoadBalancer", 5*time.Millisecond)
+		p.answered(t0.Add(time.Second), "UpdateLoadBalancer", c.latency)
+		p.answered(t0.Add(1500*time.Millisecond), "UpdateLoadBalancer", 5*time.Millisecond)
+		if got := p.active(t0.Add(2 * time.Second)); got != c.pushedBack {
+			t.Errorf("pressure %v%%, answer %v: pushback %v, want %v", c.pressure, c.latency, got, c.pushedBack)
+		}
+		if reads != 1 {
+			t.Errorf("pressure read %d times within a second, want 1", reads)
+		}
 	}
-	if reads != 1 {
-		t.Errorf("pressure read %d times within a second, want 1", reads)
-	}
-	p.mark(t0.Add(2 * time.Second))
-	if !p.active(t0.Add(2 * time.Second)) {
+	busy := newPushback(func() (float64, bool) { return 90, true })
+	busy.mark(t0)
+	if !busy.active(t0) {
 		t.Fatal("a throttled answer on a busy machine is not pushback")
 	}
-
-	q := newPushback(func() (float64, bool) { return pressure, true })
-	pressure = 1.5
-	q.answered(t0, "UpdateLoadBalancer", 5*time.Millisecond)
-	q.answered(t0.Add(time.Second), "UpdateLoadBalancer", 400*time.Millisecond)
-	if !q.active(t0.Add(time.Second)) {
-		t.Fatal("a slow answer on an idle machine is not pushback")
-	}
-	// Where the kernel does not say, every slow answer counts.
+	// Where the kernel does not say, the bar is the idle machine's.
 	r := newPushback(func() (float64, bool) { return 0, false })
 	r.answered(t0, "UpdateLoadBalancer", 5*time.Millisecond)
-	r.answered(t0.Add(time.Second), "UpdateLoadBalancer", 400*time.Millisecond)
+	r.answered(t0.Add(time.Second), "UpdateLoadBalancer", 61*time.Millisecond)
 	if !r.active(t0.Add(time.Second)) {
 		t.Fatal("without a pressure reading a slow answer is not pushback")
 	}

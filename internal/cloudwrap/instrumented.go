@@ -55,7 +55,7 @@ type Options struct {
 	OnPaced func(ctx context.Context, op string, wait time.Duration, why string)
 	// CPUPressure reads the machine's CPU pressure, which keeps answers
 	// slowed by a busy machine from counting as the cloud's pushback; nil
-	// is ReadCPUPressure.
+	// is NewCPUPressure's.
 	CPUPressure CPUPressure
 }
 
@@ -98,7 +98,7 @@ func Instrument(p cloudprovider.Interface, o Options) (*Cloud, error) {
 	}
 	pressure := o.CPUPressure
 	if pressure == nil {
-		pressure = ReadCPUPressure
+		pressure = NewCPUPressure()
 	}
 	c := &Cloud{provider: p, metrics: m, onCall: o.OnCall, pushback: newPushback(pressure)}
 	c.pacing = newPacing(p, max(o.QPS, 0), o.Burst, clk, m)

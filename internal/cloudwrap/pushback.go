@@ -1,8 +1,6 @@
 package cloudwrap
 
 import (
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,8 +33,8 @@ const (
 	// next answer, so that a cloud that moved further away is not taken
 	// for one that pushes back for ever.
 	floorAge = 5 * time.Minute
-	// With some task waiting for a CPU a share p of the last 10 s (PSI's
-	// "some avg10"), an answer is slow past the bar above times
+	// With some task waiting for a CPU a share p of the time (CPUPressure),
+	// an answer is slow past the bar above times
 	// 1/(1-p): what the wait for a CPU alone makes of it, were every step
 	// of the call as likely to wait. maxStretch bounds it, so that a
 	// machine that is never idle still sees a cloud that slows down five
@@ -45,38 +43,6 @@ const (
 	// pressureAge: how long one reading of the pressure is used.
 	pressureAge = time.Second
 )
-
-// CPUPressure reports the share of the last 10 s in which some task waited
-// for a CPU, in percent; ok is false where the kernel does not say.
-type CPUPressure func() (percent float64, ok bool)
-
-// ReadCPUPressure reads /proc/pressure/cpu (Linux 4.20 and later, with
-// PSI on). It is the machine's (a container sees its host's), which is
-// what slows a call's answer.
-func ReadCPUPressure() (float64, bool) {
-	b, err := os.ReadFile("/proc/pressure/cpu")
-	if err != nil {
-		return 0, false
-	}
-	return parseCPUPressure(string(b))
-}
-
-// parseCPUPressure reads the "some" line's avg10.
-func parseCPUPressure(s string) (float64, bool) {
-	for line := range strings.Lines(s) {
-		fields := strings.Fields(line)
-		if len(fields) < 2 || fields[0] != "some" {
-			continue
-		}
-		v, ok := strings.CutPrefix(fields[1], "avg10=")
-		if !ok {
-			return 0, false
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		return f, err == nil
-	}
-	return 0, false
-}
 
 // pushback remembers the last sign of pushback and each operation's
 // latency floor. Methods take the time, so tests drive it with a fake

@@ -3,6 +3,8 @@ package cloudwrap
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -108,20 +110,57 @@ func TestBusyMachineRaisesTheBar(t *testing.T) {
 
 func TestParseCPUPressure(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]float64{
-		"some avg10=28.41 avg60=13.92 avg300=15.43 total=4251833348\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n": 28.41,
-		"some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n":                                                             0,
+	in := "some avg10=28.41 avg60=13.92 avg300=15.43 total=4251833348\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+	if avg, total, ok := parseCPUPressure(in); !ok || avg != 28.41 || total != 4251833348 {
+		t.Errorf("parseCPUPressure = %v, %v, %v", avg, total, ok)
+	}
+	for _, bad := range []string{"", "full avg10=1.00 avg60=0 avg300=0 total=1\n", "some avg60=1.00 avg10=1 avg300=0 total=1\n", "some avg10=x avg60=0 avg300=0 total=1\n", "some avg10=1 avg60=0 avg300=0 total=-1\n"} {
+		if _, _, ok := parseCPUPressure(bad); ok {
+			t.Errorf("parseCPUPressure(%q) ok", bad)
+		}
+	}
+}
+
+// The reader gives the share of the time since its last reading from the
+// stall total; first, after a gap of more than 10 s or after a reset, the
+// kernel's 10-s average.
+func TestPressureReader(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "cpu")
+	t0 := time.Unix(1_700_000_000, 0)
+	now := t0
+	r := &pressureReader{path: path, now: func() time.Time { return now }}
+	write := func(avg10 float64, total uint64) {
+		t.Helper()
+		s := fmt.Sprintf("some avg10=%.2f avg60=0.00 avg300=0.00 total=%d\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", avg10, total)
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, step := range []struct {
+		after time.Duration
+		avg10 float64
+		total uint64
+		want  float64
+	}{
+		{0, 12, 1_000_000, 12},                    // first: the average
+		{time.Second, 12, 1_600_000, 60},          // 0.6 s stalled of 1 s
+		{2 * time.Second, 12, 1_700_000, 5},       // 0.1 s of 2 s
+		{20 * time.Second, 7, 1_800_000, 7},       // a long gap: the average
+		{time.Second, 7, 100, 7},                  // a reset total: the average
+		{500 * time.Millisecond, 7, 500_100, 100}, // more than the interval: at most 100
 	} {
-		if got, ok := parseCPUPressure(in); !ok || got != want {
-			t.Errorf("parseCPUPressure(%q) = %v, %v; want %v", in, got, ok, want)
+		now = now.Add(step.after)
+		write(step.avg10, step.total)
+		if got, ok := r.read(); !ok || got != step.want {
+			t.Errorf("reading %d: %v, %v; want %v", i, got, ok, step.want)
 		}
 	}
-	for _, bad := range []string{"", "full avg10=1.00\n", "some avg60=1.00\n", "some avg10=x\n"} {
-		if got, ok := parseCPUPressure(bad); ok {
-			t.Errorf("parseCPUPressure(%q) = %v, true; want not ok", bad, got)
-		}
+	r.path = filepath.Join(t.TempDir(), "missing")
+	if _, ok := r.read(); ok {
+		t.Error("a missing file read as a pressure")
 	}
-	if v, ok := ReadCPUPressure(); ok && (v < 0 || v > 100) {
+	if v, ok := NewCPUPressure()(); ok && (v < 0 || v > 100) {
 		t.Errorf("this machine's CPU pressure reads %v", v)
 	}
 }

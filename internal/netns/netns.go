@@ -71,12 +71,12 @@ func (s Sockets) do(fn func() error) error {
 }
 
 // Listen is net.Listen in the namespace (an IPv6 address bound as
-// listenConfig says).
-func (s Sockets) Listen(network, addr string) (net.Listener, error) {
+// listenConfig says); ctx bounds the listen, not the listener.
+func (s Sockets) Listen(ctx context.Context, network, addr string) (net.Listener, error) {
 	var ln net.Listener
 	err := s.do(func() error {
 		var err error
-		ln, err = listenConfig.Listen(context.Background(), network, addr)
+		ln, err = listenConfig().Listen(ctx, network, addr)
 		return err
 	})
 	return ln, err
@@ -87,7 +87,7 @@ func (s Sockets) Listen(network, addr string) (net.Listener, error) {
 func (s Sockets) ListenUDP(network string, addr *net.UDPAddr) (*net.UDPConn, error) {
 	var pc *net.UDPConn
 	err := s.do(func() error {
-		c, err := listenConfig.ListenPacket(context.Background(), network, addr.String())
+		c, err := listenConfig().ListenPacket(context.Background(), network, addr.String())
 		if err != nil {
 			return err
 		}
@@ -97,13 +97,15 @@ func (s Sockets) ListenUDP(network string, addr *net.UDPAddr) (*net.UDPConn, err
 	return pc, err
 }
 
-// listenConfig binds an IPv6 address with IP_FREEBIND. A range made local
+// listenConfig binds an IPv6 address with IP_FREEBIND (freeBindIPv6). A range made local
 // by a `local` route (a load balancer's VIP range) accepts IPv4 binds to
 // any of its addresses, but IPv6 refuses a bind to an address no interface
 // holds unless the socket is free-bound; the route still delivers the
 // range's packets to it. IPv4 binds are left strict, so that a VIP that is
 // not local fails to bind rather than listening in vain.
-var listenConfig = net.ListenConfig{Control: func(_, address string, c syscall.RawConn) error {
+func listenConfig() *net.ListenConfig { return &net.ListenConfig{Control: freeBindIPv6} }
+
+func freeBindIPv6(_, address string, c syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil || !ap.Addr().Is6() || ap.Addr().Is4In6() {
 		return nil
@@ -118,7 +120,7 @@ var listenConfig = net.ListenConfig{Control: func(_, address string, c syscall.R
 		return fmt.Errorf("set IP_FREEBIND on %s: %w", address, serr)
 	}
 	return nil
-}}
+}
 
 // DialUDP is net.DialUDP in the namespace.
 func (s Sockets) DialUDP(network string, laddr, raddr *net.UDPAddr) (*net.UDPConn, error) {

@@ -136,10 +136,11 @@ func (s *sandbox) startControlPlane(ctx context.Context) error {
 		APIServerPort: s.o.APIServerPort,
 		// Enough room for --nodes 1000 and its load: the sandbox is the
 		// only client that matters here.
-		APIServerArgs: append([]string{"--max-requests-inflight=800", "--max-mutating-requests-inflight=400"}, s.realNodeAPIServerArgs()...),
-		EtcdLog:       etcdLog,
-		APIServerLog:  apiLog,
-		StartTimeout:  3 * time.Minute,
+		APIServerArgs: append([]string{"--max-requests-inflight=800", "--max-mutating-requests-inflight=400",
+			"--service-cluster-ip-range=" + s.serviceCIDRs()}, s.realNodeAPIServerArgs()...),
+		EtcdLog:      etcdLog,
+		APIServerLog: apiLog,
+		StartTimeout: 3 * time.Minute,
 		// With real nodes, kube-controller-manager creates each
 		// namespace's default ServiceAccount, so pods can get a token
 		// mounted, as a pod using the in-cluster config (the chart's)
@@ -180,6 +181,9 @@ func (s *sandbox) startLocalcloud(ctx context.Context) error {
 		// namespace: the real nodes' pods see the client's address.
 		args = append(args, "--dataplane-netns="+s.real.LoadBalancerNetns(), "--dataplane=passthrough",
 			"--dataplane-target-network="+s.real.Subnet().String())
+		if p := s.real.VIPPool6(); p.IsValid() {
+			args = append(args, "--vip6-pool="+p.String())
+		}
 	}
 	// localcloud keeps its knobs in its state. Only the first start passes
 	// knob flags: the fault flags given now, and for a new cloud quotas

@@ -46,6 +46,15 @@ func (s *sandbox) demo(ctx context.Context) error {
 			Ports:                 []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}},
 		},
 	}
+	if s.o.Nodes == 0 {
+		// No kwok node, no stand-in: the demo image on the real nodes
+		// serves them (HTTP, the greeting, the UDP echo), and hello-local's
+		// pods see the client's address (GET /clientip).
+		if err := s.ensureDemoDeployment(ctx); err != nil {
+			return err
+		}
+		hello.Spec.Selector, local.Spec.Selector = demoRealLabels(), demoRealLabels()
+	}
 	for _, svc := range []*corev1.Service{hello, local} {
 		if _, err := s.kube.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("sandbox: create demo Service %s: %w", svc.Name, err)
@@ -58,12 +67,12 @@ func (s *sandbox) demo(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.o.ReadyTimeout)
 	defer cancel()
 	for _, name := range []string{DemoService, DemoLocalService} {
-		vip, err := s.waitAnswer(ctx, name)
+		vips, err := s.waitAnswer(ctx, name)
 		if err != nil {
 			return err
 		}
 		if name == DemoService {
-			s.demoVIP = vip
+			s.demoVIPs = vips
 		}
 	}
 	return nil
@@ -71,8 +80,8 @@ func (s *sandbox) demo(ctx context.Context) error {
 
 // waitAnswer waits until the Service's VIP answers on port 80, saying so
 // at once when the cloud cannot bind the load balancer's VIP.
-func (s *sandbox) waitAnswer(ctx context.Context, name string) (string, error) {
-	var vip string
+func (s *sandbox) waitAnswer(ctx context.Context, name string) ([]string, error) {
+	var vips []string
 	reported := ""
 	err := waitFor(ctx, time.Second, "the load balancer of Service "+name+" to answer", func(ctx context.Context) (bool, error) {
 		if err := s.childrenAlive(); err != nil {
@@ -93,15 +102,25 @@ func (s *sandbox) waitAnswer(ctx context.Context, name string) (string, error) {
 		if len(got.Status.LoadBalancer.Ingress) == 0 || got.Status.LoadBalancer.Ingress[0].IP == "" {
 			return false, nil
 		}
-		vip = got.Status.LoadBalancer.Ingress[0].IP
-		line, err := Probe(ctx, vip, 80)
-		if err != nil {
-			return false, err
+		if len(got.Status.LoadBalancer.Ingress) < len(got.Spec.IPFamilies) && policyWantsAll(got) {
+			// One ingress per family: the second comes with the same
+			// ensure, so a partial status is not the end.
+			return false, nil
 		}
-		fmt.Fprintf(s.out, "            %s %s:80 answered: %s", name, vip, line)
+		vips = vips[:0]
+		// Every address of the load balancer answers, one per family of a
+		// dual-stack Service.
+		for _, in := range got.Status.LoadBalancer.Ingress {
+			line, err := Probe(ctx, in.IP, 80)
+			if err != nil {
+				return false, err
+			}
+			fmt.Fprintf(s.out, "            %s %s answered: %s", name, net.JoinHostPort(in.IP, "80"), line)
+			vips = append(vips, in.IP)
+		}
 		return true, nil
 	})
-	return vip, err
+	return vips, err
 }
 
 // Probe connects to ip:port and returns the responder's greeting.
@@ -136,4 +155,10 @@ func (s *sandbox) lbError(ctx context.Context, name string) string {
 		}
 	}
 	return ""
+}
+
+// policyWantsAll reports whether the Service asks for every family of
+// spec.ipFamilies (not PreferDualStack, which a cloud may serve in part).
+func policyWantsAll(svc *corev1.Service) bool {
+	return svc.Spec.IPFamilyPolicy == nil || *svc.Spec.IPFamilyPolicy != corev1.IPFamilyPolicyPreferDualStack
 }

@@ -133,7 +133,7 @@ func (s *sandbox) startCCM(ctx context.Context) error {
 		// --real-nodes, allocates none), which runs only when named.
 		"--controllers=*,node-ipam-controller",
 		"--allocate-node-cidrs=true",
-		"--cluster-cidr=" + s.o.ClusterCIDR,
+		"--cluster-cidr=" + s.clusterCIDRs(),
 		"--configure-cloud-routes=true",
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(s.o.CCMPort),
@@ -209,6 +209,9 @@ func (s *sandbox) cloudConfig(url, tokenLine string) string {
 		// balancers probe its /healthz, as GCE's do. Beside kwok nodes
 		// they cannot, since those have no kube-proxy.
 		cfg += "kubeProxyHealthPort: 10256\n"
+	}
+	if s.dual {
+		cfg += "ipFamilies: IPv4,IPv6\n"
 	}
 	return cfg
 }

@@ -50,6 +50,9 @@ type Options struct {
 	CCMPort        int
 
 	ClusterCIDR string
+	// IPFamily is the cluster's IP family (--ip-family): IPFamilyAuto,
+	// IPFamilyIPv4 or IPFamilyDual (dualstack.go).
+	IPFamily string
 	// NodeMonitorPeriod and NodeMonitorGracePeriod time the marking of
 	// nodes whose machine stopped (see nodeMonitor); upstream's defaults.
 	NodeMonitorPeriod      time.Duration
@@ -115,6 +118,9 @@ func (o Options) Validate() error {
 		if p, err := netip.ParsePrefix(v); err != nil || !p.Addr().Is4() || p.Bits() > 30 {
 			errs = append(errs, fmt.Errorf("--%s=%s: want an IPv4 CIDR of at least /30, e.g. 127.0.101.0/24", flag, v))
 		}
+	}
+	if err := o.validIPFamily(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.NodeMonitorPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--node-monitor-period=%v: must be greater than 0", o.NodeMonitorPeriod))

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
@@ -123,7 +124,7 @@ func (s *sandbox) takeRealSlot(ctx context.Context) error {
 	cluster, err := realnode.Start(ctx, realnode.Config{BinDir: s.o.BinDir, APIServerPort: s.o.APIServerPort,
 		Credentials: s.plane.UserConfig, NodeLabels: map[string]string{RealNodeLabel: "true"},
 		NodeLeaseSeconds: s.leaseSeconds(), Images: images, ClusterDNS: ClusterDNSAddr(), ClusterDomain: ClusterDomain,
-		LoadBalancerNetwork: s.o.Nodes == 0 && s.o.VIPPool == ""})
+		LoadBalancerNetwork: s.o.Nodes == 0 && s.o.VIPPool == "", DualStack: s.dual})
 	if err != nil {
 		return fmt.Errorf("sandbox: real nodes: %w", err)
 	}
@@ -147,7 +148,7 @@ func (s *sandbox) ensureRealInstance(ctx context.Context, n *realnode.Node, i in
 		if in.Name != n.Name || in.State == api.InstanceTerminated {
 			continue
 		}
-		if in.Addresses.Internal == n.IP.String() {
+		if in.Addresses.Internal == n.IP.String() && in.Addresses.Internal6 == addrString(n.IP6) {
 			return false, nil
 		}
 		if _, err := s.cloud.DeleteInstance(ctx, in.ID); err != nil {
@@ -156,7 +157,7 @@ func (s *sandbox) ensureRealInstance(ctx context.Context, n *realnode.Node, i in
 		replaced = true
 	}
 	_, err = s.cloud.CreateInstance(ctx, api.CreateInstanceRequest{Name: n.Name, Zone: zoneName(i-1, s.o.Zones),
-		Region: region, Type: "standard-2", InternalAddress: n.IP.String(),
+		Region: region, Type: "standard-2", InternalAddress: n.IP.String(), InternalAddress6: addrString(n.IP6),
 		Tags: map[string]string{api.TagCluster: clusterName, realTag: "true"}})
 	if err != nil {
 		return replaced, fmt.Errorf("sandbox: create instance %s: %w", n.Name, err)
@@ -228,15 +229,20 @@ func (s *sandbox) syncRoutes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list instances: %w", err)
 	}
-	addr := map[string]string{}
+	addr, addr6 := map[string]string{}, map[string]string{}
 	for _, in := range instances {
-		addr[in.ID] = in.Addresses.Internal
+		addr[in.ID], addr6[in.ID] = in.Addresses.Internal, in.Addresses.Internal6
 	}
 	var out []realnode.Route
 	for _, r := range routes {
 		dst, err1 := netip.ParsePrefix(r.DestinationCIDR)
-		via, err2 := netip.ParseAddr(addr[r.InstanceID])
-		if r.State != api.RouteActive || err1 != nil || err2 != nil || !s.real.Subnet().Contains(via) {
+		// An IPv6 pod CIDR goes to the node's IPv6 address.
+		subnet, hop := s.real.Subnet(), addr[r.InstanceID]
+		if err1 == nil && dst.Addr().Is6() {
+			subnet, hop = s.real.Subnet6(), addr6[r.InstanceID]
+		}
+		via, err2 := netip.ParseAddr(hop)
+		if r.State != api.RouteActive || err1 != nil || err2 != nil || !subnet.Contains(via) {
 			continue
 		}
 		out = append(out, realnode.Route{Destination: dst, NextHop: via})
@@ -247,7 +253,41 @@ func (s *sandbox) syncRoutes(ctx context.Context) error {
 // demoReal runs the demo image on the real nodes (a Deployment kept there
 // by their label) behind a LoadBalancer Service.
 func (s *sandbox) demoReal(ctx context.Context) error {
-	labels := map[string]string{"app": DemoRealService}
+	if err := s.ensureDemoDeployment(ctx); err != nil {
+		return err
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: DemoRealService, Namespace: metav1.NamespaceDefault},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: demoRealLabels(),
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	if s.dual {
+		// A load balancer of each family: an IPv4 and an IPv6 ingress.
+		svc.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
+		svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	}
+	if _, err := s.kube.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("sandbox: create demo Service %s: %w", svc.Name, err)
+	}
+	if s.o.NoCCM {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.o.ReadyTimeout)
+	defer cancel()
+	vips, err := s.waitAnswer(ctx, DemoRealService)
+	if len(s.demoVIPs) == 0 {
+		s.demoVIPs = vips
+	}
+	return err
+}
+
+// demoRealLabels select the demo Deployment's pods on the real nodes.
+func demoRealLabels() map[string]string { return map[string]string{"app": DemoRealService} }
+
+// ensureDemoDeployment runs the demo image on the real nodes, one pod per
+// node.
+func (s *sandbox) ensureDemoDeployment(ctx context.Context) error {
+	labels := demoRealLabels()
 	env := func(k, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
@@ -271,21 +311,7 @@ func (s *sandbox) demoReal(ctx context.Context) error {
 	if _, err := s.kube.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("sandbox: create Deployment %s: %w", d.Name, err)
 	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: DemoRealService, Namespace: metav1.NamespaceDefault},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: labels,
-			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}},
-	}
-	if _, err := s.kube.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("sandbox: create demo Service %s: %w", svc.Name, err)
-	}
-	if s.o.NoCCM {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.o.ReadyTimeout)
-	defer cancel()
-	_, err := s.waitAnswer(ctx, DemoRealService)
-	return err
+	return nil
 }
 
 // freePort is a free port on 127.0.0.1 for a child's serving port.
@@ -296,4 +322,12 @@ func freePort() (int, error) {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// addrString is a's text, empty for the zero Addr.
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }

@@ -46,14 +46,17 @@ type sandbox struct {
 	backoff time.Duration
 	plane   *localcluster.ControlPlane
 	// real holds the real nodes (--real-nodes), nil without.
-	real    *realnode.Cluster
+	real *realnode.Cluster
+	// dual: the cluster is dual-stack (dualstack.go).
+	dual    bool
 	kube    kubernetes.Interface
 	restCfg *rest.Config
 	cloud   *lcclient.Client
 	lcToken string
 	knobs   lcapi.Knobs // localcloud's settings at start
 	lock    *os.File
-	demoVIP string
+	// demoVIPs are the demo load balancer's addresses, one per family.
+	demoVIPs []string
 	// ccmFlags are the controller manager's flags, also in the env file.
 	ccmFlags []string
 	// nodeSockets are the real nodes' containerd sockets, in the env
@@ -87,6 +90,10 @@ func Run(ctx context.Context, o Options, out io.Writer) (err error) {
 			fmt.Fprintf(out, "no real nodes: %s; kwok nodes only (--real-nodes=0 says so quietly)\n", why)
 		}
 		s.o.RealNodes = n
+	}
+	s.dual = s.o.dualStack()
+	if s.o.IPFamily == IPFamilyDual && !s.dual {
+		return errors.New("sandbox: --ip-family=dual: no real nodes to run it on")
 	}
 	// Stopping outlives ctx (it ends first) but keeps its logger.
 	defer s.shutdown(context.WithoutCancel(ctx))
@@ -213,7 +220,6 @@ func (s *sandbox) shutdown(ctx context.Context) {
 }
 
 func (s *sandbox) printInstructions() {
-	vip := s.demoVIP
 	fmt.Fprintf(s.out, `
 Stratus sandbox is ready (%.1fs). In another terminal:
 
@@ -221,8 +227,8 @@ Stratus sandbox is ready (%.1fs). In another terminal:
   kubectl get nodes -o wide
   kubectl get svc hello hello-local
 `, time.Since(s.began).Seconds(), filepath.Join(s.state, "env"), filepath.Join(s.state, "kubeconfig"))
-	if vip != "" {
-		fmt.Fprintf(s.out, "  curl http://%s/            # through localcloud's load balancer to a node\n", vip)
+	for _, vip := range s.demoVIPs {
+		fmt.Fprintf(s.out, "  curl -g http://%s/            # through localcloud's load balancer to a node\n", net.JoinHostPort(vip, "80"))
 	}
 	fmt.Fprintf(s.out, "  %s   # the controller manager's metrics\n", MetricsCurl)
 	if s.o.NoCCM {

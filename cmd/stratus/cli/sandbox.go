@@ -70,6 +70,7 @@ Your own controller manager: stratus sandbox --no-ccm, then
 	f.Float64Var(&o.ErrorRate, "error-rate", o.ErrorRate, "localcloud: fraction of API calls answered 503 (0-1)")
 	f.DurationVar(&o.LBProvisioningTime, "lb-provisioning-time", o.LBProvisioningTime, "localcloud: time a load balancer spends provisioning")
 	f.DurationVar(&o.LBDeletionTime, "lb-deletion-time", o.LBDeletionTime, "localcloud: time a load balancer spends deleting")
+	f.StringVar(&o.IPFamily, "ip-family", o.IPFamily, "the cluster's IP family: ipv4, or dual (IPv6 beside IPv4: Services, pod CIDRs, nodes, load balancers); empty: dual with real nodes only (--nodes=0), ipv4 otherwise")
 	f.StringVar(&o.VIPPool, "vip-pool", o.VIPPool, "localcloud: CIDR for load balancer VIPs (default 127.0.100.0/24; give each sandbox on a machine its own)")
 	f.StringVar(&o.InternalPool, "internal-pool", o.InternalPool, "localcloud: CIDR for instance internal addresses (default 127.1.0.0/16)")
 	f.StringVar(&o.ExternalPool, "external-pool", o.ExternalPool, "localcloud: CIDR for instance external addresses (default 127.2.0.0/16)")

@@ -122,7 +122,7 @@ func (n ptNet) serveClientAddr(t *testing.T) {
 		fmt.Sprintf("%s:%d", ptTarget, ptNodePort), fmt.Sprintf("%s:%d", ptTarget, ptHCPort),
 		fmt.Sprintf("[%s]:%d", ptTarget6, ptNodePort),
 	} {
-		ln, err := s.Listen("tcp", addr)
+		ln, err := s.Listen(t.Context(), "tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,7 @@ type tcpListener struct {
 }
 
 func (lb *loadBalancer) listenTCP(addr netip.AddrPort, nodePort int) (*tcpListener, error) {
-	ln, err := lb.sockets.Listen("tcp", addr.String())
+	ln, err := lb.sockets.Listen(lb.ctx, "tcp", addr.String())
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,13 @@ type Config struct {
 	// range (ClientAddr): what a cloud's data plane that forwards packets
 	// and keeps the client's address needs. See lbnet.go.
 	LoadBalancerNetwork bool
+	// DualStack gives the slot an IPv6 network beside its IPv4 one: each
+	// node an IPv6 address too (the kubelet's --node-ip is the pair, IPv4
+	// first), its pods an address of each family of their node's pod
+	// CIDRs, and, with LoadBalancerNetwork, an IPv6 VIP range
+	// (VIPPool6) in the load-balancer namespace with an IPv6 clients'
+	// address on the machine (ClientAddr6). See ipv6.go.
+	DualStack bool
 }
 
 // defaultDNS gives a cluster DNS the usual domain when none is named.
@@ -110,7 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return nil, fmt.Errorf("realnode: %s missing in %s (make tools builds it): %w", b, cfg.BinDir, err)
 		}
 	}
-	s, err := acquireSlot(ctx, cfg.Root)
+	s, err := acquireSlot(ctx, cfg.Root, cfg.DualStack)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +145,25 @@ func (c *Cluster) Subnet() netip.Prefix { return c.slot.subnet }
 // on the slot's bridge, and on the nodes' own link. A cloud serving the
 // cluster takes its VIPs from here (localcloud's --vip-pool).
 func (c *Cluster) VIPPool() netip.Prefix { return c.slot.vipPool() }
+
+// Subnet6 is the nodes' IPv6 network with Config.DualStack; the zero
+// Prefix without.
+func (c *Cluster) Subnet6() netip.Prefix {
+	if !c.slot.dualStack {
+		return netip.Prefix{}
+	}
+	return c.slot.subnet6()
+}
+
+// VIPPool6 is the IPv6 VIP range (localcloud's --vip6-pool) with
+// Config.DualStack and Config.LoadBalancerNetwork; the zero Prefix
+// without.
+func (c *Cluster) VIPPool6() netip.Prefix {
+	if !c.slot.dualStack || !c.cfg.LoadBalancerNetwork {
+		return netip.Prefix{}
+	}
+	return c.slot.vipPool6()
+}
 
 // Name is the slot's name, the prefix of its namespaces and cgroups.
 func (c *Cluster) Name() string { return c.slot.name() }
@@ -169,7 +195,7 @@ func (c *Cluster) AddNode(ctx context.Context, name string) (*Node, error) {
 		return nil, fmt.Errorf("realnode: node %q: all %d node addresses in use", name, maxNodes)
 	}
 	c.used[i] = true
-	n := &Node{Name: name, IP: c.slot.nodeAddr(i), index: i, cluster: c,
+	n := &Node{Name: name, IP: c.slot.nodeAddr(i), IP6: c.nodeAddr6(i), index: i, cluster: c,
 		paths: nodePaths{dir: filepath.Join(c.slot.dir, name)}, ns: c.slot.netnsName(name)}
 	c.nodes[name] = n
 	c.mu.Unlock()
@@ -240,4 +266,11 @@ func validNodeName(name string) error {
 		}
 	}
 	return nil
+}
+
+func (c *Cluster) nodeAddr6(i int) netip.Addr {
+	if !c.slot.dualStack {
+		return netip.Addr{}
+	}
+	return c.slot.nodeAddr6(i)
 }

@@ -74,7 +74,9 @@ state = "{{.Dir}}/containerd/state"
 `))
 
 // cniTemplate is the pods' network inside a node's namespace: a bridge
-// with the node's pod CIDR; pods route everything through it, and the
+// with the node's pod CIDRs (one per family in a dual-stack slot; the
+// default route of each family is containerd's Routes); pods route
+// everything through it, and the
 // node's namespace routes other nodes' pod CIDRs as the cloud's route
 // table says. No masquerading: pod addresses are seen as they are.
 var cniTemplate = template.Must(template.New("cni").Delims("[[", "]]").Parse(`{
@@ -90,7 +92,7 @@ var cniTemplate = template.Must(template.New("cni").Delims("[[", "]]").Parse(`{
       "type": "host-local",
       "dataDir": "[[.Dir]]/cni/ipam",
       "ranges": [{{range $i, $r := .PodCIDRRanges}}{{if $i}}, {{end}}[{"subnet": "{{$r}}"}]{{end}}],
-      "routes": [{"dst": "0.0.0.0/0"}]
+      "routes": [{{range $i, $r := .Routes}}{{if $i}}, {{end}}{"dst": "{{$r}}"}{{end}}]
     }
   }, {
     "type": "portmap",

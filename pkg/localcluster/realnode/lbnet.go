@@ -72,6 +72,9 @@ func (s *slot) setupLBNetwork(ctx context.Context) error {
 		{"ip", "route", "add", s.vipPool().String(), "via", s.clientNSAddr().String(), "dev", s.clientLink(), "src", s.clientAddr().String()},
 		{"nsenter", "--net=" + netnsPath(ns), "--", "/bin/sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"},
 	}
+	if s.dualStack {
+		steps = append(steps, s.lbSteps6(ns)...)
+	}
 	for _, st := range steps {
 		if err := run(ctx, st[0], st[1:]...); err != nil {
 			return fmt.Errorf("realnode: load-balancer network: %w", err)
@@ -103,4 +106,21 @@ func (c *Cluster) ClientAddr() netip.Addr { return c.slot.clientAddr() }
 // to pass back through the load-balancer namespace.
 func (s *slot) nodeRouteToClients(ns string) []string {
 	return []string{"ip", "-n", ns, "route", "add", s.clients().String(), "via", s.lbAddr().String()}
+}
+
+// LoadBalancerAddr6 and ClientAddr6 are LoadBalancerAddr's and
+// ClientAddr's IPv6 counterparts, with Config.DualStack (zero without).
+func (c *Cluster) LoadBalancerAddr6() netip.Addr {
+	if !c.slot.dualStack {
+		return netip.Addr{}
+	}
+	return c.slot.lbAddr6()
+}
+
+// ClientAddr6 is ClientAddr's IPv6 counterpart (see LoadBalancerAddr6).
+func (c *Cluster) ClientAddr6() netip.Addr {
+	if !c.slot.dualStack || !c.cfg.LoadBalancerNetwork {
+		return netip.Addr{}
+	}
+	return c.slot.clientAddr6()
 }

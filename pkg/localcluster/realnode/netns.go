@@ -37,6 +37,13 @@ func (s *slot) setupBridge(ctx context.Context, localVIPs bool) error {
 			return fmt.Errorf("realnode: bridge: %w", err)
 		}
 	}
+	if s.dualStack {
+		for _, st := range s.bridgeSteps6() {
+			if err := run(ctx, st[0], st[1:]...); err != nil {
+				return fmt.Errorf("realnode: bridge: %w", err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -68,6 +75,9 @@ func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string, lbNetwo
 	if lbNetwork {
 		steps = append(steps, s.nodeRouteToClients(ns))
 	}
+	if s.dualStack {
+		steps = append(steps, s.nodeSteps6(ns, i, lbNetwork, nft)...)
+	}
 	for _, st := range steps {
 		if err := run(ctx, st[0], st[1:]...); err != nil {
 			return fmt.Errorf("realnode: node %s network: %w", node, err)
@@ -77,8 +87,8 @@ func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string, lbNetwo
 }
 
 // listenIn opens a TCP listener inside the network namespace at nsPath.
-func listenIn(nsPath, addr string) (net.Listener, error) {
-	ln, err := netns.Sockets{Path: nsPath}.Listen("tcp", addr)
+func listenIn(ctx context.Context, nsPath, addr string) (net.Listener, error) {
+	ln, err := netns.Sockets{Path: nsPath}.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("realnode: listen %s in %s: %w", addr, nsPath, err)
 	}

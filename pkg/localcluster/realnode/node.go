@@ -30,6 +30,9 @@ type Node struct {
 	Name string
 	// IP is the node's address in its namespace, the kubelet's --node-ip.
 	IP netip.Addr
+	// IP6 is its IPv6 address in a dual-stack slot (Config.DualStack),
+	// the second of the kubelet's --node-ip; zero otherwise.
+	IP6 netip.Addr
 
 	index   int
 	cluster *Cluster
@@ -62,7 +65,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.writeConfigs(); err != nil {
 		return fmt.Errorf("realnode: node %s: %w", n.Name, err)
 	}
-	ln, err := listenIn(netnsPath(n.ns), "127.0.0.1:"+strconv.Itoa(c.cfg.APIServerPort))
+	ln, err := listenIn(ctx, netnsPath(n.ns), "127.0.0.1:"+strconv.Itoa(c.cfg.APIServerPort))
 	if err != nil {
 		return err
 	}
@@ -225,7 +228,7 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 	}
 	root := n.paths.join("kubelet")
 	args := []string{"--config=" + n.paths.kubeletConfig(), "--kubeconfig=" + n.paths.kubeletKubeconfig(),
-		"--hostname-override=" + n.Name, "--node-ip=" + n.IP.String(), "--cloud-provider=external",
+		"--hostname-override=" + n.Name, "--node-ip=" + n.nodeIPs(), "--cloud-provider=external",
 		"--root-dir=" + root, "--cert-dir=" + filepath.Join(root, "pki")}
 	if labels := n.cluster.cfg.NodeLabels; len(labels) > 0 {
 		kv := make([]string, 0, len(labels))
@@ -335,4 +338,12 @@ func (n *Node) teardown(ctx context.Context) error {
 		return fmt.Errorf("realnode: remove node %s: %w", n.Name, err)
 	}
 	return nil
+}
+
+// nodeIPs is the kubelet's --node-ip: the node's address, or its pair.
+func (n *Node) nodeIPs() string {
+	if n.IP6.IsValid() {
+		return n.IP.String() + "," + n.IP6.String()
+	}
+	return n.IP.String()
 }

@@ -42,7 +42,7 @@ func (c *Cluster) SetRoutes(ctx context.Context, routes []Route) error {
 func (n *Node) setRoutes(ctx context.Context, routes []Route) error {
 	want := map[netip.Prefix]netip.Addr{}
 	for _, r := range routes {
-		if r.NextHop != n.IP && r.Destination.IsValid() && r.NextHop.IsValid() {
+		if r.NextHop != n.IP && r.NextHop != n.IP6 && r.Destination.IsValid() && r.NextHop.IsValid() {
 			want[r.Destination.Masked()] = r.NextHop
 		}
 	}
@@ -68,20 +68,30 @@ func (n *Node) setRoutes(ctx context.Context, routes []Route) error {
 	return nil
 }
 
-// installedRoutes are the routes SetRoutes put in the node's namespace.
+// installedRoutes are the routes SetRoutes put in the node's namespace,
+// of both families.
 func (n *Node) installedRoutes(ctx context.Context) (map[netip.Prefix]netip.Addr, error) {
-	out, err := exec.CommandContext(ctx, "ip", "-n", n.ns, "-j", "route", "show", "proto", routeProto).Output()
+	have := map[netip.Prefix]netip.Addr{}
+	for _, family := range []string{"-4", "-6"} {
+		if err := n.installedRoutesOf(ctx, family, have); err != nil {
+			return nil, err
+		}
+	}
+	return have, nil
+}
+
+func (n *Node) installedRoutesOf(ctx context.Context, family string, have map[netip.Prefix]netip.Addr) error {
+	out, err := exec.CommandContext(ctx, "ip", family, "-n", n.ns, "-j", "route", "show", "proto", routeProto).Output()
 	if err != nil {
-		return nil, fmt.Errorf("realnode: node %s: list routes: %w", n.Name, err)
+		return fmt.Errorf("realnode: node %s: list routes: %w", n.Name, err)
 	}
 	var list []struct {
 		Dst     string `json:"dst"`
 		Gateway string `json:"gateway"`
 	}
 	if err := json.Unmarshal(out, &list); err != nil {
-		return nil, fmt.Errorf("realnode: node %s: list routes: %w", n.Name, err)
+		return fmt.Errorf("realnode: node %s: list routes: %w", n.Name, err)
 	}
-	have := map[netip.Prefix]netip.Addr{}
 	for _, r := range list {
 		dst, err1 := netip.ParsePrefix(r.Dst)
 		if a, err := netip.ParseAddr(r.Dst); err == nil {
@@ -92,5 +102,5 @@ func (n *Node) installedRoutes(ctx context.Context) (map[netip.Prefix]netip.Addr
 			have[dst] = via
 		}
 	}
-	return have, nil
+	return nil
 }

@@ -44,6 +44,8 @@ type slot struct {
 	dir    string   // working directory: configs, roots, sockets, logs
 	lock   *os.File // held (flock) for as long as the slot is in use
 	subnet netip.Prefix
+	// dualStack: the slot has its IPv6 networks too (ipv6.go).
+	dualStack bool
 }
 
 // name prefixes the slot's namespaces and cgroups.
@@ -93,7 +95,7 @@ const LockDir = "/run/stratus-realnode"
 // acquireSlot takes the first free slot whose subnet the machine does not
 // use. On the way it cleans every free slot that a killed holder left
 // dirty (a non-empty lock file), whichever slot that holder had.
-func acquireSlot(ctx context.Context, root string) (*slot, error) {
+func acquireSlot(ctx context.Context, root string, dualStack bool) (*slot, error) {
 	for _, d := range []string{root, LockDir} {
 		if err := os.MkdirAll(d, 0o750); err != nil {
 			return nil, fmt.Errorf("realnode: %w", err)
@@ -123,15 +125,16 @@ func acquireSlot(ctx context.Context, root string) (*slot, error) {
 		}
 		// After the cleaning: a killed holder's bridge makes its subnet
 		// look used.
-		used, err := machineNetworks()
+		used, err := s.machineUses(dualStack)
 		if err != nil {
 			s.release()
 			return nil, err
 		}
-		if overlaps(s.subnet, used) || overlaps(s.clients(), used) {
+		if used {
 			s.release()
 			continue
 		}
+		s.dualStack = dualStack
 		if err := s.claim(); err != nil {
 			s.release()
 			return nil, err
@@ -142,6 +145,27 @@ func acquireSlot(ctx context.Context, root string) (*slot, error) {
 		return nil, fmt.Errorf("realnode: no free slot in %s (all %d locked or used by the machine)", reservedRange, maxSlots)
 	}
 	return chosen, nil
+}
+
+// machineUses reports whether the machine uses one of the slot's
+// networks: its nodes' and clients' IPv4 ones, and with dualStack their
+// IPv6 ones.
+func (s *slot) machineUses(dualStack bool) (bool, error) {
+	used, err := machineNetworks()
+	if err != nil {
+		return false, err
+	}
+	if overlaps(s.subnet, used) || overlaps(s.clients(), used) {
+		return true, nil
+	}
+	if !dualStack {
+		return false, nil
+	}
+	used6, err := machineNetworks6()
+	if err != nil {
+		return false, err
+	}
+	return overlaps(s.subnet6(), used6) || overlaps(s.clients6(), used6), nil
 }
 
 // tryLock locks slot i without waiting; ok is false when another holds it
@@ -234,6 +258,20 @@ func overlaps(p netip.Prefix, used []netip.Prefix) bool {
 // of its main routing table, except a default route (which covers
 // everything and says nothing about use).
 func machineNetworks() ([]netip.Prefix, error) {
+	used, err := interfaceNetworks(netip.Addr.Is4)
+	if err != nil {
+		return nil, err
+	}
+	routes, err := mainRoutes()
+	if err != nil {
+		return nil, err
+	}
+	return append(used, routes...), nil
+}
+
+// interfaceNetworks returns the networks of the machine's addresses that
+// keep says are of interest.
+func interfaceNetworks(keep func(netip.Addr) bool) ([]netip.Prefix, error) {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil, fmt.Errorf("realnode: machine addresses: %w", err)
@@ -241,16 +279,12 @@ func machineNetworks() ([]netip.Prefix, error) {
 	var used []netip.Prefix
 	for _, a := range addrs {
 		if n, ok := a.(*net.IPNet); ok {
-			if p, err := netip.ParsePrefix(n.String()); err == nil && p.Addr().Is4() {
+			if p, err := netip.ParsePrefix(n.String()); err == nil && keep(p.Addr()) {
 				used = append(used, p.Masked())
 			}
 		}
 	}
-	routes, err := mainRoutes()
-	if err != nil {
-		return nil, err
-	}
-	return append(used, routes...), nil
+	return used, nil
 }
 
 // mainRoutes parses /proc/net/route: destination and mask in little-endian

@@ -179,11 +179,13 @@ func (s *sandbox) startLocalcloud(ctx context.Context) error {
 	if s.real != nil && s.real.LoadBalancerNetns() != "" {
 		// Load balancers forward packets inside the slot's load-balancer
 		// namespace: the real nodes' pods see the client's address.
-		args = append(args, "--dataplane-netns="+s.real.LoadBalancerNetns(), "--dataplane=passthrough",
-			"--dataplane-target-network="+s.real.Subnet().String())
+		targets := s.real.Subnet().String()
 		if p := s.real.VIPPool6(); p.IsValid() {
+			targets += "," + s.real.Subnet6().String()
 			args = append(args, "--vip6-pool="+p.String())
 		}
+		args = append(args, "--dataplane-netns="+s.real.LoadBalancerNetns(), "--dataplane=passthrough",
+			"--dataplane-target-network="+targets)
 	}
 	// localcloud keeps its knobs in its state. Only the first start passes
 	// knob flags: the fault flags given now, and for a new cloud quotas

@@ -125,6 +125,8 @@ func TestServeFlagValidation(t *testing.T) {
 		{[]string{"serve", "--state-dir", dir, "--dataplane", "passthrough"}, "needs --dataplane-netns"},
 		{[]string{"serve", "--state-dir", dir, "--dataplane-netns", "stratus-no-such-ns"}, `--dataplane-netns "stratus-no-such-ns": no such network namespace`},
 		{[]string{"serve", "--state-dir", dir, "--dataplane-target-network", "10.0.0.0/8"}, "only with --dataplane=passthrough"},
+		{[]string{"serve", "--state-dir", dir, "--dataplane", "passthrough", "--dataplane-netns", "/proc/self/ns/net", "--dataplane-target-network", "fd00::/64"}, "want the IPv4 CIDR"},
+		{[]string{"serve", "--state-dir", dir, "--dataplane", "passthrough", "--dataplane-netns", "/proc/self/ns/net", "--dataplane-target-network", "10.0.0.0/8,10.1.0.0/16"}, `"10.1.0.0/16" is not an IPv6 CIDR`},
 		{[]string{"serve", "--state-dir", dir, "--rate-limit", "1e-300"}, "--rate-limit: rateLimit: 1e-300 is out of range"},
 		{[]string{"serve", "--state-dir", dir, "--lb-provisioning-time", "2562047h"}, "--lb-provisioning-time: lbProvisioningTime: 2562047h0m0s is out of range"},
 		{[]string{"serve", "--state-dir", dir, "--quota-lbs", "5000000"}, "--quota-lbs: quotas.loadBalancers: 5000000 is out of range"},

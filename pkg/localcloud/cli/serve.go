@@ -99,8 +99,8 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet, d api.Knobs, p store.Pools) {
 		"empty: the machine's own, VIPs on loopback")
 	f.StringVar(&o.dpMode, "dataplane", "proxy", "how load balancers forward: proxy (connections, from localcloud's address) or "+
 		"passthrough (packets, nftables DNAT in --dataplane-netns, keeping the client's address)")
-	f.StringVar(&o.dpTargets, "dataplane-target-network", "", "with --dataplane=passthrough, the CIDR of the targets that route "+
-		"clients' replies back through the namespace; a load balancer with a target elsewhere is proxied")
+	f.StringVar(&o.dpTargets, "dataplane-target-network", "", "with --dataplane=passthrough, the IPv4 CIDR of the targets that route "+
+		"clients' replies back through the namespace, and the IPv6 one after a comma; a load balancer with a target elsewhere is proxied")
 }
 
 // dataPlane validates the data plane's flags, naming the flag and value.
@@ -124,11 +124,20 @@ func (o *serveOptions) dataPlane() (dataplane.Options, error) {
 		if o.dpNetns == "" {
 			return d, fmt.Errorf("--dataplane %q: needs --dataplane-netns", o.dpMode)
 		}
-		pr, err := netip.ParsePrefix(o.dpTargets)
+		// The IPv4 CIDR, and optionally the IPv6 one after a comma.
+		v4, v6, dual := strings.Cut(o.dpTargets, ",")
+		pr, err := netip.ParsePrefix(v4)
 		if err != nil || !pr.Addr().Is4() {
-			return d, fmt.Errorf("--dataplane-target-network %q: want the IPv4 CIDR of the targets' network", o.dpTargets)
+			return d, fmt.Errorf("--dataplane-target-network %q: want the IPv4 CIDR of the targets' network, and its IPv6 one after a comma if the targets have IPv6 addresses", o.dpTargets)
 		}
 		d.PassThrough, d.TargetNetwork = true, pr.Masked()
+		if dual {
+			pr6, err := netip.ParsePrefix(v6)
+			if err != nil || !pr6.Addr().Is6() || pr6.Addr().Is4In6() {
+				return d, fmt.Errorf("--dataplane-target-network %q: %q is not an IPv6 CIDR", o.dpTargets, v6)
+			}
+			d.TargetNetwork6 = pr6.Masked()
+		}
 	default:
 		return d, fmt.Errorf("--dataplane %q: want proxy or passthrough", o.dpMode)
 	}

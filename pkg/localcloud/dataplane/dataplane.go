@@ -187,6 +187,8 @@ type loadBalancer struct {
 	passing bool
 	// programmed: the healthy targets the table was last built with.
 	programmed []target
+	// fams: the families of VIPs the table forwards.
+	fams []family
 
 	snap atomic.Pointer[snapshot]
 	rr   atomic.Uint64
@@ -219,15 +221,14 @@ func (lb *loadBalancer) apply(spec Spec) error {
 	spec.HealthCheck = spec.HealthCheck.WithDefaults()
 	lb.spec = spec
 	lb.syncHealthStateLocked()
-	// The IPv4 VIP passes packets through where it can; the IPv6 VIP is
-	// always proxied (pass-through DNATs to the targets' IPv4 addresses).
-	pass := lb.passThrough(spec)
+	// Each VIP passes packets through where it can (passFamilies), and is
+	// proxied otherwise.
+	fams := lb.passFamilies(spec)
 	var proxied []netip.Addr
-	if spec.VIP.IsValid() && !pass {
-		proxied = append(proxied, spec.VIP)
-	}
-	if spec.VIP6.IsValid() {
-		proxied = append(proxied, spec.VIP6)
+	for _, vip := range []netip.Addr{spec.VIP, spec.VIP6} {
+		if vip.IsValid() && !passes(fams, vip) {
+			proxied = append(proxied, vip)
+		}
 	}
 	want := map[listenerKey]api.Listener{}
 	for _, vip := range proxied {
@@ -244,8 +245,8 @@ func (lb *loadBalancer) apply(spec Spec) error {
 		}
 	}
 	var errs []error
-	if pass {
-		errs = append(errs, lb.applyPassThroughLocked())
+	if len(fams) > 0 {
+		errs = append(errs, lb.applyPassThroughLocked(fams))
 	} else {
 		if lb.passing {
 			lb.stopPassThroughLocked()

@@ -48,61 +48,99 @@ func tableName(id string) string {
 	}, id)
 }
 
-// nftScript is the transaction that replaces the load balancer's table:
-// adding then deleting the table first makes it work whether or not the
-// table exists, all in one atomic commit.
-func nftScript(spec Spec, healthy []target, targetNetwork netip.Prefix) string {
+// family is one IP family a pass-through table serves: the nftables
+// keyword of its addresses, its VIP, the targets' network, and which of a
+// target's addresses it DNATs to.
+type family struct {
+	ip      string // "ip" or "ip6"
+	vip     netip.Addr
+	network netip.Prefix
+	addr    func(target) netip.Addr
+}
+
+func family4(vip netip.Addr, network netip.Prefix) family {
+	return family{ip: "ip", vip: vip, network: network, addr: func(t target) netip.Addr { return t.addr }}
+}
+
+func family6(vip netip.Addr, network netip.Prefix) family {
+	return family{ip: "ip6", vip: vip, network: network, addr: func(t target) netip.Addr { return t.addr6 }}
+}
+
+// nftScript is the transaction that replaces the load balancer's table,
+// with the rules of each family it passes through: adding then deleting
+// the table first makes it work whether or not the table exists, all in
+// one atomic commit.
+func nftScript(spec Spec, healthy []target, fams []family) string {
 	t := tableName(spec.ID)
-	vip := spec.VIP.String()
 	var b strings.Builder
 	fmt.Fprintf(&b, "add table inet %s\ndelete table inet %s\ntable inet %s {\n", t, t, t)
 
 	b.WriteString("\tchain filter_pre {\n\t\ttype filter hook prerouting priority -150; policy accept;\n")
-	if len(spec.SourceRanges) > 0 {
-		var ranges []string
-		for _, p := range spec.SourceRanges {
-			if p.Addr().Is4() {
-				ranges = append(ranges, p.Masked().String())
-			}
-		}
-		for _, proto := range protocols(spec.Listeners) {
-			ports := portList(spec.Listeners, proto)
-			if len(ranges) == 0 {
-				// Only ranges of the other family: no client of this
-				// one is allowed.
-				fmt.Fprintf(&b, "\t\tip daddr %s %s dport { %s } drop\n", vip, proto, ports)
-				continue
-			}
-			fmt.Fprintf(&b, "\t\tip daddr %s %s dport { %s } ip saddr != { %s } drop\n", vip, proto, ports, strings.Join(ranges, ", "))
-		}
+	for _, f := range fams {
+		writeSourceRanges(&b, spec, f)
 	}
 	b.WriteString("\t}\n")
 
 	b.WriteString("\tchain nat_pre {\n\t\ttype nat hook prerouting priority -100; policy accept;\n")
-	if len(healthy) > 0 {
-		pick := fmt.Sprintf("numgen inc mod %d", len(healthy))
-		if spec.ClientAffinity {
-			pick = fmt.Sprintf("jhash ip saddr mod %d seed %s", len(healthy), affinitySeed)
-		}
-		var elems []string
-		for i, h := range healthy {
-			elems = append(elems, fmt.Sprintf("%d : %s", i, h.addr))
-		}
-		for _, l := range sortedListeners(spec.Listeners) {
-			fmt.Fprintf(&b, "\t\tip daddr %s %s dport %d dnat ip to %s map { %s } : %d\n",
-				vip, proto(l.Protocol), l.Port, pick, strings.Join(elems, ", "), l.NodePort)
-		}
-	}
 	// With no healthy target nothing is DNATed: the namespace owns the
 	// VIP and nothing listens there, so a TCP client is refused at once.
+	for _, f := range fams {
+		writeDNAT(&b, spec, healthy, f)
+	}
 	b.WriteString("\t}\n")
 
 	b.WriteString("\tchain nat_post {\n\t\ttype nat hook postrouting priority 100; policy accept;\n")
-	if targetNetwork.IsValid() && targetNetwork.Addr().Is4() {
-		fmt.Fprintf(&b, "\t\tip saddr %s ct original ip daddr %s masquerade\n", targetNetwork.Masked(), vip)
+	for _, f := range fams {
+		if f.network.IsValid() {
+			fmt.Fprintf(&b, "\t\t%s saddr %s ct original %s daddr %s masquerade\n", f.ip, f.network.Masked(), f.ip, f.vip)
+		}
 	}
 	b.WriteString("\t}\n}\n")
 	return b.String()
+}
+
+// writeSourceRanges drops, for f's VIP, the sources outside the ranges of
+// f's family.
+func writeSourceRanges(b *strings.Builder, spec Spec, f family) {
+	if len(spec.SourceRanges) == 0 {
+		return
+	}
+	var ranges []string
+	for _, p := range spec.SourceRanges {
+		if p.Addr().Is4() == f.vip.Is4() {
+			ranges = append(ranges, p.Masked().String())
+		}
+	}
+	for _, proto := range protocols(spec.Listeners) {
+		ports := portList(spec.Listeners, proto)
+		if len(ranges) == 0 {
+			// Only ranges of the other family: no client of this one is
+			// allowed.
+			fmt.Fprintf(b, "\t\t%s daddr %s %s dport { %s } drop\n", f.ip, f.vip, proto, ports)
+			continue
+		}
+		fmt.Fprintf(b, "\t\t%s daddr %s %s dport { %s } %s saddr != { %s } drop\n", f.ip, f.vip, proto, ports, f.ip, strings.Join(ranges, ", "))
+	}
+}
+
+// writeDNAT sends f's VIP:port to a healthy target's address of f's
+// family and node port.
+func writeDNAT(b *strings.Builder, spec Spec, healthy []target, f family) {
+	if len(healthy) == 0 {
+		return
+	}
+	pick := fmt.Sprintf("numgen inc mod %d", len(healthy))
+	if spec.ClientAffinity {
+		pick = fmt.Sprintf("jhash %s saddr mod %d seed %s", f.ip, len(healthy), affinitySeed)
+	}
+	var elems []string
+	for i, h := range healthy {
+		elems = append(elems, fmt.Sprintf("%d : %s", i, f.addr(h)))
+	}
+	for _, l := range sortedListeners(spec.Listeners) {
+		fmt.Fprintf(b, "\t\t%s daddr %s %s dport %d dnat %s to %s map { %s } : %d\n",
+			f.ip, f.vip, proto(l.Protocol), l.Port, f.ip, pick, strings.Join(elems, ", "), l.NodePort)
+	}
 }
 
 func proto(p api.Protocol) string {

@@ -24,9 +24,12 @@ type Options struct {
 	PassThrough bool
 	// TargetNetwork is where pass-through can send packets: the network
 	// whose hosts route the clients' range back through Netns. A load
-	// balancer with a target outside it is proxied, and an IPv6 VIP always
-	// is (its targets are the nodes' IPv4 addresses).
+	// balancer with a target outside it is proxied.
 	TargetNetwork netip.Prefix
+	// TargetNetwork6 is TargetNetwork's IPv6 counterpart: an IPv6 VIP
+	// passes through to the targets' IPv6 addresses when every target has
+	// one inside it; without it the IPv6 VIP is proxied.
+	TargetNetwork6 netip.Prefix
 }
 
 // NewManagerIn returns a Manager for opts. With PassThrough it checks that
@@ -42,8 +45,11 @@ func NewManagerIn(ctx context.Context, opts Options) (*Manager, error) {
 		if opts.Netns == "" {
 			return nil, errors.New("dataplane: pass-through needs a network namespace")
 		}
-		if !opts.TargetNetwork.IsValid() {
-			return nil, errors.New("dataplane: pass-through needs the targets' network")
+		if !opts.TargetNetwork.Addr().Is4() {
+			return nil, errors.New("dataplane: pass-through needs the targets' IPv4 network")
+		}
+		if opts.TargetNetwork6.IsValid() && (!opts.TargetNetwork6.Addr().Is6() || opts.TargetNetwork6.Addr().Is4In6()) {
+			return nil, fmt.Errorf("dataplane: the targets' IPv6 network %s is not IPv6", opts.TargetNetwork6)
 		}
 		n := &nft{nsPath: opts.Netns}
 		for name, dst := range map[string]*string{"nft": &n.nft, "nsenter": &n.nsenter} {
@@ -64,29 +70,51 @@ func NewManagerIn(ctx context.Context, opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// passThrough reports whether spec is forwarded by nftables: pass-through
-// is on, the VIP is IPv4, every target is in the target network, and
-// neither a proxy (ipMode Proxy) nor a PROXY protocol header (which only a
-// proxy can write) is asked for.
-func (lb *loadBalancer) passThrough(spec Spec) bool {
-	if lb.nft == nil || !spec.VIP.Is4() || spec.Proxy || spec.ProxyProtocol != "" {
-		return false
+// passFamilies are the families of spec's VIPs that nftables forwards:
+// pass-through is on, neither a proxy (ipMode Proxy) nor a PROXY protocol
+// header (which only a proxy can write) is asked for, and every target has
+// an address of the family in that family's target network.
+func (lb *loadBalancer) passFamilies(spec Spec) []family {
+	if lb.nft == nil || spec.Proxy || spec.ProxyProtocol != "" {
+		return nil
 	}
-	for _, b := range spec.Backends {
-		if !lb.opts.TargetNetwork.Contains(b.Address) {
-			return false
+	inside := func(network netip.Prefix, addr func(Backend) netip.Addr) bool {
+		for _, b := range spec.Backends {
+			if !network.IsValid() || !network.Contains(addr(b)) {
+				return false
+			}
 		}
+		return true
 	}
-	return true
+	var out []family
+	if spec.VIP.Is4() && inside(lb.opts.TargetNetwork, func(b Backend) netip.Addr { return b.Address }) {
+		out = append(out, family4(spec.VIP, lb.opts.TargetNetwork))
+	}
+	if spec.VIP6.Is6() && inside(lb.opts.TargetNetwork6, func(b Backend) netip.Addr { return b.Address6 }) {
+		out = append(out, family6(spec.VIP6, lb.opts.TargetNetwork6))
+	}
+	return out
 }
 
-// applyPassThroughLocked turns the load balancer's IPv4 VIP into (or keeps
-// it) an nftables table; apply has closed its proxy listeners first.
-func (lb *loadBalancer) applyPassThroughLocked() error {
-	if !lb.passing {
+// passes reports whether fams holds vip's family.
+func passes(fams []family, vip netip.Addr) bool {
+	for _, f := range fams {
+		if f.vip == vip {
+			return true
+		}
+	}
+	return false
+}
+
+// applyPassThroughLocked turns the load balancer's VIPs of fams into (or
+// keeps them) an nftables table; apply has closed their proxy listeners
+// first.
+func (lb *loadBalancer) applyPassThroughLocked(fams []family) error {
+	if !lb.passing || !sameFamilies(lb.fams, fams) {
 		lb.passing = true
 		lb.programmed = nil
 	}
+	lb.fams = fams
 	lb.publishLocked()
 	if lb.programmed == nil {
 		// publishLocked logged it; apply returns it so the cloud marks the
@@ -99,17 +127,20 @@ func (lb *loadBalancer) applyPassThroughLocked() error {
 // programLocked commits the table for healthy, and forgets UDP flows to
 // targets no longer in it.
 func (lb *loadBalancer) programLocked(healthy []target) error {
-	if err := lb.nft.apply(lb.ctx, nftScript(lb.spec, healthy, lb.opts.TargetNetwork)); err != nil {
+	if err := lb.nft.apply(lb.ctx, nftScript(lb.spec, healthy, lb.fams)); err != nil {
 		lb.programmed = nil
 		return err
 	}
 	for _, old := range lb.programmed {
-		if slices.ContainsFunc(healthy, func(t target) bool { return t.addr == old.addr }) {
+		if slices.ContainsFunc(healthy, func(t target) bool { return t.id == old.id }) {
 			continue
 		}
 		for _, l := range lb.spec.Listeners {
-			if proto(l.Protocol) == "udp" {
-				lb.nft.forgetUDP(lb.ctx, lb.spec.VIP, l.Port, old.addr)
+			if proto(l.Protocol) != "udp" {
+				continue
+			}
+			for _, f := range lb.fams {
+				lb.nft.forgetUDP(lb.ctx, f.vip, l.Port, f.addr(old))
 			}
 		}
 	}
@@ -118,11 +149,16 @@ func (lb *loadBalancer) programLocked(healthy []target) error {
 	return nil
 }
 
+func sameFamilies(a, b []family) bool {
+	return slices.EqualFunc(a, b, func(x, y family) bool { return x.vip == y.vip && x.network == y.network })
+}
+
 // stopPassThroughLocked removes the load balancer's table. It runs when
 // the manager closes too, so it does not use the load balancer's context.
 func (lb *loadBalancer) stopPassThroughLocked() {
 	lb.passing = false
 	lb.programmed = nil
+	lb.fams = nil
 	if err := lb.nft.deleteTable(context.WithoutCancel(lb.ctx), lb.id); err != nil {
 		lb.log.Error(err, "Removing the pass-through load balancer's table")
 	}

@@ -107,6 +107,10 @@ func newPTNet(t *testing.T) ptNet {
 	ip(t, "-6", "route", "add", ptVIPs6, "via", ptClientNS6, "dev", "stdpt-cl")
 	ip(t, "-n", n.lbNS, "-6", "addr", "add", ptLBAddr6+"/64", "dev", "lb0", "nodad")
 	ip(t, "-n", n.targetNS, "-6", "addr", "add", ptTarget6+"/64", "dev", "eth0", "nodad")
+	ip(t, "-n", n.targetNS, "-6", "route", "add", "fd00:5354:fe:77::/64", "via", ptLBAddr6)
+	if out, err := exec.Command("ip", "netns", "exec", n.lbNS, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1").CombinedOutput(); err != nil {
+		t.Fatalf("IPv6 forwarding in %s: %v: %s", n.lbNS, err, out)
+	}
 	if out, err := exec.Command("ip", "netns", "exec", n.lbNS, "sysctl", "-qw", "net.ipv4.ip_forward=1").CombinedOutput(); err != nil {
 		t.Fatalf("forwarding in %s: %v: %s", n.lbNS, err, out)
 	}
@@ -233,15 +237,17 @@ func TestPassThroughKeepsClientAddress(t *testing.T) {
 }
 
 // TestDualStackLoadBalancer: a load balancer with an IPv4 and an IPv6 VIP
-// passes the IPv4 VIP's packets through (the target sees the client) and
-// proxies the IPv6 VIP to the same IPv4 targets (the target sees the load
-// balancer); an IPv6-only load balancer answers on its VIP alone; dropping
-// the IPv6 VIP closes it.
+// passes the IPv4 VIP's packets through (the target sees the client) and,
+// while its targets have no IPv6 address, proxies the IPv6 VIP to their
+// IPv4 ones (the target sees the load balancer); once they have one in the
+// targets' IPv6 network, the IPv6 VIP passes through too and the target
+// sees the client's IPv6 address. An IPv6-only load balancer answers on its
+// VIP alone; dropping the IPv6 VIP closes it.
 func TestDualStackLoadBalancer(t *testing.T) {
 	n := newPTNet(t)
 	n.serveClientAddr(t)
 	m, err := NewManagerIn(t.Context(), Options{Netns: netns.Path(n.lbNS), PassThrough: true,
-		TargetNetwork: netip.MustParsePrefix(ptTargetNet)})
+		TargetNetwork: netip.MustParsePrefix(ptTargetNet), TargetNetwork6: netip.MustParsePrefix("fd00:5354:fb:77::/64")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,14 +274,26 @@ func TestDualStackLoadBalancer(t *testing.T) {
 	eventually(t, "the IPv4 VIP inside its range", ptClient, func() (string, error) { return askVIP(ptVIP) })
 
 	// A target with an IPv6 address is reached over IPv6 from the IPv6 VIP
-	// (an IPv6 Service's node port is on the node's IPv6 address only).
+	// (an IPv6 Service's node port is on the node's IPv6 address only),
+	// passing through: the target sees the client's IPv6 address.
 	dual6 := dual
 	dual6.Backends = []Backend{{ID: "i-1", Address: netip.MustParseAddr(ptTarget), Address6: netip.MustParseAddr(ptTarget6), Up: true}}
 	if err := m.Apply(dual6); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the IPv6 VIP to an IPv6 target", ptLBAddr6, func() (string, error) { return askVIP(ptVIP6) })
+	eventually(t, "the IPv6 VIP passed through to an IPv6 target", ptClient6, func() (string, error) { return askVIP(ptVIP6) })
 	eventually(t, "the IPv4 VIP beside it", ptClient, func() (string, error) { return askVIP(ptVIP) })
+	if tb := tables(t, n); !strings.Contains(tb, "table inet lb_lb_pt1") {
+		t.Fatalf("no table for the dual-stack load balancer:\n%s", tb)
+	}
+	// A proxy of both families when asked (ipMode Proxy).
+	proxied := dual6
+	proxied.Proxy = true
+	if err := m.Apply(proxied); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the IPv6 VIP proxied to an IPv6 target", ptLBAddr6, func() (string, error) { return askVIP(ptVIP6) })
+	eventually(t, "the IPv4 VIP proxied", ptLBAddr, func() (string, error) { return askVIP(ptVIP) })
 
 	v4only := ptSpec(ptTarget)
 	if err := m.Apply(v4only); err != nil {
@@ -342,6 +360,8 @@ func TestPassThroughScript(t *testing.T) {
 		t.Fatal("nft --check needs root")
 	}
 	targets := []target{{id: "a", addr: netip.MustParseAddr("10.250.3.10")}, {id: "b", addr: netip.MustParseAddr("10.250.3.11")}}
+	targets6 := []target{{id: "a", addr: netip.MustParseAddr("10.250.3.10"), addr6: netip.MustParseAddr("fd00:5354:0:3::10")},
+		{id: "b", addr: netip.MustParseAddr("10.250.3.11"), addr6: netip.MustParseAddr("fd00:5354:0:3::11")}}
 	tcpUDP := []api.Listener{{Protocol: api.ProtocolTCP, Port: 80, NodePort: 31000}, {Protocol: api.ProtocolUDP, Port: 53, NodePort: 31001},
 		{Protocol: api.ProtocolTCP, Port: 443, NodePort: 31002}}
 	network := netip.MustParsePrefix("10.250.3.0/24")
@@ -358,9 +378,17 @@ func TestPassThroughScript(t *testing.T) {
 		"only IPv6 ranges": {Spec{ID: "lb-3", VIP: netip.MustParseAddr("10.250.3.132"), Listeners: tcpUDP,
 			SourceRanges: []netip.Prefix{netip.MustParsePrefix("2001:db8::/64")}}, targets, []string{"tcp dport { 80, 443 } drop"}},
 		"no healthy target": {Spec{ID: "lb-4", VIP: netip.MustParseAddr("10.250.3.133"), Listeners: tcpUDP}, nil, []string{"chain nat_pre"}},
+		"dual-stack": {Spec{ID: "lb-5", VIP: netip.MustParseAddr("10.250.3.134"), VIP6: netip.MustParseAddr("fd00:5354:0:3::8001"),
+			Listeners: tcpUDP, ClientAffinity: true, SourceRanges: []netip.Prefix{netip.MustParsePrefix("10.251.3.0/24"), netip.MustParsePrefix("fd00:5354:1:3::/64")}},
+			targets6, []string{"ip6 daddr fd00:5354:0:3::8001 tcp dport 80 dnat ip6 to jhash ip6 saddr mod 2", "ip6 saddr != { fd00:5354:1:3::/64 } drop",
+				"ip saddr != { 10.251.3.0/24 } drop", "ip6 saddr fd00:5354:0:3::/64 ct original ip6 daddr fd00:5354:0:3::8001 masquerade"}},
 	}
 	for name, c := range cases {
-		script := nftScript(c.spec, c.healthy, network)
+		fams := []family{family4(c.spec.VIP, network)}
+		if c.spec.VIP6.IsValid() {
+			fams = append(fams, family6(c.spec.VIP6, netip.MustParsePrefix("fd00:5354:0:3::/64")))
+		}
+		script := nftScript(c.spec, c.healthy, fams)
 		for _, w := range c.want {
 			if !strings.Contains(script, w) {
 				t.Errorf("%s: script lacks %q:\n%s", name, w, script)

@@ -45,7 +45,7 @@ func needsCleanup(svc *corev1.Service, class string) bool {
 
 // needsUpdate reports whether the change from old to cur matters to the
 // load balancer, with upstream's list of fields (plus the full IP family
-// list rather than only its length).
+// list rather than only its length, and the IP family policy).
 func needsUpdate(old, cur *corev1.Service, class string) bool {
 	wantOld, wantCur := wantsLoadBalancer(old, class), wantsLoadBalancer(cur, class)
 	if !wantOld && !wantCur {
@@ -69,7 +69,10 @@ func lbConfigEqual(a, b *corev1.Service) bool {
 		maps.Equal(a.Annotations, b.Annotations) &&
 		as.ExternalTrafficPolicy == bs.ExternalTrafficPolicy &&
 		as.HealthCheckNodePort == bs.HealthCheckNodePort &&
-		slices.Equal(as.IPFamilies, bs.IPFamilies)
+		slices.Equal(as.IPFamilies, bs.IPFamilies) &&
+		// The policy alone decides whether a family the cloud lacks may be
+		// let go (families.go), so a change of it is a change.
+		policyOf(a) == policyOf(b)
 }
 
 func portsEqual(a, b []corev1.ServicePort) bool {

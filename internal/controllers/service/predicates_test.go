@@ -87,6 +87,14 @@ func TestNeedsUpdate(t *testing.T) {
 		{"ip families", func(s *corev1.Service) {
 			s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
 		}, true},
+		{"ip family policy", func(s *corev1.Service) {
+			p := corev1.IPFamilyPolicyRequireDualStack
+			s.Spec.IPFamilyPolicy = &p
+		}, true},
+		{"ip family policy SingleStack, as unset", func(s *corev1.Service) {
+			p := corev1.IPFamilyPolicySingleStack
+			s.Spec.IPFamilyPolicy = &p
+		}, false},
 		{"annotation", func(s *corev1.Service) { s.Annotations = map[string]string{"x": "y"} }, true},
 		{"loadBalancerIP", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "1.2.3.4" }, true},
 		{"type away", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP }, true},

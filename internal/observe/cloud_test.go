@@ -96,6 +96,11 @@ func (p *everything) UnknownAnnotations(*corev1.Service) (unknown, known []strin
 	return nil, nil
 }
 
+func (p *everything) LoadBalancerIPFamilies() []corev1.IPFamily {
+	p.hit("LoadBalancerIPFamilies")
+	return []corev1.IPFamily{corev1.IPv4Protocol}
+}
+
 func (p *everything) ListLoadBalancers(context.Context, string) ([]cloud.LoadBalancer, error) {
 	p.hit("ListLoadBalancers")
 	return nil, nil
@@ -222,7 +227,7 @@ var readMethods = map[string]bool{
 	"InstanceShutdownByProviderID": true, "InstanceExists": true, "InstanceShutdown": true,
 	"InstanceMetadata": true, "ListInstances": true, "GetZone": true, "GetZoneByProviderID": true,
 	"GetZoneByNodeName": true, "ListClusters": true, "Master": true, "PlanLoadBalancer": true,
-	"UnknownAnnotations": true,
+	"UnknownAnnotations": true, "LoadBalancerIPFamilies": true,
 }
 
 // answeredAsDone are the mutating calls observe mode answers as done

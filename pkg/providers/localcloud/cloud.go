@@ -85,9 +85,8 @@ func NewFromConfig(cfg Config) (*Cloud, error) {
 	}
 	cl := NewWithClient(c, cfg.ClusterName)
 	cl.lbs.proxyHealthPort = cfg.KubeProxyHealthPort
-	cl.lbs.families = cfg.IPFamilies
-	if len(cl.lbs.families) == 0 {
-		cl.lbs.families = []corev1.IPFamily{corev1.IPv4Protocol}
+	if len(cfg.IPFamilies) > 0 {
+		cl.lbs.families = cfg.IPFamilies
 	}
 	return cl, nil
 }
@@ -101,7 +100,7 @@ func NewWithClient(c *lcclient.Client, clusterName string) *Cloud {
 	return &Cloud{
 		client: c, clusterName: clusterName,
 		instances: &instances{client: c},
-		lbs:       &loadBalancers{client: c, defaultCluster: clusterName},
+		lbs:       &loadBalancers{client: c, defaultCluster: clusterName, families: []corev1.IPFamily{corev1.IPv4Protocol}},
 		routes:    &routes{client: c, defaultCluster: clusterName, names: newNameIndex(c)},
 	}
 }

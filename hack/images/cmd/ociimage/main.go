@@ -40,6 +40,7 @@ type options struct {
 	arch   string
 	adds   []string // SRC or SRC=DST: the machine's programs to add, with their libraries
 	links  []string // DST=TARGET: symbolic links to add
+	args   []string // the image's default arguments (Cmd)
 }
 
 func main() {
@@ -55,6 +56,10 @@ func main() {
 	})
 	flag.Func("link", "DST=TARGET: a symbolic link to add; repeatable", func(v string) error {
 		o.links = append(o.links, v)
+		return nil
+	})
+	flag.Func("arg", "a default argument of the binary (the image's Cmd), as upstream's agnhost has pause; repeatable", func(v string) error {
+		o.args = append(o.args, v)
 		return nil
 	})
 	flag.Parse()
@@ -92,7 +97,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	img, err := build(append(files, extra...), o.target, o.arch)
+	img, err := build(append(files, extra...), o.target, o.arch, o.args)
 	if err != nil {
 		return err
 	}
@@ -108,7 +113,7 @@ func run(o options) error {
 
 // build returns an image of one layer holding files, run as target with
 // no arguments.
-func build(files []file, target, arch string) (v1.Image, error) {
+func build(files []file, target, arch string, args []string) (v1.Image, error) {
 	layerTar, err := layer(files)
 	if err != nil {
 		return nil, err
@@ -131,6 +136,7 @@ func build(files []file, target, arch string) (v1.Image, error) {
 	cfg.OS, cfg.Architecture = "linux", arch
 	cfg.Created = v1.Time{Time: epoch()}
 	cfg.Config.Entrypoint = []string{target}
+	cfg.Config.Cmd = args
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("image config: %w", err)

@@ -189,7 +189,9 @@ $(BIN)/e2e.test: hack/conformance/go.mod hack/conformance/go.sum | $(TOOLS_BINS)
 # agnhost, built from k8s.io/kubernetes/test/images/agnhost at the version
 # hack/conformance pins, beside the machine's dash (as /bin/sh), curl, wget
 # and netcat-openbsd's nc and grep with their libraries, which the specs run
-# in it as upstream's Alpine-based image has them, and upstream's default
+# in it as upstream's Alpine-based image has them, busybox-static's applets
+# for every other command (sleep, cat, ...), as Alpine's busybox gives them,
+# and upstream's default
 # argument, pause (a pod of agnhost without arguments runs and waits); and
 # the pause image under upstream's name.
 AGNHOST_IMAGE := registry.k8s.io/e2e-test-images/agnhost:2.66.1
@@ -205,7 +207,7 @@ $(BIN)/images/e2e/agnhost.tar: hack/conformance/go.mod hack/conformance/go.sum $
 	cd hack/conformance && $(GO) build -o $(BIN)/images/e2e/agnhost k8s.io/kubernetes/test/images/agnhost
 	cd hack/images && $(GO) run ./cmd/ociimage -binary $(BIN)/images/e2e/agnhost -tag $(AGNHOST_IMAGE) -out $@ \
 		-add /bin/dash -link /bin/sh=dash -add /usr/bin/curl -add /usr/bin/wget -add $(CURDIR)/hack/images/e2e/wgetrc=/etc/wgetrc -add /usr/bin/nc.openbsd=/usr/bin/nc \
-		-add /usr/bin/grep -arg pause
+		-add /usr/bin/grep -busybox /bin/busybox -arg pause
 
 $(BIN)/images/e2e/pause.tar: $(BIN)/images/pause.tar
 	mkdir -p $(BIN)/images/e2e

@@ -24,6 +24,7 @@ declare -A want=(
 	[curl]=curl
 	[wget]=wget
 	[nc.openbsd]=netcat-openbsd
+	[busybox]=busybox-static
 )
 
 missing=()

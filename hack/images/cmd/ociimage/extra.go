@@ -104,3 +104,35 @@ func sharedLibraries(program string) ([]string, error) {
 	}
 	return libs, nil
 }
+
+// busyboxFiles reads a busybox as /bin/busybox, with the libraries ldd
+// names for it (none for busybox-static), and lists its applets (busybox
+// --list-full: "usr/bin/sleep", ...) as links to it.
+func busyboxFiles(src string) ([]file, error) {
+	f, err := hostFile(src, "/bin/busybox")
+	if err != nil {
+		return nil, fmt.Errorf("-busybox: %w", err)
+	}
+	libs, err := libraryFiles(src)
+	if err != nil {
+		return nil, fmt.Errorf("-busybox: %w", err)
+	}
+	out, err := exec.Command(src, "--list-full").Output()
+	if err != nil {
+		return nil, fmt.Errorf("-busybox %s --list-full: %w", src, err)
+	}
+	files := append([]file{f}, libs...)
+	n := len(files)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		applet := strings.TrimSpace(sc.Text())
+		if applet == "" || applet == "bin/busybox" {
+			continue
+		}
+		files = append(files, file{path: strings.TrimPrefix(path.Clean("/"+applet), "/"), link: "/bin/busybox"})
+	}
+	if len(files) == n {
+		return nil, fmt.Errorf("-busybox %s --list-full: no applets", src)
+	}
+	return files, nil
+}

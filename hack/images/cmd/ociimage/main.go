@@ -41,6 +41,10 @@ type options struct {
 	adds   []string // SRC or SRC=DST: the machine's programs to add, with their libraries
 	links  []string // DST=TARGET: symbolic links to add
 	args   []string // the image's default arguments (Cmd)
+	// busybox is a static busybox of this machine: the image gets it as
+	// /bin/busybox with a link for each applet that no other file of the
+	// image takes, as an Alpine-based image has them.
+	busybox string
 }
 
 func main() {
@@ -58,6 +62,7 @@ func main() {
 		o.links = append(o.links, v)
 		return nil
 	})
+	flag.StringVar(&o.busybox, "busybox", "", "a busybox to add (with its libraries, if dynamic), with a link for every applet the image has no other program for")
 	flag.Func("arg", "a default argument of the binary (the image's Cmd), as upstream's agnhost has pause; repeatable", func(v string) error {
 		o.args = append(o.args, v)
 		return nil
@@ -97,7 +102,17 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	img, err := build(append(files, extra...), o.target, o.arch, o.args)
+	files = append(files, extra...)
+	if o.busybox != "" {
+		// Last, so that the programs named above win: layer keeps the
+		// first file of a path.
+		bb, err := busyboxFiles(o.busybox)
+		if err != nil {
+			return err
+		}
+		files = append(files, bb...)
+	}
+	img, err := build(files, o.target, o.arch, o.args)
 	if err != nil {
 		return err
 	}

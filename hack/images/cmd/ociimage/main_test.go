@@ -128,6 +128,39 @@ func TestAddBringsLibrariesAndLinks(t *testing.T) {
 	}
 }
 
+// -busybox adds the program as /bin/busybox and a link to it for each
+// applet it lists, except where another file of the image is at that path;
+// a program that lists no applets is refused.
+func TestBusyboxLinksItsAppletsBehindTheOthers(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agnhost")
+	if err := os.WriteFile(bin, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bb := filepath.Join(dir, "busybox")
+	script := "#!/bin/sh\n[ \"$1\" = --list-full ] || exit 1\nprintf 'bin/busybox\\nbin/sh\\nusr/bin/sleep\\nbin/cat\\n'\n"
+	if err := os.WriteFile(bb, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := options{binary: bin, tag: "a.example/agnhost:1", out: filepath.Join(dir, "a.tar"), arch: "amd64",
+		adds: []string{"/bin/dash"}, links: []string{"/bin/sh=dash"}, busybox: bb}
+	if err := run(o); err != nil {
+		t.Fatal(err)
+	}
+	got := layerEntries(t, o)
+	wantFiles(t, got, "bin/busybox", "bin/dash")
+	for p, want := range map[string]string{"bin/sh": "dash", "usr/bin/sleep": "/bin/busybox", "bin/cat": "/bin/busybox"} {
+		if h := got[p]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != want {
+			t.Errorf("%s = %+v, want a link to %s", p, h, want)
+		}
+	}
+
+	o.busybox = "/bin/true"
+	if err := run(o); err == nil || !strings.Contains(err.Error(), "no applets") {
+		t.Errorf("-busybox /bin/true: err = %v, want it refused for listing no applets", err)
+	}
+}
+
 // A dynamic -binary (agnhost built with cgo, as the test bed's other
 // Kubernetes programs are) comes with its loader and libraries.
 func TestDynamicBinaryBringsLibraries(t *testing.T) {

@@ -28,6 +28,8 @@ type Cloud interface {
 	// IPFamilyLister names the IP families the provider's load balancers
 	// serve (no cloud call).
 	IPFamilyLister() (IPFamilyLister, bool)
+	// EndpointTargeter is the provider's endpoint-target extension.
+	EndpointTargeter() (EndpointTargeter, bool)
 	// Unwrap returns the provider itself, every call of which bypasses
 	// metrics and pacing.
 	Unwrap() cloudprovider.Interface

@@ -54,6 +54,10 @@ type LoadBalancer struct {
 	// with thousands of nodes, a copy per load balancer is the bulk of a
 	// listing).
 	Backends []string
+	// Endpoints are the "address:port" pairs of a load balancer that
+	// targets endpoints (EndpointTargeter), sorted, when the provider
+	// reports them; nil for one that targets nodes, or when unknown.
+	Endpoints []string
 }
 
 // LoadBalancerLister is an optional extension: a provider that can list the

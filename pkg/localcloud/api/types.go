@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"reflect"
 	"strconv"
 	"time"
@@ -110,12 +111,48 @@ const (
 	TagCluster = "cluster"
 )
 
-// Listener maps a VIP port to the node port every backend serves.
+// Listener maps a VIP port to the node port every backend serves, or,
+// on a load balancer whose targets are endpoints, to its endpoints.
 type Listener struct {
 	Protocol Protocol `json:"protocol"`
 	Port     int      `json:"port"`
-	NodePort int      `json:"nodePort"`
+	// NodePort is what every backend serves the listener on; 0 on a load
+	// balancer whose targets are endpoints, which has no use for it.
+	NodePort int `json:"nodePort"`
+	// Endpoints are the listener's targets on a load balancer whose
+	// targets are endpoints (TargetsEndpoints): pod address:port pairs,
+	// each with its conditions. The IPv4 VIP's connections go to the IPv4
+	// ones, the IPv6 VIP's to the IPv6 ones.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
 }
+
+// Endpoint is one target of a listener of a load balancer whose targets
+// are endpoints, with the conditions of its EndpointSlice entry.
+type Endpoint struct {
+	Address string `json:"address"`
+	Port    int    `json:"port"`
+	// New connections go to ready endpoints, and to serving ones (which
+	// are terminating) only when none is ready; an endpoint neither ready
+	// nor serving gets none.
+	Ready       bool `json:"ready"`
+	Serving     bool `json:"serving"`
+	Terminating bool `json:"terminating,omitempty"`
+}
+
+// AddrPort is the endpoint's "address:port" ("[address]:port" for IPv6).
+func (e Endpoint) AddrPort() string {
+	return net.JoinHostPort(e.Address, strconv.Itoa(e.Port))
+}
+
+// Targets says what a load balancer sends its traffic to.
+type Targets string
+
+// The kinds of targets: instances (Backends, on each listener's node port),
+// the default, or endpoints (each listener's Endpoints).
+const (
+	TargetsInstances Targets = "instances"
+	TargetsEndpoints Targets = "endpoints"
+)
 
 // HealthCheck configures the active health check of the backends.
 // Zero values mean the defaults documented in DefaultHealthCheck.
@@ -160,7 +197,12 @@ func (h HealthCheck) WithDefaults() HealthCheck {
 // LoadBalancerSpec is the part of a load balancer a caller sets; create
 // takes it whole and update replaces it whole.
 type LoadBalancerSpec struct {
-	Listeners   []Listener  `json:"listeners"`
+	Listeners []Listener `json:"listeners"`
+	// Targets is TargetsEndpoints for a load balancer whose targets are
+	// its listeners' Endpoints; empty or TargetsInstances for one whose
+	// targets are its Backends. An update may switch between them; the
+	// VIPs stay.
+	Targets     Targets     `json:"targets,omitempty"`
 	Backends    []string    `json:"backends"`
 	HealthCheck HealthCheck `json:"healthCheck"`
 	// SourceRanges restricts clients; empty allows every source.
@@ -188,6 +230,9 @@ type LoadBalancerSpec struct {
 	// back; the VIP of a family kept never changes.
 	IPFamilies []IPFamily `json:"ipFamilies,omitempty"`
 }
+
+// EndpointTargets reports whether the spec's targets are endpoints.
+func (s *LoadBalancerSpec) EndpointTargets() bool { return s.Targets == TargetsEndpoints }
 
 // IPFamily is an IP family of a load balancer's VIPs.
 type IPFamily string

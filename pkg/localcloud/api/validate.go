@@ -11,11 +11,14 @@ import (
 // Limits on caller-chosen values. They are generous but finite so that a
 // typo cannot make the server store megabytes.
 const (
-	MaxNameLength  = 253
-	MaxTags        = 50
-	MaxTagLength   = 255
-	MaxListeners   = 50
-	MaxBackends    = 5000
+	MaxNameLength = 253
+	MaxTags       = 50
+	MaxTagLength  = 255
+	MaxListeners  = 50
+	MaxBackends   = 5000
+	// MaxEndpoints bounds the endpoints of a load balancer, all listeners
+	// together.
+	MaxEndpoints   = 5000
 	MaxBatchCreate = 1000
 	MaxPageSize    = 1000
 	DefaultPage    = 100
@@ -164,7 +167,13 @@ func (s *LoadBalancerSpec) Validate() error {
 		p    Protocol
 		port int
 	}
+	switch s.Targets {
+	case "", TargetsInstances, TargetsEndpoints:
+	default:
+		return Invalid("targets", fmt.Sprintf("%q: want instances or endpoints", s.Targets))
+	}
 	seen := map[key]bool{}
+	endpoints := 0
 	for i, l := range s.Listeners {
 		f := fmt.Sprintf("listeners[%d]", i)
 		if l.Protocol != ProtocolTCP && l.Protocol != ProtocolUDP {
@@ -173,13 +182,32 @@ func (s *LoadBalancerSpec) Validate() error {
 		if err := ValidPort(f+".port", l.Port); err != nil {
 			return err
 		}
-		if err := ValidPort(f+".nodePort", l.NodePort); err != nil {
-			return err
+		// Endpoint targets have their own ports: a node port is optional.
+		if l.NodePort == 0 && !s.EndpointTargets() {
+			return Invalid(f+".nodePort", "0 is not a port (1-65535); only a load balancer whose targets are endpoints (targets: endpoints) may have none")
+		}
+		if l.NodePort != 0 {
+			if err := ValidPort(f+".nodePort", l.NodePort); err != nil {
+				return err
+			}
 		}
 		if seen[key{l.Protocol, l.Port}] {
 			return Invalid(f+".port", fmt.Sprintf("%s port %d is listed twice", l.Protocol, l.Port))
 		}
 		seen[key{l.Protocol, l.Port}] = true
+		if len(l.Endpoints) > 0 && !s.EndpointTargets() {
+			return Invalid(f+".endpoints", fmt.Sprintf("%d endpoints on a load balancer whose targets are instances: set targets: endpoints (and no backends)", len(l.Endpoints)))
+		}
+		endpoints += len(l.Endpoints)
+		if endpoints > MaxEndpoints {
+			return Invalid(f+".endpoints", fmt.Sprintf("at most %d endpoints, all listeners together", MaxEndpoints))
+		}
+		if err := s.validEndpoints(f+".endpoints", l.Endpoints); err != nil {
+			return err
+		}
+	}
+	if s.EndpointTargets() && len(s.Backends) > 0 {
+		return Invalid("backends", fmt.Sprintf("%d backends on a load balancer whose targets are endpoints: its targets are its listeners' endpoints", len(s.Backends)))
 	}
 	if len(s.Backends) > MaxBackends {
 		return Invalid("backends", fmt.Sprintf("at most %d backends", MaxBackends))
@@ -213,7 +241,40 @@ func (s *LoadBalancerSpec) Validate() error {
 	default:
 		return Invalid("proxyProtocol", fmt.Sprintf("%q: want v1 or v2 (or none)", s.ProxyProtocol))
 	}
+	if s.EndpointTargets() && s.HealthCheck.Port != 0 {
+		return Invalid("healthCheck.port", fmt.Sprintf("%d: a load balancer whose targets are endpoints probes each endpoint on its own port", s.HealthCheck.Port))
+	}
 	return s.HealthCheck.validate()
+}
+
+// validEndpoints checks a listener's endpoints: unicast addresses of one
+// of the load balancer's families (the other family's would never get a
+// connection), valid ports, each address:port once.
+func (s *LoadBalancerSpec) validEndpoints(field string, eps []Endpoint) error {
+	seen := make(map[netip.AddrPort]int, len(eps))
+	for i, e := range eps {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		a, err := netip.ParseAddr(e.Address)
+		if err != nil || a.Zone() != "" || a.Is4In6() || a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() {
+			return Invalid(f+".address", fmt.Sprintf("%q is not a unicast IP address (without zone, not IPv4-mapped)", e.Address))
+		}
+		fam := IPv4
+		if a.Is6() {
+			fam = IPv6
+		}
+		if !s.Has(fam) {
+			return Invalid(f+".address", fmt.Sprintf("%s is an %s address, and ipFamilies %v has no %s", e.Address, fam, s.Families(), fam))
+		}
+		if err := ValidPort(f+".port", e.Port); err != nil {
+			return err
+		}
+		ap := netip.AddrPortFrom(a, uint16(e.Port))
+		if j, dup := seen[ap]; dup {
+			return Invalid(f, fmt.Sprintf("%s repeats %s[%d]", ap, field, j))
+		}
+		seen[ap] = i
+	}
+	return nil
 }
 
 // validSourceRanges checks each range's syntax, and that a non-empty list

@@ -19,8 +19,18 @@ func lbRows(items []api.LoadBalancer) func() [][]string {
 		rows := make([][]string, 0, len(items))
 		for _, lb := range items {
 			var ls []string
+			targets := strconv.Itoa(len(lb.Backends))
 			for _, l := range lb.Listeners {
 				ls = append(ls, fmt.Sprintf("%s:%d->%d", l.Protocol, l.Port, l.NodePort))
+			}
+			if lb.EndpointTargets() {
+				// Each listener has endpoints of its own: the row shows how
+				// many, the JSON output which.
+				ls = ls[:0]
+				for _, l := range lb.Listeners {
+					ls = append(ls, fmt.Sprintf("%s:%d->%d endpoints", l.Protocol, l.Port, len(l.Endpoints)))
+				}
+				targets = "endpoints"
 			}
 			status := string(lb.Status)
 			if lb.StatusMessage != "" {
@@ -28,7 +38,7 @@ func lbRows(items []api.LoadBalancer) func() [][]string {
 			}
 			// The VIP column lists both of a dual-stack load balancer's.
 			vips := strings.Join(slices.DeleteFunc([]string{lb.VIP, lb.VIP6}, func(v string) bool { return v == "" }), ",")
-			rows = append(rows, []string{lb.ID, lb.Name, lb.Cluster, status, vips, strings.Join(ls, ","), strconv.Itoa(len(lb.Backends))})
+			rows = append(rows, []string{lb.ID, lb.Name, lb.Cluster, status, vips, strings.Join(ls, ","), targets})
 		}
 		return rows
 	}

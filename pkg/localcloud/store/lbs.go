@@ -127,6 +127,9 @@ func vipFrom(pool *allocator, field, requested string) (netip.Addr, error) {
 
 func cloneSpec(sp api.LoadBalancerSpec) api.LoadBalancerSpec {
 	sp.Listeners = slices.Clone(sp.Listeners)
+	for i := range sp.Listeners {
+		sp.Listeners[i].Endpoints = slices.Clone(sp.Listeners[i].Endpoints)
+	}
 	sp.Backends = slices.Clone(sp.Backends)
 	sp.SourceRanges = slices.Clone(sp.SourceRanges)
 	if sp.Backends == nil {

@@ -50,9 +50,13 @@ func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string
 // compared without their order, which is the cloud's, not a change.
 func specChanges(have, want api.LoadBalancerSpec) []string {
 	var out []string
-	if !slices.Equal(have.Listeners, want.Listeners) {
-		out = append(out, fmt.Sprintf("listeners: %v → %v", have.Listeners, want.Listeners))
+	if !slices.Equal(listenerHeads(have.Listeners), listenerHeads(want.Listeners)) {
+		out = append(out, fmt.Sprintf("listeners: %v → %v", listenerHeads(have.Listeners), listenerHeads(want.Listeners)))
 	}
+	if targetsOf(have) != targetsOf(want) {
+		out = append(out, fmt.Sprintf("targets: %s → %s", targetsOf(have), targetsOf(want)))
+	}
+	out = append(out, endpointChanges(have.Listeners, want.Listeners)...)
 	if added, removed := setDiff(have.Backends, want.Backends); len(added)+len(removed) > 0 {
 		out = append(out, fmt.Sprintf("backends: +[%s] -[%s]", strings.Join(added, ","), strings.Join(removed, ",")))
 	}
@@ -78,6 +82,82 @@ func specChanges(have, want api.LoadBalancerSpec) []string {
 		out = append(out, fmt.Sprintf("ipFamilies: %v → %v", have.Families(), want.Families()))
 	}
 	return out
+}
+
+// listenerHeads are the listeners without their endpoints, which
+// endpointChanges compares on their own.
+func listenerHeads(ls []api.Listener) []listenerHead {
+	out := make([]listenerHead, len(ls))
+	for i, l := range ls {
+		out[i] = listenerHead{l.Protocol, l.Port, l.NodePort}
+	}
+	return out
+}
+
+// listenerHead is a listener without its endpoints; it prints as the
+// listeners did before they had endpoints.
+type listenerHead struct {
+	Protocol api.Protocol
+	Port     int
+	NodePort int
+}
+
+// targetsOf is the spec's kind of targets, instances when unset.
+func targetsOf(s api.LoadBalancerSpec) api.Targets {
+	if s.Targets == "" {
+		return api.TargetsInstances
+	}
+	return s.Targets
+}
+
+// endpointChanges lists, per listener (protocol and port), the endpoints
+// added and removed, conditions included, without their order: a
+// rolling update reads as the pods that came and went.
+func endpointChanges(have, want []api.Listener) []string {
+	type key struct {
+		proto api.Protocol
+		port  int
+	}
+	eps := map[key][2][]string{}
+	var keys []key
+	for side, ls := range [][]api.Listener{have, want} {
+		for _, l := range ls {
+			k := key{l.Protocol, l.Port}
+			cur, seen := eps[k]
+			if !seen {
+				keys = append(keys, k)
+			}
+			for _, e := range l.Endpoints {
+				cur[side] = append(cur[side], endpointString(e))
+			}
+			eps[k] = cur
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		if added, removed := setDiff(eps[k][0], eps[k][1]); len(added)+len(removed) > 0 {
+			out = append(out, fmt.Sprintf("endpoints %s/%d: +[%s] -[%s]", k.proto, k.port, strings.Join(added, ","), strings.Join(removed, ",")))
+		}
+	}
+	return out
+}
+
+// endpointString is an endpoint with the conditions that decide its
+// traffic, so that a change of conditions is a change.
+func endpointString(e api.Endpoint) string {
+	s := e.AddrPort()
+	switch {
+	case e.Ready:
+		s += " ready"
+	case e.Serving:
+		s += " serving"
+	default:
+		s += " not-serving"
+	}
+	if e.Terminating {
+		s += " terminating"
+	}
+	return s
 }
 
 // setDiff returns what want has that have lacks and the reverse, sorted,

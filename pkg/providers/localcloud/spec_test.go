@@ -65,3 +65,28 @@ func TestSpecEqualIgnoresOrderNotRepeats(t *testing.T) {
 		t.Fatalf("a repeated backend: %q", got)
 	}
 }
+
+// TestSpecChangesOfEndpoints: endpoints are compared per listener without
+// their order, and a change of conditions is a change.
+func TestSpecChangesOfEndpoints(t *testing.T) {
+	t.Parallel()
+	ep := func(addr string, ready bool) api.Endpoint {
+		return api.Endpoint{Address: addr, Port: 8080, Ready: ready, Serving: true, Terminating: !ready}
+	}
+	spec := func(eps ...api.Endpoint) api.LoadBalancerSpec {
+		return api.LoadBalancerSpec{Targets: api.TargetsEndpoints, Listeners: []api.Listener{{Protocol: api.ProtocolTCP, Port: 80, Endpoints: eps}}}
+	}
+	a := spec(ep("10.64.1.5", true), ep("10.64.1.6", true))
+	if !specEqual(a, spec(ep("10.64.1.6", true), ep("10.64.1.5", true))) {
+		t.Fatal("order is a change")
+	}
+	got := specChanges(a, spec(ep("10.64.1.5", true), ep("10.64.1.6", false), ep("10.64.1.7", true)))
+	want := "endpoints TCP/80: +[10.64.1.6:8080 serving terminating,10.64.1.7:8080 ready] -[10.64.1.6:8080 ready]"
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("changes = %q, want [%q]", got, want)
+	}
+	nodes := api.LoadBalancerSpec{Listeners: []api.Listener{{Protocol: api.ProtocolTCP, Port: 80, NodePort: 30080}}}
+	if got := specChanges(nodes, a); len(got) != 3 || got[1] != "targets: instances → endpoints" {
+		t.Fatalf("node targets to endpoints: %q", got)
+	}
+}

@@ -30,8 +30,8 @@ func TestEndpointTargetsValidation(t *testing.T) {
 	}{
 		"bad address": {func(s *LoadBalancerSpec) { s.Listeners[0].Endpoints[1].Address = "10.64.1" },
 			"listeners[0].endpoints[1].address", `"10.64.1"`},
-		"loopback address": {func(s *LoadBalancerSpec) { s.Listeners[0].Endpoints[0].Address = "127.0.0.1" },
-			"listeners[0].endpoints[0].address", `"127.0.0.1"`},
+		"multicast address": {func(s *LoadBalancerSpec) { s.Listeners[0].Endpoints[0].Address = "224.0.0.1" },
+			"listeners[0].endpoints[0].address", `"224.0.0.1"`},
 		"family without VIP": {func(s *LoadBalancerSpec) { s.IPFamilies = []IPFamily{IPv4} },
 			"listeners[0].endpoints[1].address", "fd00:5354:fe::5 is an IPv6 address"},
 		"bad port": {func(s *LoadBalancerSpec) { s.Listeners[0].Endpoints[0].Port = 0 },

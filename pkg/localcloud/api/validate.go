@@ -255,7 +255,7 @@ func (s *LoadBalancerSpec) validEndpoints(field string, eps []Endpoint) error {
 	for i, e := range eps {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		a, err := netip.ParseAddr(e.Address)
-		if err != nil || a.Zone() != "" || a.Is4In6() || a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() {
+		if err != nil || a.Zone() != "" || a.Is4In6() || a.IsUnspecified() || a.IsMulticast() {
 			return Invalid(f+".address", fmt.Sprintf("%q is not a unicast IP address (without zone, not IPv4-mapped)", e.Address))
 		}
 		fam := IPv4

@@ -53,6 +53,9 @@ type Spec struct {
 	ProxyProtocol api.ProxyProtocol
 	// Proxy keeps the load balancer a proxy where it could pass through.
 	Proxy bool
+	// EndpointTargets: the targets are each listener's Endpoints (pod
+	// address:port pairs), not Backends on the listeners' node ports.
+	EndpointTargets bool
 }
 
 // Manager runs the load balancers of one localcloud.
@@ -124,11 +127,14 @@ func (m *Manager) Health(id string) map[string]bool {
 	return lb.health()
 }
 
-// target is a backend a new connection may be sent to.
+// target is a backend a new connection may be sent to: an instance, on
+// the listener's node port, or an endpoint, on its own port.
 type target struct {
 	id    string
 	addr  netip.Addr
 	addr6 netip.Addr
+	// port is an endpoint's; 0 for an instance.
+	port int
 }
 
 // dialAddr is the address a listener of the VIP family six dials: the
@@ -140,9 +146,37 @@ func (t target) dialAddr(six bool) netip.Addr {
 	return t.addr
 }
 
+// familyAddr is the target's address of the IPv6 family (six) or the
+// IPv4 one, invalid when it has none: an endpoint has one address only.
+func (t target) familyAddr(six bool) netip.Addr {
+	if t.port != 0 {
+		if t.addr.Is6() == six {
+			return t.addr
+		}
+		return netip.Addr{}
+	}
+	if six {
+		return t.addr6
+	}
+	return t.addr
+}
+
+// portFor is the port a connection to the target goes to: the endpoint's,
+// else the listener's node port.
+func (t target) portFor(nodePort int) int {
+	if t.port != 0 {
+		return t.port
+	}
+	return nodePort
+}
+
 // snapshot is the immutable routing state new connections read.
 type snapshot struct {
+	// healthy are the instances new connections go to; with endpoint
+	// targets, byListener holds each listener's targets per family instead.
 	healthy        []target
+	endpoints      bool
+	byListener     map[listenerFamily][]target
 	sourceRanges   []netip.Prefix
 	udpIdle        time.Duration
 	clientAffinity bool
@@ -284,6 +318,9 @@ func (lb *loadBalancer) listen(vip netip.Addr, l api.Listener) (listener, error)
 func (lb *loadBalancer) publishLocked() {
 	s := &snapshot{sourceRanges: lb.spec.SourceRanges, udpIdle: lb.spec.UDPIdleTimeout, clientAffinity: lb.spec.ClientAffinity,
 		proxyProtocol: lb.spec.ProxyProtocol}
+	if lb.spec.EndpointTargets {
+		lb.endpointTargetsLocked(s)
+	}
 	for _, b := range lb.spec.Backends {
 		if h := lb.hstate[b.ID]; b.Up && h != nil && h.healthy {
 			s.healthy = append(s.healthy, target{id: b.ID, addr: b.Address, addr6: b.Address6})
@@ -291,7 +328,7 @@ func (lb *loadBalancer) publishLocked() {
 	}
 	lb.snap.Store(s)
 	if lb.passing {
-		if err := lb.programLocked(s.healthy); err != nil {
+		if err := lb.programLocked(s); err != nil {
 			lb.log.Error(err, "Programming the pass-through load balancer")
 		}
 	}
@@ -300,19 +337,21 @@ func (lb *loadBalancer) publishLocked() {
 // pick chooses a healthy backend for a connection from client: by a hash
 // of its address with client affinity, else round-robin; ok is false when
 // none is healthy. A retry after a failed dial passes attempt > 0, which
-// moves an affine client on to the next backend.
-func (lb *loadBalancer) pick(client netip.Addr, attempt int) (target, bool) {
+// moves an affine client on to the next backend. lf is the listener and
+// VIP family asking, whose targets they are with endpoint targets.
+func (lb *loadBalancer) pick(client netip.Addr, attempt int, lf listenerFamily) (target, bool) {
 	s := lb.snap.Load()
-	if len(s.healthy) == 0 {
+	healthy := s.targets(lf)
+	if len(healthy) == 0 {
 		return target{}, false
 	}
 	if s.clientAffinity {
 		h := fnv.New64a()
 		_, _ = h.Write(client.Unmap().AsSlice())
-		return s.healthy[int((h.Sum64()+uint64(attempt))%uint64(len(s.healthy)))], true
+		return healthy[int((h.Sum64()+uint64(attempt))%uint64(len(healthy)))], true
 	}
 	n := lb.rr.Add(1)
-	return s.healthy[int(n%uint64(len(s.healthy)))], true
+	return healthy[int(n%uint64(len(healthy)))], true
 }
 
 func (lb *loadBalancer) close() {
@@ -332,6 +371,10 @@ func (lb *loadBalancer) health() map[string]bool {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	out := map[string]bool{}
+	if lb.spec.EndpointTargets {
+		lb.endpointHealthLocked(out)
+		return out
+	}
 	for _, b := range lb.spec.Backends {
 		h := lb.hstate[b.ID]
 		out[b.ID] = b.Up && h != nil && h.healthy

@@ -65,11 +65,63 @@ func (s Spec) probePort() int {
 	return 0
 }
 
+// probeTarget is one address:port the health check dials, and the key
+// of its health state: an instance's id, or an endpoint's address:port.
+type probeTarget struct {
+	key  string
+	addr netip.Addr
+	port int
+}
+
+// probeTargets are what the health check dials: each running backend on
+// the probe port, or, with endpoint targets, each endpoint of a TCP
+// listener that may get connections (ready or serving) on its own port.
+// A UDP endpoint cannot be probed: it follows its address' TCP endpoints
+// (udpFollows).
+func (s Spec) probeTargets() []probeTarget {
+	var out []probeTarget
+	if s.EndpointTargets {
+		seen := map[string]bool{}
+		for _, l := range s.Listeners {
+			if l.Protocol != api.ProtocolTCP {
+				continue
+			}
+			for _, e := range l.Endpoints {
+				a, err := netip.ParseAddr(e.Address)
+				if k := e.AddrPort(); err == nil && (e.Ready || e.Serving) && !seen[k] {
+					seen[k] = true
+					out = append(out, probeTarget{key: k, addr: a, port: e.Port})
+				}
+			}
+		}
+		return out
+	}
+	port := s.probePort()
+	if port == 0 {
+		return nil
+	}
+	for _, b := range s.Backends {
+		if b.Up {
+			out = append(out, probeTarget{key: b.ID, addr: b.Address, port: port})
+		}
+	}
+	return out
+}
+
 // syncHealthStateLocked keeps the state of retained backends and starts new
 // ones as healthy-until-probed. Without a probe port every backend counts
-// as healthy, since nothing could prove otherwise.
+// as healthy, since nothing could prove otherwise. Endpoint targets have a
+// state for each endpoint probed.
 func (lb *loadBalancer) syncHealthStateLocked() {
 	keep := map[string]bool{}
+	if lb.spec.EndpointTargets {
+		for _, p := range lb.spec.probeTargets() {
+			keep[p.key] = true
+			if _, ok := lb.hstate[p.key]; !ok {
+				lb.hstate[p.key] = &healthState{healthy: true}
+			}
+		}
+	}
 	probe := lb.spec.probePort() != 0
 	for _, b := range lb.spec.Backends {
 		keep[b.ID] = true
@@ -90,22 +142,21 @@ func (lb *loadBalancer) syncHealthStateLocked() {
 }
 
 func (lb *loadBalancer) startCheckerLocked() {
-	port := lb.spec.probePort()
-	if port == 0 || len(lb.spec.Backends) == 0 {
+	targets := lb.spec.probeTargets()
+	if len(targets) == 0 {
 		return
 	}
 	ctx, cancel := context.WithCancel(lb.ctx)
 	done := make(chan struct{})
 	lb.stopCheck, lb.checkDone = cancel, done
 	hc := lb.spec.HealthCheck
-	backends := append([]Backend(nil), lb.spec.Backends...)
 	go func() {
 		defer close(done)
 		interval := time.Duration(hc.IntervalMs) * time.Millisecond
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
-			lb.probeRound(ctx, backends, port, hc)
+			lb.probeRound(ctx, targets, hc)
 			select {
 			case <-ctx.Done():
 				return
@@ -128,24 +179,21 @@ func (lb *loadBalancer) stopChecker() {
 	}
 }
 
-func (lb *loadBalancer) probeRound(ctx context.Context, backends []Backend, port int, hc api.HealthCheck) {
+func (lb *loadBalancer) probeRound(ctx context.Context, targets []probeTarget, hc api.HealthCheck) {
 	timeout := time.Duration(hc.TimeoutMs) * time.Millisecond
-	results := make(map[string]bool, len(backends))
+	results := make(map[string]bool, len(targets))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxParallelProbes)
-	for _, b := range backends {
-		if !b.Up {
-			continue
-		}
+	for _, b := range targets {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			ok := probe(ctx, lb.sockets, b.Address, port, hc.Path, timeout)
+			ok := probe(ctx, lb.sockets, b.addr, b.port, hc.Path, timeout)
 			mu.Lock()
-			results[b.ID] = ok
+			results[b.key] = ok
 			mu.Unlock()
 		}()
 	}

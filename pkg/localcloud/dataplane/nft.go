@@ -59,18 +59,18 @@ type family struct {
 }
 
 func family4(vip netip.Addr, network netip.Prefix) family {
-	return family{ip: "ip", vip: vip, network: network, addr: func(t target) netip.Addr { return t.addr }}
+	return family{ip: "ip", vip: vip, network: network, addr: func(t target) netip.Addr { return t.familyAddr(false) }}
 }
 
 func family6(vip netip.Addr, network netip.Prefix) family {
-	return family{ip: "ip6", vip: vip, network: network, addr: func(t target) netip.Addr { return t.addr6 }}
+	return family{ip: "ip6", vip: vip, network: network, addr: func(t target) netip.Addr { return t.familyAddr(true) }}
 }
 
 // nftScript is the transaction that replaces the load balancer's table,
 // with the rules of each family it passes through: adding then deleting
 // the table first makes it work whether or not the table exists, all in
 // one atomic commit.
-func nftScript(spec Spec, healthy []target, fams []family) string {
+func nftScript(spec Spec, snap *snapshot, fams []family) string {
 	t := tableName(spec.ID)
 	var b strings.Builder
 	fmt.Fprintf(&b, "add table inet %s\ndelete table inet %s\ntable inet %s {\n", t, t, t)
@@ -85,7 +85,7 @@ func nftScript(spec Spec, healthy []target, fams []family) string {
 	// With no healthy target nothing is DNATed: the namespace owns the
 	// VIP and nothing listens there, so a TCP client is refused at once.
 	for _, f := range fams {
-		writeDNAT(&b, spec, healthy, f)
+		writeDNAT(&b, spec, snap, f)
 	}
 	b.WriteString("\t}\n")
 
@@ -124,22 +124,31 @@ func writeSourceRanges(b *strings.Builder, spec Spec, f family) {
 }
 
 // writeDNAT sends f's VIP:port to a healthy target's address of f's
-// family and node port.
-func writeDNAT(b *strings.Builder, spec Spec, healthy []target, f family) {
-	if len(healthy) == 0 {
-		return
-	}
-	pick := fmt.Sprintf("numgen inc mod %d", len(healthy))
-	if spec.ClientAffinity {
-		pick = fmt.Sprintf("jhash %s saddr mod %d seed %s", f.ip, len(healthy), affinitySeed)
-	}
-	var elems []string
-	for i, h := range healthy {
-		elems = append(elems, fmt.Sprintf("%d : %s", i, f.addr(h)))
-	}
+// family and node port, or, for endpoint targets, to one of the
+// listener's endpoints of f's family, address and port.
+func writeDNAT(b *strings.Builder, spec Spec, snap *snapshot, f family) {
 	for _, l := range sortedListeners(spec.Listeners) {
-		fmt.Fprintf(b, "\t\t%s daddr %s %s dport %d dnat %s to %s map { %s } : %d\n",
-			f.ip, f.vip, proto(l.Protocol), l.Port, f.ip, pick, strings.Join(elems, ", "), l.NodePort)
+		targets := snap.targets(listenerFamily{l.Protocol, l.Port, f.ip == "ip6"})
+		if len(targets) == 0 {
+			continue
+		}
+		pick := fmt.Sprintf("numgen inc mod %d", len(targets))
+		if spec.ClientAffinity {
+			pick = fmt.Sprintf("jhash %s saddr mod %d seed %s", f.ip, len(targets), affinitySeed)
+		}
+		var elems []string
+		for i, t := range targets {
+			if snap.endpoints {
+				elems = append(elems, fmt.Sprintf("%d : %s . %d", i, f.addr(t), t.port))
+			} else {
+				elems = append(elems, fmt.Sprintf("%d : %s", i, f.addr(t)))
+			}
+		}
+		rule := fmt.Sprintf("\t\t%s daddr %s %s dport %d dnat %s to %s map { %s }", f.ip, f.vip, proto(l.Protocol), l.Port, f.ip, pick, strings.Join(elems, ", "))
+		if !snap.endpoints {
+			rule += fmt.Sprintf(" : %d", l.NodePort)
+		}
+		b.WriteString(rule + "\n")
 	}
 }
 

@@ -78,6 +78,18 @@ func (lb *loadBalancer) passFamilies(spec Spec) []family {
 	if lb.nft == nil || spec.Proxy || spec.ProxyProtocol != "" {
 		return nil
 	}
+	if spec.EndpointTargets {
+		// Pods answer through their nodes, which route the clients' range
+		// back through the namespace: every family passes through.
+		var out []family
+		if spec.VIP.Is4() {
+			out = append(out, family4(spec.VIP, lb.opts.TargetNetwork))
+		}
+		if spec.VIP6.Is6() {
+			out = append(out, family6(spec.VIP6, lb.opts.TargetNetwork6))
+		}
+		return out
+	}
 	inside := func(network netip.Prefix, addr func(Backend) netip.Addr) bool {
 		for _, b := range spec.Backends {
 			if !network.IsValid() || !network.Contains(addr(b)) {
@@ -119,18 +131,19 @@ func (lb *loadBalancer) applyPassThroughLocked(fams []family) error {
 	if lb.programmed == nil {
 		// publishLocked logged it; apply returns it so the cloud marks the
 		// load balancer in error and retries.
-		return lb.programLocked(lb.snap.Load().healthy)
+		return lb.programLocked(lb.snap.Load())
 	}
 	return nil
 }
 
-// programLocked commits the table for healthy, and forgets UDP flows to
-// targets no longer in it.
-func (lb *loadBalancer) programLocked(healthy []target) error {
-	if err := lb.nft.apply(lb.ctx, nftScript(lb.spec, healthy, lb.fams)); err != nil {
+// programLocked commits the table for the snapshot's healthy targets,
+// and forgets UDP flows to targets no longer among them.
+func (lb *loadBalancer) programLocked(snap *snapshot) error {
+	if err := lb.nft.apply(lb.ctx, nftScript(lb.spec, snap, lb.fams)); err != nil {
 		lb.programmed = nil
 		return err
 	}
+	healthy := snap.all()
 	for _, old := range lb.programmed {
 		if slices.ContainsFunc(healthy, func(t target) bool { return t.id == old.id }) {
 			continue
@@ -140,7 +153,9 @@ func (lb *loadBalancer) programLocked(healthy []target) error {
 				continue
 			}
 			for _, f := range lb.fams {
-				lb.nft.forgetUDP(lb.ctx, f.vip, l.Port, f.addr(old))
+				if a := f.addr(old); a.IsValid() {
+					lb.nft.forgetUDP(lb.ctx, f.vip, l.Port, a)
+				}
 			}
 		}
 	}

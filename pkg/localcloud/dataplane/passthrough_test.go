@@ -384,23 +384,44 @@ func TestPassThroughScript(t *testing.T) {
 				"ip saddr != { 10.251.3.0/24 } drop", "ip6 saddr fd00:5354:0:3::/64 ct original ip6 daddr fd00:5354:0:3::8001 masquerade"}},
 	}
 	for name, c := range cases {
-		fams := []family{family4(c.spec.VIP, network)}
-		if c.spec.VIP6.IsValid() {
-			fams = append(fams, family6(c.spec.VIP6, netip.MustParsePrefix("fd00:5354:0:3::/64")))
+		checkScript(t, name, c.spec, &snapshot{healthy: c.healthy}, c.healthy == nil, c.want, network)
+	}
+	// Endpoint targets: address . port per listener and family.
+	eps := &snapshot{endpoints: true, byListener: map[listenerFamily][]target{
+		{api.ProtocolTCP, 80, false}: {{id: "10.64.1.5:8080", addr: netip.MustParseAddr("10.64.1.5"), port: 8080},
+			{id: "10.64.2.6:8081", addr: netip.MustParseAddr("10.64.2.6"), port: 8081}},
+		{api.ProtocolTCP, 80, true}: {{id: "[fd00:5354:fe::5]:8080", addr: netip.MustParseAddr("fd00:5354:fe::5"), port: 8080}},
+	}}
+	epListeners := []api.Listener{{Protocol: api.ProtocolTCP, Port: 80}, {Protocol: api.ProtocolUDP, Port: 53}}
+	checkScript(t, "endpoints", Spec{ID: "lb-6", VIP: netip.MustParseAddr("10.250.3.135"), VIP6: netip.MustParseAddr("fd00:5354:0:3::8002"),
+		Listeners: epListeners, ClientAffinity: true, EndpointTargets: true}, eps, false,
+		[]string{"tcp dport 80 dnat ip to jhash ip saddr mod 2 seed 0x5354 map { 0 : 10.64.1.5 . 8080, 1 : 10.64.2.6 . 8081 }\n",
+			"ip6 daddr fd00:5354:0:3::8002 tcp dport 80 dnat ip6 to jhash ip6 saddr mod 1 seed 0x5354 map { 0 : fd00:5354:fe::5 . 8080 }\n"}, network)
+	if script := nftScript(Spec{ID: "lb-7", VIP: netip.MustParseAddr("10.250.3.136"), Listeners: epListeners, EndpointTargets: true}, eps, []family{family4(netip.MustParseAddr("10.250.3.136"), network)}); strings.Contains(script, "udp dport 53 dnat") {
+		t.Errorf("a listener without endpoints is DNATed:\n%s", script)
+	}
+}
+
+// checkScript wants each of want in spec's script for snap, no DNAT when
+// noDNAT, and nft to accept it.
+func checkScript(t *testing.T, name string, spec Spec, snap *snapshot, noDNAT bool, want []string, network netip.Prefix) {
+	t.Helper()
+	fams := []family{family4(spec.VIP, network)}
+	if spec.VIP6.IsValid() {
+		fams = append(fams, family6(spec.VIP6, netip.MustParsePrefix("fd00:5354:0:3::/64")))
+	}
+	script := nftScript(spec, snap, fams)
+	for _, w := range want {
+		if !strings.Contains(script, w) {
+			t.Errorf("%s: script lacks %q:\n%s", name, w, script)
 		}
-		script := nftScript(c.spec, c.healthy, fams)
-		for _, w := range c.want {
-			if !strings.Contains(script, w) {
-				t.Errorf("%s: script lacks %q:\n%s", name, w, script)
-			}
-		}
-		if c.healthy == nil && strings.Contains(script, "dnat") {
-			t.Errorf("%s: DNAT with no healthy target:\n%s", name, script)
-		}
-		cmd := exec.Command("unshare", "--net", "nft", "--check", "-f", "-")
-		cmd.Stdin = strings.NewReader(script)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("%s: nft refuses the script: %v: %s\n%s", name, err, out, script)
-		}
+	}
+	if noDNAT && strings.Contains(script, "dnat") {
+		t.Errorf("%s: DNAT with no healthy target:\n%s", name, script)
+	}
+	cmd := exec.Command("unshare", "--net", "nft", "--check", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("%s: nft refuses the script: %v: %s\n%s", name, err, out, script)
 	}
 }

@@ -22,6 +22,7 @@ type tcpListener struct {
 	lb       *loadBalancer
 	ln       net.Listener
 	six      bool // the VIP is IPv6
+	lf       listenerFamily
 	nodePort atomic.Int64
 
 	mu     sync.Mutex
@@ -35,7 +36,8 @@ func (lb *loadBalancer) listenTCP(addr netip.AddrPort, nodePort int) (*tcpListen
 	if err != nil {
 		return nil, err
 	}
-	l := &tcpListener{lb: lb, ln: ln, six: addr.Addr().Is6(), conns: map[net.Conn]struct{}{}}
+	six := addr.Addr().Is6()
+	l := &tcpListener{lb: lb, ln: ln, six: six, lf: listenerFamily{api.ProtocolTCP, int(addr.Port()), six}, conns: map[net.Conn]struct{}{}}
 	l.nodePort.Store(int64(nodePort))
 	l.wg.Add(1)
 	go l.acceptLoop()
@@ -125,12 +127,13 @@ func writeProxyHeader(backend net.Conn, v api.ProxyProtocol, client net.Conn) er
 // backend that died between health checks costs one failed dial, not the
 // client's connection.
 func (l *tcpListener) dialBackend(client netip.Addr) net.Conn {
-	port := strconv.Itoa(int(l.nodePort.Load()))
+	nodePort := int(l.nodePort.Load())
 	for attempt := range 3 {
-		t, ok := l.lb.pick(client, attempt)
+		t, ok := l.lb.pick(client, attempt, l.lf)
 		if !ok {
 			return nil
 		}
+		port := strconv.Itoa(t.portFor(nodePort))
 		// The data plane's context: a closing manager abandons the dial.
 		c, err := l.lb.sockets.DialContext(l.lb.ctx, &net.Dialer{Timeout: dialTimeout}, "tcp", net.JoinHostPort(t.dialAddr(l.six).String(), port))
 		if err == nil {

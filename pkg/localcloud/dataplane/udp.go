@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 )
 
 const maxDatagram = 64 * 1024
@@ -16,6 +18,7 @@ type udpListener struct {
 	lb       *loadBalancer
 	pc       *net.UDPConn
 	six      bool // the VIP is IPv6
+	lf       listenerFamily
 	nodePort atomic.Int64
 
 	mu     sync.Mutex
@@ -38,7 +41,8 @@ func (lb *loadBalancer) listenUDP(addr netip.AddrPort, nodePort int) (*udpListen
 	if err != nil {
 		return nil, err
 	}
-	l := &udpListener{lb: lb, pc: pc, six: addr.Addr().Is6(), flows: map[netip.AddrPort]*udpFlow{}}
+	six := addr.Addr().Is6()
+	l := &udpListener{lb: lb, pc: pc, six: six, lf: listenerFamily{api.ProtocolUDP, int(addr.Port()), six}, flows: map[netip.AddrPort]*udpFlow{}}
 	l.nodePort.Store(int64(nodePort))
 	l.wg.Add(1)
 	go l.readLoop()
@@ -77,11 +81,11 @@ func (l *udpListener) flow(src netip.AddrPort) *udpFlow {
 	if f, ok := l.flows[src]; ok || l.closed {
 		return f
 	}
-	t, ok := l.lb.pick(src.Addr(), 0)
+	t, ok := l.lb.pick(src.Addr(), 0, l.lf)
 	if !ok {
 		return nil
 	}
-	dst := netip.AddrPortFrom(t.dialAddr(l.six), uint16(l.nodePort.Load()))
+	dst := netip.AddrPortFrom(t.dialAddr(l.six), uint16(t.portFor(int(l.nodePort.Load()))))
 	up, err := l.lb.sockets.DialUDP("udp", nil, net.UDPAddrFromAddrPort(dst))
 	if err != nil {
 		l.lb.log.V(4).Info("UDP backend dial failed", "backend", t.id, "err", err)

@@ -225,10 +225,11 @@ func (s *Server) dataplaneSpec(lb api.LoadBalancer) dataplane.Spec {
 	insts := s.store.InstancesByID(lb.Backends)
 	spec := dataplane.Spec{
 		ID: lb.ID, VIP: parseAddr(lb.VIP), VIP6: parseAddr(lb.VIP6), Listeners: lb.Listeners, HealthCheck: lb.HealthCheck,
-		UDPIdleTimeout: time.Duration(lb.UDPIdleTimeoutMs) * time.Millisecond,
-		ClientAffinity: lb.SessionAffinity == api.SessionAffinityClientIP,
-		ProxyProtocol:  lb.ProxyProtocol,
-		Proxy:          lb.Proxy || lb.ProxyProtocol != "",
+		UDPIdleTimeout:  time.Duration(lb.UDPIdleTimeoutMs) * time.Millisecond,
+		ClientAffinity:  lb.SessionAffinity == api.SessionAffinityClientIP,
+		ProxyProtocol:   lb.ProxyProtocol,
+		Proxy:           lb.Proxy || lb.ProxyProtocol != "",
+		EndpointTargets: lb.EndpointTargets(),
 	}
 	for _, id := range lb.Backends {
 		inst, ok := insts[id]

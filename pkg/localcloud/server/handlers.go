@@ -58,6 +58,8 @@ func (s *Server) setInstanceState(state api.InstanceState) endpoint {
 			inst, err := s.store.SetInstanceState(id, state)
 			if err == nil {
 				s.refreshLBsWithBackend(r.Context(), id)
+				// A terminated instance's routes are blackholes.
+				s.routesChanged()
 			}
 			return inst, err
 		})(r)
@@ -82,6 +84,9 @@ func (s *Server) createRoute(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	rt, err := s.store.CreateRoute(p[0], req, s.knobs.get().Quotas.RoutesPerCluster, time.Now(), caller(r))
+	if err == nil {
+		s.routesChanged()
+	}
 	return answer(http.StatusCreated, rt, err)
 }
 
@@ -90,7 +95,11 @@ func (s *Server) deleteRoute(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusNoContent, nil, s.store.DeleteRoute(p[0], p[1])
+	if err := s.store.DeleteRoute(p[0], p[1]); err != nil {
+		return 0, nil, err
+	}
+	s.routesChanged()
+	return http.StatusNoContent, nil, nil
 }
 
 func (s *Server) getStats(w http.ResponseWriter, _ *http.Request) {

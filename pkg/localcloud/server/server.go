@@ -72,6 +72,9 @@ type Server struct {
 	http    *http.Server
 	timers  map[string]*time.Timer
 	closed  bool
+	// routeKick wakes the route follower; routesDone closes when it ends.
+	routeKick  chan struct{}
+	routesDone chan struct{}
 }
 
 // New opens the state directory and prepares the server; nothing listens
@@ -105,7 +108,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, token: token, store: st, knobs: newKnobs(k), stats: newStats(),
-		timers: map[string]*time.Timer{}, ctx: context.Background(),
+		timers: map[string]*time.Timer{}, ctx: context.Background(), routeKick: make(chan struct{}, 1),
 	}
 	s.mux = s.routes()
 	return s, nil
@@ -210,6 +213,10 @@ func (s *Server) Start(ctx context.Context) error {
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 	}
 	s.resumeLocked()
+	if s.cfg.DataPlane.Netns != "" {
+		s.routesDone = make(chan struct{})
+		go s.followRoutes(s.ctx, dp, s.routesDone)
+	}
 	go func() {
 		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			klog.FromContext(ctx).Error(err, "localcloud API server stopped")
@@ -232,7 +239,7 @@ func (s *Server) Close() error {
 		t.Stop()
 		delete(s.timers, id)
 	}
-	httpSrv, dp, cancel := s.http, s.dp, s.cancel
+	httpSrv, dp, cancel, routesDone := s.http, s.dp, s.cancel, s.routesDone
 	s.mu.Unlock()
 
 	var errs []error
@@ -245,6 +252,9 @@ func (s *Server) Close() error {
 	}
 	if cancel != nil {
 		cancel()
+	}
+	if routesDone != nil {
+		<-routesDone
 	}
 	if dp != nil {
 		dp.Close()

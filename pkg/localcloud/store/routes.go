@@ -72,6 +72,26 @@ func (s *Store) ListRoutes(cluster string) []api.Route {
 	return out
 }
 
+// AllRoutes returns every cluster's routes, sorted by cluster then name,
+// for the data plane's namespace to follow.
+func (s *Store) AllRoutes() []api.Route {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []api.Route
+	for _, table := range s.routeTables {
+		for _, r := range table {
+			out = append(out, s.decorate(*r))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Cluster != out[j].Cluster {
+			return out[i].Cluster < out[j].Cluster
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
 // DeleteRoute removes a route by name.
 func (s *Store) DeleteRoute(cluster, name string) error {
 	s.mu.Lock()

@@ -85,6 +85,7 @@ func NewFromConfig(cfg Config) (*Cloud, error) {
 	}
 	cl := NewWithClient(c, cfg.ClusterName)
 	cl.lbs.proxyHealthPort = cfg.KubeProxyHealthPort
+	cl.lbs.endpointTargets = cfg.EndpointTargets
 	if len(cfg.IPFamilies) > 0 {
 		cl.lbs.families = cfg.IPFamilies
 	}
@@ -103,6 +104,14 @@ func NewWithClient(c *lcclient.Client, clusterName string) *Cloud {
 		lbs:       &loadBalancers{client: c, defaultCluster: clusterName, families: []corev1.IPFamily{corev1.IPv4Protocol}},
 		routes:    &routes{client: c, defaultCluster: clusterName, names: newNameIndex(c)},
 	}
+}
+
+// WithEndpointTargets says, before the provider is used, that the cloud's
+// load balancers reach pod addresses (Config.EndpointTargets), for a
+// provider made with NewWithClient.
+func (c *Cloud) WithEndpointTargets() *Cloud {
+	c.lbs.endpointTargets = true
+	return c
 }
 
 // ReportThrottlesTo implements cloud.ThrottleReporter: the client retries

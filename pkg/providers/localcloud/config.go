@@ -43,6 +43,13 @@ type Config struct {
 	// (`ipFamilies: IPv4,IPv6`); IPv4 when unset. IPv6 needs the cloud's
 	// IPv6 VIP pool (`localcloud serve --vip6-pool`).
 	IPFamilies []corev1.IPFamily
+	// EndpointTargets (`endpointTargets: true`) says that the cloud's load
+	// balancers reach pod addresses: localcloud serves with a data-plane
+	// namespace (--dataplane-netns), which follows its route table. The
+	// provider then implements cloud.EndpointTargeter for every Service;
+	// false, the default, it answers that it cannot, and Services that
+	// need endpoint targets are refused.
+	EndpointTargets bool
 }
 
 // Bounds on the numeric settings: generous, but finite, so that a typo
@@ -141,8 +148,14 @@ func (c *Config) set(key, val string) error {
 			return err
 		}
 		c.IPFamilies = fams
+	case "endpointTargets":
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return fmt.Errorf("endpointTargets: %q is not true or false", val)
+		}
+		c.EndpointTargets = b
 	default:
-		return fmt.Errorf("unknown key %q (known: url, token, tokenFile, clusterName, maxRetries, rateLimitQPS, rateLimitBurst, kubeProxyHealthPort, ipFamilies)", key)
+		return fmt.Errorf("unknown key %q (known: url, token, tokenFile, clusterName, maxRetries, rateLimitQPS, rateLimitBurst, kubeProxyHealthPort, ipFamilies, endpointTargets)", key)
 	}
 	return nil
 }

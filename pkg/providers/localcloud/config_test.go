@@ -43,3 +43,19 @@ func TestConfigRefusesTokenAndTokenFile(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigEndpointTargets: endpointTargets is a boolean, off by default;
+// a value that is not one is refused, naming the key.
+func TestConfigEndpointTargets(t *testing.T) {
+	t.Parallel()
+	base := "url: http://127.0.0.1:1\ntoken: t\n"
+	for cfg, want := range map[string]bool{base: false, base + "endpointTargets: true\n": true, base + "endpointTargets: false\n": false} {
+		c, err := lcprovider.ParseConfig(strings.NewReader(cfg))
+		if err != nil || c.EndpointTargets != want {
+			t.Errorf("%q: EndpointTargets %v, %v; want %v", cfg, c.EndpointTargets, err, want)
+		}
+	}
+	if _, err := lcprovider.ParseConfig(strings.NewReader(base + "endpointTargets: yes please\n")); err == nil || !strings.Contains(err.Error(), "endpointTargets") {
+		t.Errorf("a bad value: %v, want an error naming endpointTargets", err)
+	}
+}

@@ -164,13 +164,20 @@ func (c *Cloud) ListLoadBalancers(ctx context.Context, clusterName string) (_ []
 		if lb.Status == api.LBDeleting {
 			return nil
 		}
-		out = append(out, cloud.LoadBalancer{
+		l := cloud.LoadBalancer{
 			Name:             lb.Name,
 			ServiceNamespace: lb.Tags[api.TagServiceNamespace],
 			ServiceName:      lb.Tags[api.TagServiceName],
 			ServiceUID:       types.UID(lb.Tags[api.TagServiceUID]),
-			Backends:         sets.providerIDs(lb.Backends),
-		})
+		}
+		// A load balancer whose targets are endpoints has no nodes to
+		// report: its Backends stay unknown (nil), its Endpoints are set.
+		if lb.EndpointTargets() {
+			l.Endpoints = endpointList(lb)
+		} else {
+			l.Backends = sets.providerIDs(lb.Backends)
+		}
+		out = append(out, l)
 		return nil
 	})
 	if err != nil {

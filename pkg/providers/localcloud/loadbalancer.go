@@ -51,6 +51,9 @@ type loadBalancers struct {
 	// families are the IP families the load balancers serve
 	// (Config.IPFamilies).
 	families []corev1.IPFamily
+	// endpointTargets: the cloud's load balancers reach pod addresses
+	// (Config.EndpointTargets).
+	endpointTargets bool
 }
 
 // GetLoadBalancerName derives the name from the Service UID, as upstream's
@@ -114,6 +117,13 @@ func status(lb *api.LoadBalancer, mode corev1.LoadBalancerIPMode) *corev1.LoadBa
 // desired turns a Service and its nodes into the cloud spec. Every check
 // happens here, before any cloud call, so invalid input changes nothing.
 func (l *loadBalancers) desired(svc *corev1.Service, nodes []*corev1.Node) (api.LoadBalancerSpec, corev1.LoadBalancerIPMode, error) {
+	return l.desiredTargets(svc, nodes, nil)
+}
+
+// desiredTargets is desired with the targets of a load balancer: nodes
+// when eps is nil, else the Service's endpoints (set on the listeners by
+// withEndpoints), with every other setting derived from the Service alike.
+func (l *loadBalancers) desiredTargets(svc *corev1.Service, nodes []*corev1.Node, eps cloud.EndpointSet) (api.LoadBalancerSpec, corev1.LoadBalancerIPMode, error) {
 	var spec api.LoadBalancerSpec
 	if len(svc.Spec.Ports) == 0 {
 		return spec, "", errors.New("service has no ports")
@@ -121,6 +131,11 @@ func (l *loadBalancers) desired(svc *corev1.Service, nodes []*corev1.Node) (api.
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != corev1.ProtocolTCP && p.Protocol != corev1.ProtocolUDP {
 			return spec, "", fmt.Errorf("port %q (%d/%s): protocol %s is not supported, only TCP and UDP: %w", p.Name, p.Port, p.Protocol, p.Protocol, cloud.ErrPortNotSupported)
+		}
+		if eps != nil {
+			// Endpoint targets need no node port: the endpoints get it.
+			spec.Listeners = append(spec.Listeners, api.Listener{Protocol: api.Protocol(p.Protocol), Port: int(p.Port)})
+			continue
 		}
 		if p.NodePort == 0 {
 			return spec, "", fmt.Errorf("port %q (%d/%s): no node port allocated (allocateLoadBalancerNodePorts=false is not supported): %w", p.Name, p.Port, p.Protocol, cloud.ErrPortNotSupported)
@@ -162,6 +177,10 @@ func (l *loadBalancers) desired(svc *corev1.Service, nodes []*corev1.Node) (api.
 	if spec.ProxyProtocol, err = proxyProtocolFrom(svc); err != nil {
 		return spec, "", err
 	}
+	if eps != nil {
+		err := withEndpoints(&spec, svc, eps)
+		return spec, mode, err
+	}
 	spec.Backends = backends(nodes)
 	return spec, mode, nil
 }
@@ -180,6 +199,12 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if err != nil {
 		return nil, svcErr(svc, err)
 	}
+	return ensured(lb, mode)
+}
+
+// ensured is the answer of an ensure that wrote (or found) lb: its status
+// once active, else why not yet.
+func ensured(lb *api.LoadBalancer, mode corev1.LoadBalancerIPMode) (*corev1.LoadBalancerStatus, error) {
 	switch lb.Status {
 	case api.LBActive:
 		return status(lb, mode), nil

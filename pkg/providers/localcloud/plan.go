@@ -44,6 +44,32 @@ func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string
 	return specChanges(lb.LoadBalancerSpec, spec), nil
 }
 
+// PlanLoadBalancerEndpoints says what EnsureLoadBalancerEndpoints would
+// change, with reads only, for observe mode: the endpoints added and
+// removed per listener (with their conditions), and any other setting.
+// It is not part of cloud.LoadBalancerPlanner, whose plans are of node
+// targets; a caller finds it by its signature.
+func (l *loadBalancers) PlanLoadBalancerEndpoints(ctx context.Context, clusterName string, svc *corev1.Service, endpoints cloud.EndpointSet) ([]string, error) {
+	if endpoints == nil {
+		endpoints = cloud.EndpointSet{}
+	}
+	spec, _, err := l.desiredTargets(svc, nil, endpoints)
+	if err != nil {
+		return nil, svcErr(svc, err)
+	}
+	lb, err := l.lookup(ctx, clusterOr(clusterName, l.defaultCluster), svc)
+	if err != nil {
+		return nil, svcErr(svc, err)
+	}
+	switch {
+	case lb == nil:
+		return []string{"load balancer created"}, nil
+	case lb.Status == api.LBDeleting:
+		return []string{"load balancer being deleted: created again once gone"}, nil
+	}
+	return specChanges(lb.LoadBalancerSpec, spec), nil
+}
+
 // specChanges lists what differs from have to want, as "field: old → new":
 // the one comparison of specs, so that what a plan shows and what a sync
 // writes (specEqual) cannot drift apart. Backends and source ranges are

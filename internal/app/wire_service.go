@@ -16,7 +16,11 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 	}
 	var lister cloud.LoadBalancerLister
 	var families cloud.IPFamilyLister
+	var endpoints cloud.EndpointTargeter
 	if cc.Options.CloudExtensions {
+		if t, ok := cc.Cloud.EndpointTargeter(); ok {
+			endpoints = t
+		}
 		if l, ok := cc.Cloud.LoadBalancerLister(); ok {
 			lister = l
 		}
@@ -36,6 +40,7 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 		Lister:          lister,
 		Annotations:     annots,
 		Families:        families,
+		Endpoints:       endpoints,
 		ForeignBackends: cc.Options.Safety.ForeignNodeBackends,
 	}, service.Config{
 		ClusterName:       cc.ClusterName,

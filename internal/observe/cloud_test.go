@@ -106,6 +106,16 @@ func (p *everything) ListLoadBalancers(context.Context, string) ([]cloud.LoadBal
 	return nil, nil
 }
 
+func (p *everything) EndpointTargets(*corev1.Service) (bool, string) {
+	p.hit("EndpointTargets")
+	return true, ""
+}
+
+func (p *everything) EnsureLoadBalancerEndpoints(context.Context, string, *corev1.Service, cloud.EndpointSet) (*corev1.LoadBalancerStatus, error) {
+	p.hit("EnsureLoadBalancerEndpoints")
+	return &corev1.LoadBalancerStatus{}, nil
+}
+
 func (p *everything) ListRoutes(context.Context, string) ([]*cloudprovider.Route, error) {
 	p.hit("ListRoutes")
 	return nil, nil
@@ -217,7 +227,7 @@ func (p *everything) Master(context.Context, string) (string, error) {
 // so a new method cannot slip through unclassified.
 var mutatingMethods = map[string]bool{
 	"EnsureLoadBalancer": true, "UpdateLoadBalancer": true, "EnsureLoadBalancerDeleted": true,
-	"CreateRoute": true, "DeleteRoute": true, "AddSSHKeyToAllInstances": true,
+	"EnsureLoadBalancerEndpoints": true, "CreateRoute": true, "DeleteRoute": true, "AddSSHKeyToAllInstances": true,
 }
 
 var readMethods = map[string]bool{
@@ -227,7 +237,7 @@ var readMethods = map[string]bool{
 	"InstanceShutdownByProviderID": true, "InstanceExists": true, "InstanceShutdown": true,
 	"InstanceMetadata": true, "ListInstances": true, "GetZone": true, "GetZoneByProviderID": true,
 	"GetZoneByNodeName": true, "ListClusters": true, "Master": true, "PlanLoadBalancer": true,
-	"UnknownAnnotations": true, "LoadBalancerIPFamilies": true,
+	"UnknownAnnotations": true, "LoadBalancerIPFamilies": true, "EndpointTargets": true,
 }
 
 // answeredAsDone are the mutating calls observe mode answers as done

@@ -190,8 +190,15 @@ func (c *Controller) servingConditions(svc *corev1.Service, st *lbState) []metav
 		"Load balancer serves "+ingressString(st.status.Ingress))
 	// The record keeps the node set's identities only (state.set), not
 	// the Node objects.
-	if len(st.nodes.ids) == 0 {
+	switch {
+	case st.targets == targetEndpoints && endpointCount(st.endpoints) == 0:
+		serving.Message += "; it has no endpoints to send traffic to"
+	case st.targets == targetNodes && len(st.nodes.ids) == 0:
 		serving.Message += "; it has no nodes to send traffic to"
+	}
+	if st.fallback != "" {
+		serving.Reason = ReasonEndpointTargetsNotSupported
+		serving.Message += "; it targets nodes, not the Service's endpoints: " + st.fallback
 	}
 	if len(st.unserved) > 0 {
 		serving.Message += fmt.Sprintf("; it does not serve %v of spec.ipFamilies %v", st.unserved, svc.Spec.IPFamilies)
@@ -233,6 +240,8 @@ func (c *Controller) failedConditions(svc *corev1.Service, st *lbState, o kit.Ou
 		servingReason = ReasonQuotaExceeded
 	case errors.Is(o.Err, cloud.ErrIPFamilyNotSupported):
 		servingReason = ReasonIPFamilyNotSupported
+	case errors.Is(o.Err, errEndpointTargetsNotSupported):
+		servingReason = ReasonEndpointTargetsNotSupported
 	case !o.Failed():
 		servingReason = o.Reason
 	}

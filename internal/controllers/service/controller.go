@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	cloudprovider "k8s.io/cloud-provider"
@@ -106,6 +107,11 @@ type Deps struct {
 	Families cloud.IPFamilyLister
 	// ForeignBackends puts foreign Nodes in load balancers (backends.go).
 	ForeignBackends bool
+	// Endpoints, when set, is the provider's endpoint-target extension:
+	// the controller then watches EndpointSlices and gives the Services
+	// that need or ask for endpoint targets load balancers that target
+	// their endpoints (endpoints.go).
+	Endpoints cloud.EndpointTargeter
 }
 
 // key is one work item: a Service, or one of the two passes that concern
@@ -139,10 +145,12 @@ type Controller struct {
 	lister    cloud.LoadBalancerLister
 	annots    cloud.AnnotationChecker
 	families  []corev1.IPFamily
+	endpoints cloud.EndpointTargeter
 	events    events.EventRecorder
 	metrics   *metrics
 	now       func() time.Time
 	nodePacer *nodePacer
+	epPacer   *endpointPacer
 	// slowStart lets the workers in one sync first, then doubling: a new
 	// leader's first load balancer is not queued behind every worker's
 	// lookup.
@@ -199,8 +207,10 @@ func New(d Deps, cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg: cfg, client: shared.Client, apiReader: d.APIReader,
-		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, families: families, events: shared.Recorder, metrics: m, now: shared.Clock.Now,
+		lb: d.LoadBalancer, lister: d.Lister, annots: d.Annotations, families: families, endpoints: d.Endpoints,
+		events: shared.Recorder, metrics: m, now: shared.Clock.Now,
 		nodePacer: newNodePacer(cfg.NodeSyncDelay, shared.Batching),
+		epPacer:   newEndpointPacer(cfg.NodeSyncDelay),
 		slowStart: kit.NewSlowStart(cfg.Workers, kit.DefaultSlowStartWindow, shared.Clock.Now),
 		nodes:     newNodeTracker(), state: newStateStore(), orphans: newOrphanTracker(), outage: &kit.OutageSet[key]{},
 		phases:  newPhaseTracker(m.lbs),
@@ -240,7 +250,7 @@ func withDefaults(cfg Config) Config {
 // first syncs see every node: a load balancer created with half the nodes
 // would need a second call at once.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	err := builder.TypedControllerManagedBy[key](mgr).
+	b := builder.TypedControllerManagedBy[key](mgr).
 		Named(ControllerName).
 		// The node pass queues Services itself, through the captured
 		// queue; the first orphan pass runs at start and each schedules
@@ -248,11 +258,16 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		WatchesRawSource(c.queue.Source(c.firstKeys()...)).
 		// Nodes first: their replay of existing objects starts first too.
 		WatchesRawSource(kit.Kind(mgr.GetCache(), &corev1.Node{}, c.nodeHandler())).
-		WatchesRawSource(kit.Kind(mgr.GetCache(), &corev1.Service{}, c.serviceHandler())).
-		WithOptions(controller.TypedOptions[key]{
-			MaxConcurrentReconciles: c.cfg.Workers,
-			RateLimiter:             c.limiter,
-		}).
+		WatchesRawSource(kit.Kind(mgr.GetCache(), &corev1.Service{}, c.serviceHandler()))
+	if c.endpoints != nil {
+		// Only with the extension: a provider without it has no use for
+		// endpoints, and its operators' RBAC need not grant them.
+		b = b.WatchesRawSource(kit.Kind(mgr.GetCache(), &discoveryv1.EndpointSlice{}, c.sliceHandler()))
+	}
+	err := b.WithOptions(controller.TypedOptions[key]{
+		MaxConcurrentReconciles: c.cfg.Workers,
+		RateLimiter:             c.limiter,
+	}).
 		WithLogConstructor(logConstructor(mgr.GetLogger())).
 		Complete(c)
 	if err != nil {
@@ -269,7 +284,8 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		return fmt.Errorf("service controller: set up: %w", err)
 	}
 	mgr.GetLogger().V(2).Info("Service controller set up", "controller", ControllerName, "workers", c.cfg.Workers,
-		"loadBalancerClass", c.cfg.LoadBalancerClass, "orphanCollector", c.lister != nil, "deleteOrphans", c.cfg.DeleteOrphans)
+		"loadBalancerClass", c.cfg.LoadBalancerClass, "orphanCollector", c.lister != nil, "deleteOrphans", c.cfg.DeleteOrphans,
+		"endpointTargets", c.endpoints != nil)
 	return nil
 }
 

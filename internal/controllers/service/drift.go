@@ -44,6 +44,10 @@ func (c *Controller) repairDrift(ctx context.Context, before map[types.Namespace
 		switch {
 		case !exists:
 			why = "load balancer no longer exists in the cloud"
+		case st.targets == targetEndpoints:
+			// Its backends are endpoints, not nodes; only its existence
+			// is checked.
+			continue
 		case lb.Backends != nil && !sets.of(st.nodes).equals(lb.Backends):
 			fp := differenceOf(st.nodes, lb.Backends)
 			if last.holds(k, fp) {

@@ -25,4 +25,7 @@ const (
 	actionEnsure = "EnsureLoadBalancer"
 	actionUpdate = "UpdateLoadBalancer"
 	actionDelete = "EnsureLoadBalancerDeleted"
+	// actionUpdateEndpoints: an endpoint-target load balancer's endpoints
+	// changed (cloud.EndpointTargeter).
+	actionUpdateEndpoints = "EnsureLoadBalancerEndpoints"
 )

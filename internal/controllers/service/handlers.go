@@ -4,6 +4,8 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -78,6 +80,40 @@ func (c *Controller) nodeHandler() handler.TypedEventHandler[*corev1.Node, key] 
 			c.nodes.remove(e.Object.Name)
 			c.nodePacer.forget(e.Object.Name)
 			c.nodePacer.changed(q, c.now())
+		},
+	}
+}
+
+// sliceHandler passes the EndpointSlice changes of Services whose load
+// balancer targets endpoints to the endpoint pacer; other Services'
+// slices cost a map lookup.
+func (c *Controller) sliceHandler() handler.TypedEventHandler[*discoveryv1.EndpointSlice, key] {
+	changed := func(s *discoveryv1.EndpointSlice, q queue) {
+		svc, ok := sliceService(s)
+		if !ok {
+			return
+		}
+		if st := c.state.get(svc); st == nil || st.targets != targetEndpoints {
+			// Not (yet) targeting endpoints: its next sync reads the
+			// slices anyway.
+			return
+		}
+		c.epPacer.changed(q, key{Service: svc}, c.now())
+	}
+	return handler.TypedFuncs[*discoveryv1.EndpointSlice, key]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*discoveryv1.EndpointSlice], q queue) {
+			changed(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*discoveryv1.EndpointSlice], q queue) {
+			if sliceChangeMatters(e.ObjectOld, e.ObjectNew) {
+				changed(e.ObjectNew, q)
+				if old, ok := sliceService(e.ObjectOld); ok && old != (types.NamespacedName{Namespace: e.ObjectNew.Namespace, Name: e.ObjectNew.Labels[discoveryv1.LabelServiceName]}) {
+					changed(e.ObjectOld, q)
+				}
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*discoveryv1.EndpointSlice], q queue) {
+			changed(e.Object, q)
 		},
 	}
 }

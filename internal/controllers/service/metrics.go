@@ -17,6 +17,7 @@ const (
 	MetricDriftedLoadBalancers   = "stratus_service_drifted_load_balancers_total"
 	MetricLoadBalancers          = "stratus_service_load_balancers"
 	MetricNodeSyncLatency        = "stratus_service_node_sync_latency_seconds"
+	MetricEndpointUpdates        = "stratus_service_load_balancer_endpoint_updates_total"
 )
 
 type metrics struct {
@@ -29,6 +30,9 @@ type metrics struct {
 	drifted       prometheus.Counter
 	lbs           *prometheus.GaugeVec
 	nodeLatency   prometheus.Histogram
+	// endpointUpdates counts the EnsureLoadBalancerEndpoints calls made
+	// for a change of endpoints alone.
+	endpointUpdates *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -44,6 +48,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		lbs:           s.GaugeVec(MetricLoadBalancers, "Load-balancer Services by the outcome of their last sync: pending (no ingress yet), failing (the last sync failed with an error), serving.", "state"),
 		nodeLatency: s.Histogram(MetricNodeSyncLatency, "Seconds from the first node change that altered the eligible node set to the successful UpdateLoadBalancer carrying that set, "+
 			"one observation per load balancer updated; includes the wait while a burst of node changes settles and the wait in the queue.", prometheus.ExponentialBuckets(0.1, 2, 14)),
+		endpointUpdates: s.CounterVec(MetricEndpointUpdates, "EnsureLoadBalancerEndpoints calls made because an endpoint-target load balancer's endpoints changed (bursts coalesced), by result.", metricsutil.LabelResult),
 	}
 	if err := s.Register(reg, "service controller"); err != nil {
 		return nil, err

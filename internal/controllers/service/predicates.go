@@ -70,6 +70,9 @@ func lbConfigEqual(a, b *corev1.Service) bool {
 		as.ExternalTrafficPolicy == bs.ExternalTrafficPolicy &&
 		as.HealthCheckNodePort == bs.HealthCheckNodePort &&
 		slices.Equal(as.IPFamilies, bs.IPFamilies) &&
+		// With node ports allocated or not, the targets may change
+		// (endpoints.go).
+		equality.Semantic.DeepEqual(as.AllocateLoadBalancerNodePorts, bs.AllocateLoadBalancerNodePorts) &&
 		// The policy alone decides whether a family the cloud lacks may be
 		// let go (families.go), so a change of it is a change.
 		policyOf(a) == policyOf(b)

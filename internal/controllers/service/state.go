@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // lbState is what the controller last applied to one Service's load
@@ -21,6 +23,13 @@ type lbState struct {
 	// unserved are the Service's IP families its load balancer does not
 	// serve (families.go), said in the Serving condition.
 	unserved []corev1.IPFamily
+	// targets says what the load balancer targets. With endpoint targets
+	// endpoints is the set last applied and nodes is unused: the node
+	// pass leaves the load balancer alone. fallback says why a Service
+	// that needs or asks for endpoint targets got node targets.
+	targets   targets
+	endpoints cloud.EndpointSet
+	fallback  string
 }
 
 type stateStore struct {
@@ -122,7 +131,7 @@ func (s *stateStore) outdated(cur nodeSet) []types.NamespacedName {
 	defer s.mu.Unlock()
 	var keys []types.NamespacedName
 	for k, st := range s.byKey {
-		if s.syncing[k] == 0 && !sameNodes(st.nodes, cur) {
+		if s.syncing[k] == 0 && st.targets == targetNodes && !sameNodes(st.nodes, cur) {
 			keys = append(keys, k)
 		}
 	}

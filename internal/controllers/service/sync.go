@@ -33,6 +33,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		// The finalizer guarantees that a Service with a load balancer is
 		// seen with a deletion timestamp first; nothing is left to do.
 		c.state.forget(key)
+		c.epPacer.forget(key)
 		return nil
 	}
 	if err != nil {
@@ -44,6 +45,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		return c.cleanup(ctx, key, svc)
 	case svc.DeletionTimestamp != nil || !wantsLoadBalancer(svc, class):
 		c.state.forget(key)
+		c.epPacer.forget(key)
 		return nil
 	}
 	// The finalizer goes on before the cloud is touched, so the Service
@@ -53,10 +55,21 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	c.seedNodes(ctx)
 	st := c.state.get(key)
+	choice, err := c.chooseTargets(svc)
+	if err != nil {
+		// Refused before any cloud call: the Service has no node ports to
+		// target and the provider cannot target its endpoints.
+		c.event(svc, corev1.EventTypeWarning, ReasonEndpointTargetsNotSupported, actionEnsure, "Error syncing load balancer: %v", err)
+		return fmt.Errorf("sync service %s: %w", key, err)
+	}
+	if choice.targets == targetEndpoints {
+		return c.syncEndpoints(ctx, key, svc, st)
+	}
+	c.epPacer.forget(key)
 	nodes := c.nodes.snapshot()
 	switch {
-	case st == nil || st.uid != svc.UID || !lbConfigEqual(st.applied, svc):
-		return c.keepHostsCurrent(ctx, key, svc, st, nodes, c.ensure(ctx, key, svc, nodes))
+	case st == nil || st.uid != svc.UID || !lbConfigEqual(st.applied, svc) || st.targets != targetNodes || st.fallback != choice.fallback:
+		return c.keepHostsCurrent(ctx, key, svc, st, nodes, c.ensure(ctx, key, svc, nodes, choice.fallback))
 	case !sameNodes(st.nodes, nodes):
 		if c.nodePacer.holding(c.now()) {
 			// A burst of node changes is under way: its pass queues this
@@ -70,7 +83,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 			// A load balancer removed behind the controller's back is
 			// recreated by a full ensure, at once rather than after a
 			// backoff.
-			return c.ensure(ctx, key, svc, nodes)
+			return c.ensure(ctx, key, svc, nodes, choice.fallback)
 		}
 		return err
 	default:
@@ -104,7 +117,9 @@ func (c *Controller) seedNodes(ctx context.Context) {
 }
 
 // ensure creates or updates the load balancer with EnsureLoadBalancer.
-func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *corev1.Service, nodes nodeSet) error {
+// fallback, when set, says why a Service that needs or asks for endpoint
+// targets gets node targets.
+func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *corev1.Service, nodes nodeSet, fallback string) error {
 	logger := klog.FromContext(ctx)
 	if !c.state.setRetrying(key, false) {
 		logger.V(2).Info("Ensuring load balancer", "nodes", len(nodes.nodes))
@@ -120,6 +135,10 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 	}
 	if len(nodes.nodes) == 0 {
 		c.event(svc, corev1.EventTypeWarning, ReasonUnAvailableLoadBalancer, actionEnsure, "There are no available nodes for LoadBalancer")
+	}
+	if fallback != "" {
+		c.event(svc, corev1.EventTypeWarning, ReasonEndpointTargetsNotSupported, actionEnsure,
+			"The load balancer targets nodes, not the Service's endpoints: %s", fallback)
 	}
 	status, err := c.lb.EnsureLoadBalancer(ctx, c.cfg.ClusterName, plan.forProvider(svc), nodes.nodes)
 	switch {
@@ -150,7 +169,7 @@ func (c *Controller) ensure(ctx context.Context, key types.NamespacedName, svc *
 	// Recorded before the status write, so that a failed write is retried
 	// without another cloud call.
 	c.state.set(key, &lbState{uid: svc.UID, applied: svc, status: *status.DeepCopy(), nodes: nodes,
-		unserved: slices.Concat(plan.dropped, missing)})
+		unserved: slices.Concat(plan.dropped, missing), fallback: fallback})
 	if err := c.patchStatus(ctx, svc, status, c.conditionsAfterEnsure(key, svc)...); err != nil {
 		return fmt.Errorf("sync service %s: %w", key, err)
 	}
@@ -203,7 +222,7 @@ func (c *Controller) updateHosts(ctx context.Context, key types.NamespacedName, 
 	err = c.lb.UpdateLoadBalancer(ctx, c.cfg.ClusterName, plan.forProvider(svc), nodes.nodes)
 	if err == nil || errors.Is(err, cloudprovider.ImplementedElsewhere) {
 		c.metrics.updates.WithLabelValues(kit.ResultSuccess).Inc()
-		c.state.set(key, &lbState{uid: st.uid, applied: st.applied, status: st.status, nodes: nodes, unserved: st.unserved})
+		c.state.set(key, &lbState{uid: st.uid, applied: st.applied, status: st.status, nodes: nodes, unserved: st.unserved, fallback: st.fallback})
 		if !nodes.since.IsZero() {
 			c.metrics.nodeLatency.Observe(c.now().Sub(nodes.since).Seconds())
 		}
@@ -243,6 +262,7 @@ func (c *Controller) cleanup(ctx context.Context, key types.NamespacedName, svc 
 		return fmt.Errorf("sync service %s: delete load balancer: %w", key, err)
 	}
 	c.state.forget(key)
+	c.epPacer.forget(key)
 	if svc.DeletionTimestamp == nil {
 		if err := c.patchStatus(ctx, svc, &corev1.LoadBalancerStatus{}); err != nil {
 			return fmt.Errorf("sync service %s: %w", key, err)

@@ -61,6 +61,9 @@ type Cloud struct {
 	// left out of its backends, as a cloud leaves out a node whose
 	// instance it cannot find or whose providerID it cannot parse.
 	NoTarget map[string]bool
+	// RefuseEndpointTargets, when set, is why its load balancers cannot
+	// target endpoints (cloud.EndpointTargeter's EndpointTargets says no).
+	RefuseEndpointTargets string
 
 	mu        sync.Mutex
 	instances map[string]cloud.Instance // by ProviderID
@@ -89,6 +92,9 @@ type Call struct {
 	// Nodes are the names of the nodes an EnsureLoadBalancer or
 	// UpdateLoadBalancer was given, in the order given.
 	Nodes []string
+	// Endpoints are the "address:port" targets an
+	// EnsureLoadBalancerEndpoints was given, sorted.
+	Endpoints []string
 }
 
 // String is "Op Object", or Op alone for a call about no one object.

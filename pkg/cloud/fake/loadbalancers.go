@@ -37,6 +37,10 @@ type Balancer struct {
 	// Families are the Service's spec.ipFamilies as the last
 	// EnsureLoadBalancer was handed them.
 	Families []corev1.IPFamily
+	// Endpoints are the "address:port" targets the last
+	// EnsureLoadBalancerEndpoints was given, sorted; nil for a load
+	// balancer that targets nodes.
+	Endpoints []string
 }
 
 // GetLoadBalancerName is upstream's default name; it makes no call.
@@ -75,6 +79,19 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *cor
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	b := c.balancerLocked(ctx, cluster, svc)
+	b.Service = types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	b.UID = svc.UID
+	b.Ports = append([]corev1.ServicePort(nil), svc.Spec.Ports...)
+	b.Hosts, b.Backends, b.Endpoints = nodeNames(nodes, true), c.targets(nodes), nil
+	st := *b.Status.DeepCopy()
+	return &st, nil
+}
+
+// balancerLocked returns the Service's load balancer, made if it is new,
+// with its addresses for the Service's families and any status SetStatus
+// gave it.
+func (c *Cloud) balancerLocked(ctx context.Context, cluster string, svc *corev1.Service) *Balancer {
 	if c.balancers == nil {
 		c.balancers = map[string]*Balancer{}
 	}
@@ -92,12 +109,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *cor
 	if st, ok := c.statuses[serviceOf(svc)]; ok {
 		b.Status = *st.DeepCopy()
 	}
-	b.Service = types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
-	b.UID = svc.UID
-	b.Ports = append([]corev1.ServicePort(nil), svc.Spec.Ports...)
-	b.Hosts, b.Backends = nodeNames(nodes, true), c.targets(nodes)
-	st := *b.Status.DeepCopy()
-	return &st, nil
+	return b
 }
 
 // ingress is a load balancer's: one address of the documentation ranges
@@ -190,7 +202,7 @@ func (c *Cloud) ListLoadBalancers(ctx context.Context, cluster string) ([]cloud.
 	for _, b := range c.Balancers() {
 		if b.Cluster == cluster {
 			out = append(out, cloud.LoadBalancer{Name: b.Name, ServiceNamespace: b.Service.Namespace,
-				ServiceName: b.Service.Name, ServiceUID: b.UID, Backends: b.Backends})
+				ServiceName: b.Service.Name, ServiceUID: b.UID, Backends: b.Backends, Endpoints: b.Endpoints})
 		}
 	}
 	return out, nil
@@ -256,6 +268,7 @@ func (c *Cloud) Balancers() []Balancer {
 		if b.Backends != nil {
 			b.Backends = append([]string{}, b.Backends...)
 		}
+		b.Endpoints = slices.Clone(b.Endpoints)
 		b.Status = *b.Status.DeepCopy()
 		out = append(out, b)
 	}

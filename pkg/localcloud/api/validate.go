@@ -163,6 +163,53 @@ func (s *LoadBalancerSpec) Validate() error {
 	if len(s.Listeners) > MaxListeners {
 		return Invalid("listeners", fmt.Sprintf("at most %d listeners", MaxListeners))
 	}
+	if err := s.validListeners(); err != nil {
+		return err
+	}
+	if s.EndpointTargets() && len(s.Backends) > 0 {
+		return Invalid("backends", fmt.Sprintf("%d backends on a load balancer whose targets are endpoints: its targets are its listeners' endpoints", len(s.Backends)))
+	}
+	if len(s.Backends) > MaxBackends {
+		return Invalid("backends", fmt.Sprintf("at most %d backends", MaxBackends))
+	}
+	for i, b := range s.Backends {
+		if err := ValidID(fmt.Sprintf("backends[%d]", i), "i", b); err != nil {
+			return err
+		}
+	}
+	for i, f := range s.IPFamilies {
+		if f != IPv4 && f != IPv6 {
+			return Invalid(fmt.Sprintf("ipFamilies[%d]", i), fmt.Sprintf("%q: want IPv4 or IPv6", f))
+		}
+		if slices.Index(s.IPFamilies, f) != i {
+			return Invalid("ipFamilies", fmt.Sprintf("%v lists %s twice", s.IPFamilies, f))
+		}
+	}
+	if err := validSourceRanges(s.SourceRanges, s.Families()); err != nil {
+		return err
+	}
+	if s.UDPIdleTimeoutMs < 0 {
+		return Invalid("udpIdleTimeoutMs", fmt.Sprintf("%d must not be negative", s.UDPIdleTimeoutMs))
+	}
+	switch s.SessionAffinity {
+	case "", SessionAffinityNone, SessionAffinityClientIP:
+	default:
+		return Invalid("sessionAffinity", fmt.Sprintf("%q: want None or ClientIP", s.SessionAffinity))
+	}
+	switch s.ProxyProtocol {
+	case "", ProxyProtocolV1, ProxyProtocolV2:
+	default:
+		return Invalid("proxyProtocol", fmt.Sprintf("%q: want v1 or v2 (or none)", s.ProxyProtocol))
+	}
+	if s.EndpointTargets() && s.HealthCheck.Port != 0 {
+		return Invalid("healthCheck.port", fmt.Sprintf("%d: a load balancer whose targets are endpoints probes each endpoint on its own port", s.HealthCheck.Port))
+	}
+	return s.HealthCheck.validate()
+}
+
+// validListeners checks each listener, its node port (none needed with
+// endpoint targets) and its endpoints.
+func (s *LoadBalancerSpec) validListeners() error {
 	type key struct {
 		p    Protocol
 		port int
@@ -206,45 +253,7 @@ func (s *LoadBalancerSpec) Validate() error {
 			return err
 		}
 	}
-	if s.EndpointTargets() && len(s.Backends) > 0 {
-		return Invalid("backends", fmt.Sprintf("%d backends on a load balancer whose targets are endpoints: its targets are its listeners' endpoints", len(s.Backends)))
-	}
-	if len(s.Backends) > MaxBackends {
-		return Invalid("backends", fmt.Sprintf("at most %d backends", MaxBackends))
-	}
-	for i, b := range s.Backends {
-		if err := ValidID(fmt.Sprintf("backends[%d]", i), "i", b); err != nil {
-			return err
-		}
-	}
-	for i, f := range s.IPFamilies {
-		if f != IPv4 && f != IPv6 {
-			return Invalid(fmt.Sprintf("ipFamilies[%d]", i), fmt.Sprintf("%q: want IPv4 or IPv6", f))
-		}
-		if slices.Index(s.IPFamilies, f) != i {
-			return Invalid("ipFamilies", fmt.Sprintf("%v lists %s twice", s.IPFamilies, f))
-		}
-	}
-	if err := validSourceRanges(s.SourceRanges, s.Families()); err != nil {
-		return err
-	}
-	if s.UDPIdleTimeoutMs < 0 {
-		return Invalid("udpIdleTimeoutMs", fmt.Sprintf("%d must not be negative", s.UDPIdleTimeoutMs))
-	}
-	switch s.SessionAffinity {
-	case "", SessionAffinityNone, SessionAffinityClientIP:
-	default:
-		return Invalid("sessionAffinity", fmt.Sprintf("%q: want None or ClientIP", s.SessionAffinity))
-	}
-	switch s.ProxyProtocol {
-	case "", ProxyProtocolV1, ProxyProtocolV2:
-	default:
-		return Invalid("proxyProtocol", fmt.Sprintf("%q: want v1 or v2 (or none)", s.ProxyProtocol))
-	}
-	if s.EndpointTargets() && s.HealthCheck.Port != 0 {
-		return Invalid("healthCheck.port", fmt.Sprintf("%d: a load balancer whose targets are endpoints probes each endpoint on its own port", s.HealthCheck.Port))
-	}
-	return s.HealthCheck.validate()
+	return nil
 }
 
 // validEndpoints checks a listener's endpoints: unicast addresses of one

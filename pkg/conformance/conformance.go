@@ -150,7 +150,7 @@ type group struct {
 func groups() []group {
 	return []group{
 		{"Instances", instanceChecks()},
-		{"LoadBalancer", loadBalancerChecks()},
+		{"LoadBalancer", append(loadBalancerChecks(), endpointChecks()...)},
 		{"Ownership", ownershipChecks()},
 		{"Modifications", modificationChecks()},
 		{"Errors", errorChecks()},

@@ -32,6 +32,8 @@ type defects struct {
 	ingressIP          string // the ingress IP answered instead of 192.0.2.10 ("<nil>" is a nil net.IP's, as upstream's fake answers without ExternalIP)
 	panicDeleteMissing bool   // deleting a missing load balancer panics
 	ignoresCluster     bool   // load balancers are found by Service UID whatever the cluster
+	rewritesEndpoints  bool   // an ensure of the same endpoints writes the load balancer again
+	endpointsUnlisted  bool   // ListLoadBalancers reports no endpoints
 	// The double declares and serves both IP families unless told
 	// otherwise.
 	families   []corev1.IPFamily // what LoadBalancerIPFamilies lists instead of both
@@ -62,6 +64,10 @@ type memLB struct {
 	svc     types.UID
 	ns      string
 	svcN    string
+	// at is when it was last written; endpoints are its targets'
+	// "address:port", nil for one of node targets.
+	at        time.Time
+	endpoints []string
 }
 
 func newMemCloud(d defects) *memCloud {
@@ -283,7 +289,7 @@ func (c *memCloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *
 	// the load balancer, and creates another on the retry.
 	if _, ok := c.lookup(cluster, svc); !ok || c.d.leakOnRetry && c.lost {
 		c.nextID++
-		c.lbs[fmt.Sprint("id-", c.nextID)] = memLB{cluster: cluster, name: c.GetLoadBalancerName(ctx, cluster, svc), svc: svc.UID, ns: svc.Namespace, svcN: svc.Name}
+		c.lbs[fmt.Sprint("id-", c.nextID)] = memLB{cluster: cluster, name: c.GetLoadBalancerName(ctx, cluster, svc), svc: svc.UID, ns: svc.Namespace, svcN: svc.Name, at: time.Now()}
 	}
 	c.lost = lose
 	if lose {
@@ -331,7 +337,11 @@ func (c *memCloud) ListLoadBalancers(_ context.Context, cluster string) ([]cloud
 		if lb.cluster != cluster && !c.d.ignoresCluster {
 			continue
 		}
-		out = append(out, cloud.LoadBalancer{Name: lb.name, ServiceNamespace: lb.ns, ServiceName: lb.svcN, ServiceUID: lb.svc})
+		l := cloud.LoadBalancer{Name: lb.name, ServiceNamespace: lb.ns, ServiceName: lb.svcN, ServiceUID: lb.svc}
+		if !c.d.endpointsUnlisted {
+			l.Endpoints = lb.endpoints
+		}
+		out = append(out, l)
 	}
 	return out, nil
 }

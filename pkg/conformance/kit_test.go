@@ -129,6 +129,11 @@ func TestKitFailsExactlyTheBrokenChecks(t *testing.T) {
 		// CreateIsIdempotent leaves behind when its second call fails is
 		// cleaned up, so DeleteIsIdempotent, whose calls work, passes.
 		"route create errs": {d: defects{routeCreateErrs: true}, recommend: []string{"Routes/CreateIsIdempotent"}, says: "already exists"},
+		// Endpoint targets: a second ensure of the same endpoints that
+		// writes, and a lister that does not report them.
+		"endpoints rewritten": {d: defects{rewritesEndpoints: true}, want: []string{"LoadBalancer/EndpointTargets"}, says: "with the same endpoints changed the load balancer"},
+		"endpoints unlisted": {d: defects{endpointsUnlisted: true}, want: []string{"LoadBalancer/EndpointTargets"},
+			says: `ListLoadBalancers reports endpoints [] for the load balancer of Service conformance/conformance-lb-endpoints, ensured with ["192.0.2.10:8080" "192.0.2.11:8080"]`},
 		"route delete kept": {d: defects{routeDeleteKept: true}, want: []string{"Routes/DeletedRouteIsNotListed"},
 			recommend: []string{"Routes/DeleteIsIdempotent"}, says: "ListRoutes shows 1 routes for 10.254.254.0/24, want 0"},
 	}
@@ -205,6 +210,10 @@ func TestUpstreamFakeConforms(t *testing.T) {
 	}
 	if !slices.Equal(rep.Ran, wantRan) {
 		t.Errorf("ran %v, want %v", rep.Ran, wantRan)
+	}
+	// Without the extension the endpoint check is skipped, not failed.
+	if why := rep.NotRun["LoadBalancer/EndpointTargets"]; !strings.Contains(why, "does not implement cloud.EndpointTargeter") {
+		t.Errorf("LoadBalancer/EndpointTargets not run because %q, want the missing extension", why)
 	}
 }
 

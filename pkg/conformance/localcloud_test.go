@@ -100,7 +100,7 @@ func TestLocalcloudConforms(t *testing.T) {
 	rep := conformance.Run(t, conformance.Config{
 		// localcloud has every recommended behaviour too.
 		Strict:      true,
-		Provider:    lcprovider.NewWithClient(c, "conformance"),
+		Provider:    lcprovider.NewWithClient(c, "conformance").WithEndpointTargets(),
 		ClusterName: "conformance",
 		Instances:   []*corev1.Node{node(withID.Name, lcprovider.ProviderID(withID.ID)), node(byName.Name, "")},
 		Gone:        []*corev1.Node{node(deleted.Name, lcprovider.ProviderID(deleted.ID)), node("never-existed", "")},
@@ -119,8 +119,8 @@ func TestLocalcloudConforms(t *testing.T) {
 	if len(rep.NotRun) != 0 {
 		t.Errorf("checks not run against localcloud: %v; every check applies to it", rep.NotRun)
 	}
-	if !slices.Contains(rep.Ran, "LoadBalancer/EnsureConvergesAfterPartialFailure") || len(rep.Ran) < 18 {
-		t.Errorf("ran %d checks (%v), want all 18", len(rep.Ran), rep.Ran)
+	if !slices.Contains(rep.Ran, "LoadBalancer/EndpointTargets") || len(rep.Ran) < 19 {
+		t.Errorf("ran %d checks (%v), want all 19", len(rep.Ran), rep.Ran)
 	}
 	lbs, err := admin.ListAllLoadBalancers(context.Background(), lcclient.ListOptions{Cluster: "conformance"})
 	if err != nil {

@@ -14,8 +14,9 @@ import (
 var _ cloud.ModificationLister = (*memCloud)(nil)
 
 // ListModifications reports the cluster's load balancers (by their own
-// cluster, whatever the defects) and every route, as changed now: the
-// double keeps no times, and everything it holds was just made by a check.
+// cluster, whatever the defects), as changed when last written, and every
+// route, as changed now: the double keeps no route times, and every route
+// it holds was just made by a check.
 func (c *memCloud) ListModifications(_ context.Context, cluster string) ([]cloud.Modification, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -26,7 +27,7 @@ func (c *memCloud) ListModifications(_ context.Context, cluster string) ([]cloud
 	var out []cloud.Modification
 	for _, lb := range c.lbs {
 		if lb.cluster == cluster {
-			out = append(out, cloud.Modification{Kind: cloud.KindLoadBalancer, Name: lb.name, At: now, By: "mem"})
+			out = append(out, cloud.Modification{Kind: cloud.KindLoadBalancer, Name: lb.name, At: lb.at, By: "mem"})
 		}
 	}
 	for _, r := range c.routes {

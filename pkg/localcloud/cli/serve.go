@@ -95,8 +95,8 @@ func (o *serveOptions) addFlags(f *pflag.FlagSet, d api.Knobs, p store.Pools) {
 	f.StringVar(&o.vips, "vip-pool", p.VIP.String(), "CIDR for load balancer VIPs")
 	f.StringVar(&o.vips6, "vip6-pool", "", "IPv6 CIDR for load balancers' IPv6 VIPs (at most /120, and local in --dataplane-netns); "+
 		"empty: no IPv6 VIPs, a load balancer asking for one is refused")
-	f.StringVar(&o.dpNetns, "dataplane-netns", "", "name or path of the network namespace that owns the VIP pool (its routes make it local); "+
-		"empty: the machine's own, VIPs on loopback")
+	f.StringVar(&o.dpNetns, "dataplane-netns", "", "name or path of the network namespace that owns the VIP pool (its routes make it local), "+
+		"where localcloud installs its route table (pod CIDRs via their instances, proto 78); empty: the machine's own, VIPs on loopback")
 	f.StringVar(&o.dpMode, "dataplane", "proxy", "how load balancers forward: proxy (connections, from localcloud's address) or "+
 		"passthrough (packets, nftables DNAT in --dataplane-netns, keeping the client's address)")
 	f.StringVar(&o.dpTargets, "dataplane-target-network", "", "with --dataplane=passthrough, the IPv4 CIDR of the targets that route "+

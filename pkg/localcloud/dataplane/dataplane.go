@@ -174,9 +174,12 @@ func (t target) portFor(nodePort int) int {
 type snapshot struct {
 	// healthy are the instances new connections go to; with endpoint
 	// targets, byListener holds each listener's targets per family instead.
-	healthy        []target
-	endpoints      bool
-	byListener     map[listenerFamily][]target
+	healthy    []target
+	endpoints  bool
+	byListener map[listenerFamily][]target
+	// serving are the healthy endpoints that are ready or serving, each
+	// once: those whose flows are kept (all).
+	serving        []target
 	sourceRanges   []netip.Prefix
 	udpIdle        time.Duration
 	clientAffinity bool

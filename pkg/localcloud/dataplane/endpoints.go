@@ -29,23 +29,16 @@ func (s *snapshot) targets(lf listenerFamily) []target {
 	return s.healthy
 }
 
-// all is every target of the snapshot once, for what must follow the
-// targets that left (UDP flows to forget).
+// all is every target the snapshot keeps flows to, once: the healthy
+// instances, or every healthy endpoint that is ready or serving (a
+// serving-terminating endpoint gets no new flows while one is ready, but
+// keeps those it has: only UDP flows to targets outside this list are
+// forgotten).
 func (s *snapshot) all() []target {
 	if !s.endpoints {
 		return s.healthy
 	}
-	var out []target
-	seen := map[string]bool{}
-	for _, ts := range s.byListener {
-		for _, t := range ts {
-			if !seen[t.id] {
-				seen[t.id] = true
-				out = append(out, t)
-			}
-		}
-	}
-	return out
+	return s.serving
 }
 
 // endpointTargetsLocked fills s with each listener's targets per family,
@@ -54,6 +47,7 @@ func (s *snapshot) all() []target {
 func (lb *loadBalancer) endpointTargetsLocked(s *snapshot) {
 	s.endpoints = true
 	s.byListener = map[listenerFamily][]target{}
+	seen := map[string]bool{}
 	up := lb.addressHealthLocked()
 	for _, l := range lb.spec.Listeners {
 		for _, six := range []bool{false, true} {
@@ -64,6 +58,10 @@ func (lb *loadBalancer) endpointTargetsLocked(s *snapshot) {
 					continue
 				}
 				t := target{id: e.AddrPort(), addr: a, port: e.Port}
+				if (e.Ready || e.Serving) && !seen[t.id] {
+					seen[t.id] = true
+					s.serving = append(s.serving, t)
+				}
 				switch {
 				case e.Ready:
 					ready = append(ready, t)

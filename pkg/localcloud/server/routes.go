@@ -29,6 +29,9 @@ func (s *Server) followRoutes(ctx context.Context, dp *dataplane.Manager, done c
 	logger := klog.FromContext(ctx).WithName("routes")
 	t := time.NewTimer(0)
 	defer t.Stop()
+	// A failure that repeats (a next hop the namespace cannot reach) is
+	// logged as an error once, then quietly while it lasts.
+	var lastErr string
 	for {
 		select {
 		case <-ctx.Done():
@@ -41,8 +44,14 @@ func (s *Server) followRoutes(ctx context.Context, dp *dataplane.Manager, done c
 			if ctx.Err() != nil {
 				return
 			}
-			logger.Error(err, "Routes not installed in the data plane's namespace; will retry", "retryIn", routeRetry)
-			wait = routeRetry
+			if err.Error() != lastErr {
+				logger.Error(err, "Routes not installed in the data plane's namespace; will retry", "retryIn", routeRetry)
+			} else {
+				logger.V(4).Info("Routes still not installed in the data plane's namespace", "err", err)
+			}
+			lastErr, wait = err.Error(), routeRetry
+		} else {
+			lastErr = ""
 		}
 		t.Reset(wait)
 	}

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net/netip"
+	"strings"
 )
 
 // IP families of the sandbox's cluster (--ip-family).
@@ -57,6 +59,15 @@ func (s *sandbox) serviceCIDRs() string {
 		return ServiceCIDR4 + "," + ServiceCIDR6
 	}
 	return ServiceCIDR4
+}
+
+// serviceCIDRPrefixes is serviceCIDRs parsed, for the real nodes' routes.
+func (s *sandbox) serviceCIDRPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, c := range strings.Split(s.serviceCIDRs(), ",") {
+		out = append(out, netip.MustParsePrefix(c))
+	}
+	return out
 }
 
 // clusterCIDRs is the controller manager's --cluster-cidr.

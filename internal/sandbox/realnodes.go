@@ -124,7 +124,7 @@ func (s *sandbox) takeRealSlot(ctx context.Context) error {
 	cluster, err := realnode.Start(ctx, realnode.Config{BinDir: s.o.BinDir, APIServerPort: s.o.APIServerPort,
 		Credentials: s.plane.UserConfig, NodeLabels: map[string]string{RealNodeLabel: "true"},
 		NodeLeaseSeconds: s.leaseSeconds(), Images: images, ClusterDNS: ClusterDNSAddr(), ClusterDomain: ClusterDomain,
-		LoadBalancerNetwork: s.o.Nodes == 0 && s.o.VIPPool == "", DualStack: s.dual})
+		LoadBalancerNetwork: s.o.Nodes == 0 && s.o.VIPPool == "", DualStack: s.dual, ServiceCIDRs: s.serviceCIDRPrefixes()})
 	if err != nil {
 		return fmt.Errorf("sandbox: real nodes: %w", err)
 	}
@@ -278,7 +278,10 @@ func (s *sandbox) demoReal(ctx context.Context) error {
 	if len(s.demoVIPs) == 0 {
 		s.demoVIPs = vips
 	}
-	return err
+	if err != nil || !s.endpointTargets() {
+		return err
+	}
+	return s.demoDirect(ctx)
 }
 
 // demoRealLabels select the demo Deployment's pods on the real nodes.

@@ -65,6 +65,13 @@ type Config struct {
 	// (VIPPool6) in the load-balancer namespace with an IPv6 clients'
 	// address on the machine (ClientAddr6). See ipv6.go.
 	DualStack bool
+	// ServiceCIDRs are the cluster's service CIDRs (kube-apiserver's
+	// --service-cluster-ip-range). Each node namespace gets a route for
+	// each on its link, as a node's default route covers them elsewhere:
+	// a host-network process' packet to a ClusterIP needs a route before
+	// kube-proxy's output rules rewrite it to an endpoint. An IPv6 one
+	// needs DualStack.
+	ServiceCIDRs []netip.Prefix
 }
 
 // defaultDNS gives a cluster DNS the usual domain when none is named.
@@ -94,6 +101,14 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		cfg.Root = DefaultRoot
 	}
 	cfg.defaultDNS()
+	for _, p := range cfg.ServiceCIDRs {
+		if !p.IsValid() || p != p.Masked() {
+			return nil, fmt.Errorf("realnode: ServiceCIDRs: %q is not a network's prefix", p)
+		}
+		if p.Addr().Is6() && !cfg.DualStack {
+			return nil, fmt.Errorf("realnode: ServiceCIDRs: %s is IPv6 and the slot is not DualStack", p)
+		}
+	}
 	switch cfg.ProxyMode {
 	case "":
 		cfg.ProxyMode = "iptables"

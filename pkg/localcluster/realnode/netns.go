@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 
 	"k8s.io/klog/v2"
@@ -50,7 +51,11 @@ func (s *slot) setupBridge(ctx context.Context, localVIPs bool) error {
 // setupNodeNetwork creates node i's namespace, its veth on the bridge
 // (eth0 inside, with the node's address and no default route) and turns on
 // forwarding inside the namespace only, so that its pods reach the bridge.
-func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string, lbNetwork bool) error {
+// Each of serviceCIDRs is routed on eth0, so that the node's own processes
+// (host-network pods) reach ClusterIPs: the route lets the packet leave,
+// and kube-proxy's output rules then send it to an endpoint; one that no
+// rule rewrites finds no neighbour on the bridge and goes nowhere.
+func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string, lbNetwork bool, serviceCIDRs []netip.Prefix) error {
 	ns := s.netnsName(node)
 	addr := s.nodeAddr(i).String() + "/24"
 	nft, err := sbin.LookPath("nft")
@@ -77,6 +82,13 @@ func (s *slot) setupNodeNetwork(ctx context.Context, i int, node string, lbNetwo
 	}
 	if s.dualStack {
 		steps = append(steps, s.nodeSteps6(ns, i, lbNetwork, nft)...)
+	}
+	for _, p := range serviceCIDRs {
+		family := "-4"
+		if p.Addr().Is6() {
+			family = "-6"
+		}
+		steps = append(steps, []string{"ip", "-n", ns, family, "route", "add", p.String(), "dev", "eth0"})
 	}
 	for _, st := range steps {
 		if err := run(ctx, st[0], st[1:]...); err != nil {

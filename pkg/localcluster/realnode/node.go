@@ -56,7 +56,7 @@ func (n *Node) start(ctx context.Context) error {
 			return fmt.Errorf("realnode: node %s: %w", n.Name, err)
 		}
 	}
-	if err := c.slot.setupNodeNetwork(ctx, n.index, n.Name, c.cfg.LoadBalancerNetwork); err != nil {
+	if err := c.slot.setupNodeNetwork(ctx, n.index, n.Name, c.cfg.LoadBalancerNetwork, c.cfg.ServiceCIDRs); err != nil {
 		return err
 	}
 	if err := n.makeCgroupRoot(); err != nil {

@@ -213,5 +213,10 @@ func (s *sandbox) cloudConfig(url, tokenLine string) string {
 	if s.dual {
 		cfg += "ipFamilies: IPv4,IPv6\n"
 	}
+	if s.endpointTargets() {
+		// The load-balancer namespace reaches pod CIDRs through the
+		// cloud's route table: load balancers may target pods.
+		cfg += "endpointTargets: true\n"
+	}
 	return cfg
 }

@@ -161,7 +161,7 @@ func (s *sandbox) plan() []stage {
 	if !o.NoDemo {
 		steps = append(steps, stage{"creating the demo Services hello and hello-local (externalTrafficPolicy Local) and waiting for their load balancers", s.demo})
 		if o.RealNodes > 0 {
-			steps = append(steps, stage{"creating the demo Deployment and Service hello-real on the real nodes and waiting for its load balancer", s.demoReal})
+			steps = append(steps, stage{"creating the demo Deployment and Service hello-real (and, with real nodes only, hello-direct, whose load balancer targets the pods) on the real nodes and waiting for their load balancers", s.demoReal})
 		}
 	}
 	return steps

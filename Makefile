@@ -346,3 +346,42 @@ bench: tools build
 bench-dataplane: tools build e2e-images
 	cd bench && $(GO) build -o $(BIN)/dataplane-bench ./cmd/dataplane
 	$(BIN)/dataplane-bench -bin $(BIN) $(DATAPLANE_BENCH_FLAGS)
+
+# ---------------------------------------------------------------------------
+# Releases (docs/versioning.md, docs/install.md#installing-a-release).
+#
+# release: `make release VERSION=vX.Y.Z` builds, from the commit HEAD alone
+# (a git archive, whatever the work tree holds), into $(RELEASE_DIR)/VERSION:
+# the image for IMAGE_PLATFORMS (OCI layout and a tarball per platform), the
+# stratus binaries, the chart packaged at that version, the manifests with the
+# image pinned by digest, a CycloneDX SBOM per platform, the release notes
+# from CHANGELOG.md and SHA256SUMS (hack/dist/cmd/release). A malformed
+# VERSION, or one CHANGELOG.md has no section for, is refused. Two runs of one
+# commit give the same bytes.
+RELEASE_DIR ?= _release
+RELEASE_COMMIT ?= HEAD
+RELEASE_MOD := hack/release/go.mod hack/release/go.sum
+.PHONY: release api-check api-baseline lint-release
+release: $(BIN)/cyclonedx-gomod
+	cd hack/dist && $(GO) run ./cmd/release -root ../.. -commit $(RELEASE_COMMIT) -version "$(VERSION)" \
+		-out $(CURDIR)/$(RELEASE_DIR) -repository $(IMAGE_REPOSITORY) -platforms $(IMAGE_PLATFORMS) \
+		-sbom-tool $(BIN)/cyclonedx-gomod
+
+# cyclonedx-gomod writes the SBOM; hack/release is a module of its own that
+# pins it, so that its dependencies never move hack/dist's versions.
+$(BIN)/cyclonedx-gomod: $(RELEASE_MOD)
+	cd hack/release && $(GO) build -trimpath -o $@ github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
+
+# api-check: what apidiff sees changed in pkg/'s exported API since the last
+# release's record, and what CHANGELOG.md's Unreleased section does not
+# declare (the same check is a test in make test's test-dist part).
+# api-baseline: record HEAD's API as release VERSION's (a step of cutting a
+# release; docs/versioning.md).
+api-check:
+	cd hack/dist && $(GO) run ./cmd/api -root ../..
+api-baseline:
+	cd hack/dist && $(GO) run ./cmd/api -root ../.. -record "$(VERSION)" -commit $(RELEASE_COMMIT)
+
+lint: lint-release
+lint-release:
+	cd hack/release && $(GO) mod tidy -diff

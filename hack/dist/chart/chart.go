@@ -169,16 +169,36 @@ const Header = "# Generated from charts/stratus by `make manifests`; do not edit
 // WriteManifests renders every variant of the chart at chartDir into
 // deployDir.
 func WriteManifests(chartDir, deployDir string) error {
+	return WriteVariants(chartDir, deployDir, Header, nil)
+}
+
+// WriteVariants renders every variant of the chart at chartDir into outDir,
+// each manifest file starting with header, with values set on top of each
+// variant's own (a release pins the image: {"image": {...}}); a value a
+// variant sets itself cannot be overridden.
+func WriteVariants(chartDir, outDir, header string, values map[string]any) error {
 	for _, v := range Variants() {
-		out, err := Render(chartDir, v.Options)
+		o := v.Options
+		merged := map[string]any{}
+		for k, val := range o.Values {
+			merged[k] = val
+		}
+		for k, val := range values {
+			if _, ok := merged[k]; ok {
+				return fmt.Errorf("%s: the variant sets %s itself", v.File, k)
+			}
+			merged[k] = val
+		}
+		o.Values = merged
+		out, err := Render(chartDir, o)
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.File, err)
 		}
-		path := filepath.Join(deployDir, v.File)
+		path := filepath.Join(outDir, v.File)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // checked-in sources are world-readable
 			return fmt.Errorf("%s: %w", v.File, err)
 		}
-		content := []byte(Header + out)
+		content := []byte(header + out)
 		if v.Extract != nil {
 			if content, err = v.Extract(out); err != nil {
 				return fmt.Errorf("%s: %w", v.File, err)

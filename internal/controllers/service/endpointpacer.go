@@ -61,20 +61,23 @@ func (p *endpointPacer) changed(q queue, k key, now time.Time) {
 	q.AddAfter(k, b.due.Sub(now))
 }
 
-// holding reports whether an endpoint-only change of the Service should
-// wait for its burst's sync; once the burst is due, it ends.
-func (p *endpointPacer) holding(svc types.NamespacedName, now time.Time) bool {
+// wait reports how long an endpoint-only change of the Service should
+// still wait for its burst to settle: 0 when it may go now, which ends the
+// burst. The queue keeps a key's earliest due time, so a sync that comes
+// early (queued by the burst's first change) must queue the Service again
+// for the remainder itself.
+func (p *endpointPacer) wait(svc types.NamespacedName, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b := p.bursts[svc]
 	if b == nil {
-		return false
+		return 0
 	}
 	if b.due.After(now) {
-		return true
+		return b.due.Sub(now)
 	}
 	b.start, b.due = time.Time{}, time.Time{}
-	return false
+	return 0
 }
 
 // forget drops a Service's record (it no longer targets endpoints, or is

@@ -274,8 +274,8 @@ func TestEndpointPacer(t *testing.T) {
 	k := key{Service: nn("ns/web")}
 	t0 := time.Unix(1000, 0)
 	p.changed(q, k, t0)
-	if !slices.Equal(q.after, []time.Duration{0}) || p.holding(k.Service, t0) {
-		t.Fatalf("lone change: queued %v, holding %v; want at once, no hold", q.after, p.holding(k.Service, t0))
+	if !slices.Equal(q.after, []time.Duration{0}) || p.wait(k.Service, t0) != 0 {
+		t.Fatalf("lone change: queued %v, wait %v; want at once, no hold", q.after, p.wait(k.Service, t0))
 	}
 	// A burst: a change every 100ms for 10s.
 	now := t0
@@ -293,15 +293,17 @@ func TestEndpointPacer(t *testing.T) {
 			t.Fatalf("a delay of %v exceeds the maximum hold", d)
 		}
 	}
-	if !p.holding(k.Service, now) {
-		t.Error("not holding in the middle of a burst")
+	// A sync queued by the burst's first change comes early: it is told
+	// to wait for the rest.
+	if d := p.wait(k.Service, now); d <= 0 || d > 250*time.Millisecond {
+		t.Errorf("wait in the middle of a burst = %v, want the rest of the settle period", d)
 	}
-	if p.holding(k.Service, now.Add(6*time.Second)) {
-		t.Error("still holding after the burst settled")
+	if d := p.wait(k.Service, now.Add(6*time.Second)); d != 0 {
+		t.Errorf("wait after the burst settled = %v, want 0", d)
 	}
 	p.forget(k.Service)
-	if p.holding(k.Service, now) {
-		t.Error("holding a forgotten Service")
+	if d := p.wait(k.Service, now); d != 0 {
+		t.Errorf("wait for a forgotten Service = %v", d)
 	}
 }
 

@@ -37,8 +37,11 @@ func (c *Controller) syncEndpoints(ctx context.Context, key types.NamespacedName
 	case st == nil || st.uid != svc.UID || !lbConfigEqual(st.applied, svc) || st.targets != targetEndpoints:
 		return c.ensureEndpoints(ctx, key, svc, plan, set, nil)
 	case !endpointSetsEqual(st.endpoints, set):
-		if c.epPacer.holding(key, c.now()) {
-			klog.FromContext(ctx).V(4).Info("Endpoints changing; the update waits for the burst to settle")
+		if d := c.epPacer.wait(key, c.now()); d > 0 {
+			klog.FromContext(ctx).V(4).Info("Endpoints changing; the update waits for the burst to settle", "after", d)
+			if q, ok := c.queue.Get(); ok {
+				q.AddAfter(serviceKeyOf(key), d)
+			}
 			return nil
 		}
 		return c.ensureEndpoints(ctx, key, svc, plan, set, st)
@@ -49,6 +52,8 @@ func (c *Controller) syncEndpoints(ctx context.Context, key types.NamespacedName
 		return nil
 	}
 }
+
+func serviceKeyOf(k types.NamespacedName) key { return key{Service: k} }
 
 // ensureEndpoints creates or updates the load balancer with
 // EnsureLoadBalancerEndpoints. prev is the record of a load balancer

@@ -33,6 +33,7 @@ import (
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/api"
 	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
+	"github.com/stratus-ccm/stratus/pkg/localcloud/dataplane"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/server"
 	"github.com/stratus-ccm/stratus/pkg/localcloud/store"
 	"github.com/stratus-ccm/stratus/pkg/localcluster"
@@ -50,6 +51,8 @@ type Cloud struct {
 	Provider *lcprovider.Cloud
 	// Cloud is the provider behind Stratus' instrumented wrapper.
 	Cloud *cloudwrap.Cloud
+	// endpointTargets: CloudOptions.EndpointTargets.
+	endpointTargets bool
 }
 
 // RandomPools claims a /24 of internal addresses and one of VIPs for t, so
@@ -82,6 +85,14 @@ type CloudOptions struct {
 	// Listen is the API's address, 127.0.0.1:0 if empty: a pod on a real
 	// node reaches the cloud at the node slot's own address on the machine.
 	Listen string
+	// EndpointTargets lets the provider's load balancers target endpoints
+	// (its endpointTargets config), and StartController hands the
+	// controller the extension.
+	EndpointTargets bool
+	// Netns, when set, is the network namespace localcloud's load
+	// balancers live in (listeners, dials, health checks): a test whose
+	// targets are not the machine's loopback keeps their traffic there.
+	Netns string
 }
 
 // StartCloud starts localcloud with knobs until t ends.
@@ -91,7 +102,8 @@ func StartCloud(t testing.TB, knobs api.Knobs, lim CloudOptions) *Cloud {
 	if lim.VIPPool.IsValid() {
 		pools.VIP = lim.VIPPool
 	}
-	srv, err := server.New(server.Config{StateDir: t.TempDir(), Knobs: &knobs, Pools: pools, Listen: lim.Listen})
+	srv, err := server.New(server.Config{StateDir: t.TempDir(), Knobs: &knobs, Pools: pools, Listen: lim.Listen,
+		DataPlane: dataplane.Options{Netns: lim.Netns}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +123,14 @@ func StartCloud(t testing.TB, knobs api.Knobs, lim CloudOptions) *Cloud {
 		}
 	}
 	p := lcprovider.NewWithClient(pc, ClusterName)
+	if lim.EndpointTargets {
+		p = p.WithEndpointTargets()
+	}
 	w, err := cloudwrap.Instrument(p, cloudwrap.Options{QPS: lim.CallQPS, Burst: lim.CallBurst, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Cloud{Server: srv, Client: c, Provider: p, Cloud: w}
+	return &Cloud{Server: srv, Client: c, Provider: p, Cloud: w, endpointTargets: lim.EndpointTargets}
 }
 
 // Controller is a service controller running in its own manager.
@@ -144,12 +159,22 @@ func StartController(t testing.TB, restCfg *rest.Config, c *Cloud, cfg service.C
 	t.Helper()
 	lb, _ := c.Cloud.LoadBalancer()
 	lister, _ := c.Cloud.LoadBalancerLister()
-	return StartControllerWith(t, restCfg, lb, lister, cfg)
+	var eps cloud.EndpointTargeter
+	if c.endpointTargets {
+		eps, _ = c.Cloud.EndpointTargeter()
+	}
+	return startController(t, restCfg, service.Deps{LoadBalancer: lb, Lister: lister, Endpoints: eps}, cfg)
 }
 
 // StartControllerWith is StartController with the cloud seams given
 // directly (a benchmark wraps them to observe the calls).
 func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.LoadBalancer, lister cloud.LoadBalancerLister, cfg service.Config) *Controller {
+	t.Helper()
+	return startController(t, restCfg, service.Deps{LoadBalancer: lb, Lister: lister}, cfg)
+}
+
+// startController runs the controller with deps' cloud seams.
+func startController(t testing.TB, restCfg *rest.Config, deps service.Deps, cfg service.Config) *Controller {
 	t.Helper()
 	opts, err := objcache.ManagerOptions(nil, true)
 	if err != nil {
@@ -163,12 +188,9 @@ func StartControllerWith(t testing.TB, restCfg *rest.Config, lb cloudprovider.Lo
 	if cfg.ClusterName == "" {
 		cfg.ClusterName = ClusterName
 	}
-	ctrl, err := service.New(service.Deps{
-		Deps:         kit.Deps{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(service.ControllerName), Registerer: prometheus.NewRegistry()},
-		APIReader:    mgr.GetAPIReader(),
-		LoadBalancer: lb,
-		Lister:       lister,
-	}, cfg)
+	deps.Deps = kit.Deps{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(service.ControllerName), Registerer: prometheus.NewRegistry()}
+	deps.APIReader = mgr.GetAPIReader()
+	ctrl, err := service.New(deps, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

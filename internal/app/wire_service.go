@@ -3,13 +3,15 @@ package app
 import (
 	"context"
 
+	"k8s.io/klog/v2"
+
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
 
 // startServiceLBController starts the service-lb-controller when the
 // provider has load balancers, as upstream does.
-func startServiceLBController(_ context.Context, cc ControllerContext) (bool, string, error) {
+func startServiceLBController(ctx context.Context, cc ControllerContext) (bool, string, error) {
 	lb, ok := cc.Cloud.LoadBalancer()
 	if !ok {
 		return false, "the cloud provider does not support load balancers", nil
@@ -28,6 +30,9 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 			families = f
 		}
 	}
+	if cc.Options.LoadBalancerTargets == "endpoints" && endpoints == nil {
+		klog.FromContext(ctx).Info("--load-balancer-targets=endpoints has no effect: the provider's load balancers cannot target endpoints (no cloud.EndpointTargeter, or --cloud-extensions=false); Services get node targets")
+	}
 	annots, _ := cc.Cloud.AnnotationChecker()
 	shared, cl, err := cc.shared(service.ControllerName)
 	if err != nil {
@@ -45,11 +50,14 @@ func startServiceLBController(_ context.Context, cc ControllerContext) (bool, st
 	}, service.Config{
 		ClusterName:       cc.ClusterName,
 		LoadBalancerClass: cc.Options.LoadBalancerClass,
-		Workers:           int(cc.Options.ConcurrentServiceSyncs),
-		DeleteOrphans:     cc.Options.DeleteOrphanedLoadBalancers,
-		OrphanGrace:       cc.Options.OrphanedLoadBalancerGrace,
-		OrphanInterval:    cc.Options.OrphanedLoadBalancerInterval,
-		NoConditions:      cc.Options.Observe,
+		// Only where the provider can: elsewhere every Service would be
+		// told it falls back to node targets.
+		EndpointTargetsByDefault: cc.Options.LoadBalancerTargets == "endpoints" && endpoints != nil,
+		Workers:                  int(cc.Options.ConcurrentServiceSyncs),
+		DeleteOrphans:            cc.Options.DeleteOrphanedLoadBalancers,
+		OrphanGrace:              cc.Options.OrphanedLoadBalancerGrace,
+		OrphanInterval:           cc.Options.OrphanedLoadBalancerInterval,
+		NoConditions:             cc.Options.Observe,
 	})
 	if err != nil {
 		return false, "", err

@@ -119,10 +119,13 @@ type Options struct {
 	Version             VersionFlag
 
 	// Stratus' own settings.
-	CloudAPIQPS                  float64
-	CloudAPIBurst                int
-	CloudExtensions              bool
-	LoadBalancerClass            string
+	CloudAPIQPS       float64
+	CloudAPIBurst     int
+	CloudExtensions   bool
+	LoadBalancerClass string
+	// LoadBalancerTargets is what a load balancer targets when its Service
+	// has node ports and does not say (nodes or endpoints).
+	LoadBalancerTargets          string
 	DeleteOrphanedLoadBalancers  bool
 	OrphanedLoadBalancerGrace    time.Duration
 	OrphanedLoadBalancerInterval time.Duration
@@ -181,6 +184,7 @@ func New(known []Controller) *Options {
 		CloudAPIQPS:                  DefaultCloudAPIQPS,
 		CloudAPIBurst:                DefaultCloudAPIBurst,
 		CloudExtensions:              true,
+		LoadBalancerTargets:          "nodes",
 		OrphanedLoadBalancerGrace:    10 * time.Minute,
 		OrphanedLoadBalancerInterval: 5 * time.Minute,
 		setupErr:                     err,
@@ -260,6 +264,7 @@ func (o *Options) addStratusFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.CloudAPIBurst, "cloud-api-burst", o.CloudAPIBurst, "Burst of the --cloud-api-qps ceiling.")
 	fs.BoolVar(&o.CloudExtensions, "cloud-extensions", o.CloudExtensions, "Use the provider's optional Stratus extensions (list all instances, list load balancers); false restricts Stratus to the standard cloudprovider.Interface.")
 	fs.StringVar(&o.LoadBalancerClass, "load-balancer-class", o.LoadBalancerClass, "Only handle LoadBalancer Services whose spec.loadBalancerClass is unset or equals this value.")
+	fs.StringVar(&o.LoadBalancerTargets, "load-balancer-targets", o.LoadBalancerTargets, "What a load balancer targets when its Service has node ports and no service.stratus.io/load-balancer-targets annotation: nodes, or endpoints (its pods, with a provider that implements endpoint targets; nodes otherwise). A Service without node ports always targets endpoints.")
 	fs.BoolVar(&o.DeleteOrphanedLoadBalancers, "delete-orphaned-load-balancers", o.DeleteOrphanedLoadBalancers, "Delete load balancers owned by this cluster whose Service is gone, after --orphaned-load-balancer-grace-period.")
 	fs.DurationVar(&o.OrphanedLoadBalancerGrace, "orphaned-load-balancer-grace-period", o.OrphanedLoadBalancerGrace, "How long a load balancer must stay orphaned before it is deleted.")
 	fs.DurationVar(&o.OrphanedLoadBalancerInterval, "orphaned-load-balancer-check-period", o.OrphanedLoadBalancerInterval, "How often owned load balancers are listed to find orphans.")

@@ -187,6 +187,7 @@ func TestBadValuesRejected(t *testing.T) {
 		"kube-api-content-type=text/plain":     {"--kube-api-content-type=text/plain"},
 		"node-cidr-mask-size-ipv4=40":          {"--node-cidr-mask-size-ipv4=40"},
 		"tls-cert-file=a":                      {"--tls-cert-file=a"},
+		"load-balancer-targets=pods":           {"--load-balancer-targets=pods"},
 	}
 	for want, args := range cases {
 		t.Run(want, func(t *testing.T) {

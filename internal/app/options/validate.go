@@ -87,6 +87,11 @@ func (o *Options) ValidateFor(table []Controller) error {
 	if o.CloudAPIQPS > 0 && o.CloudAPIBurst < 1 {
 		bad("cloud-api-burst", o.CloudAPIBurst, "must be at least 1 when --cloud-api-qps is set")
 	}
+	switch o.LoadBalancerTargets {
+	case "nodes", "endpoints":
+	default:
+		bad("load-balancer-targets", o.LoadBalancerTargets, "must be nodes or endpoints")
+	}
 	if o.OrphanedLoadBalancerGrace < 0 {
 		bad("orphaned-load-balancer-grace-period", o.OrphanedLoadBalancerGrace, "must not be negative")
 	}

@@ -63,10 +63,14 @@ type Config struct {
 	// LoadBalancerClass: Services whose spec.loadBalancerClass is unset or
 	// equal to it are handled; empty handles only Services without a class.
 	LoadBalancerClass string
-	Workers           int
-	NodeSyncDelay     time.Duration
-	MinRetryDelay     time.Duration
-	MaxRetryDelay     time.Duration
+	// EndpointTargetsByDefault gives a Service with node ports and without
+	// the targets annotation endpoint targets, where the provider can
+	// (--load-balancer-targets=endpoints); its annotation "nodes" opts out.
+	EndpointTargetsByDefault bool
+	Workers                  int
+	NodeSyncDelay            time.Duration
+	MinRetryDelay            time.Duration
+	MaxRetryDelay            time.Duration
 
 	// DeleteOrphans deletes orphaned load balancers after OrphanGrace;
 	// otherwise they are only reported. Orphans are looked for every

@@ -62,7 +62,9 @@ func (c *Controller) chooseTargets(svc *corev1.Service) (targetChoice, error) {
 	needs := slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.NodePort == 0 })
 	asks := false
 	switch v, ok := svc.Annotations[cloud.AnnotationLoadBalancerTargets]; {
-	case !ok || v == cloud.TargetsNodes:
+	case !ok:
+		asks = c.cfg.EndpointTargetsByDefault
+	case v == cloud.TargetsNodes:
 	case v == cloud.TargetsEndpoints:
 		asks = true
 	default:

@@ -314,3 +314,25 @@ type recordingQueue struct {
 
 func (q *recordingQueue) Add(key)                         { q.after = append(q.after, 0) }
 func (q *recordingQueue) AddAfter(_ key, d time.Duration) { q.after = append(q.after, d) }
+
+// --load-balancer-targets=endpoints gives a Service with node ports and no
+// annotation endpoint targets; its annotation "nodes" opts out.
+func TestEndpointTargetsByDefault(t *testing.T) {
+	t.Parallel()
+	optOut := func(s *corev1.Service) {
+		s.Annotations = map[string]string{cloud.AnnotationLoadBalancerTargets: cloud.TargetsNodes}
+	}
+	h := endpointHarness(t, lbService("ns", "plain"), lbService("ns", "out", optOut), node("n1"))
+	h.c.cfg.EndpointTargetsByDefault = true
+	for _, k := range []string{"ns/plain", "ns/out"} {
+		if err := h.reconcile(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, _ := h.balancer("ns/plain"); b.Endpoints == nil {
+		t.Errorf("a Service without the annotation: %+v, want endpoint targets", b)
+	}
+	if b, _ := h.balancer("ns/out"); b.Endpoints != nil || !slices.Equal(b.Hosts, []string{"n1"}) {
+		t.Errorf("a Service that opts out: %+v, want node targets", b)
+	}
+}

@@ -347,6 +347,17 @@ bench-dataplane: tools build e2e-images
 	cd bench && $(GO) build -o $(BIN)/dataplane-bench ./cmd/dataplane
 	$(BIN)/dataplane-bench -bin $(BIN) $(DATAPLANE_BENCH_FLAGS)
 
+# bench-rolling: rolling updates of a Deployment behind a load balancer with
+# node targets and one with endpoint targets, on the sandbox's real nodes:
+# failed requests, cloud calls per rolling update and per second of churn,
+# and a new pod's readiness to its first request through the VIP; needs
+# root. ROLLING_BENCH_FLAGS passes -replicas, -rollouts, -rate, -drain,
+# -node-targets, -endpoint-targets. Prints the table docs/benchmarks.md shows.
+.PHONY: bench-rolling
+bench-rolling: tools build
+	cd bench && $(GO) build -o $(BIN)/rolling-bench ./cmd/rollbench
+	$(BIN)/rolling-bench -bin $(BIN) $(ROLLING_BENCH_FLAGS)
+
 # ---------------------------------------------------------------------------
 # Releases (docs/versioning.md, docs/install.md#installing-a-release).
 #

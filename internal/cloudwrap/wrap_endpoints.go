@@ -25,7 +25,13 @@ func (c *Cloud) endpointTargeter(f *Fence) (cloud.EndpointTargeter, bool) {
 	if !ok {
 		return nil, false
 	}
-	return &endpointTargeter{c: c, t: t, fence: f}, true
+	w := &endpointTargeter{c: c, t: t, fence: f}
+	if p, ok := lb.(cloud.EndpointPlanner); ok {
+		// Only then does the wrapper plan: callers find the extension
+		// by a type assertion, as on the provider.
+		return &endpointPlanner{endpointTargeter: w, p: p}, true
+	}
+	return w, true
 }
 
 // EndpointTargeter is the instrumented extension with its ensure fenced.
@@ -47,4 +53,15 @@ func (w *endpointTargeter) EnsureLoadBalancerEndpoints(ctx context.Context, clus
 	return call(ctx, w.c, "EnsureLoadBalancerEndpoints", fenced(w.fence, func(ctx context.Context) (*corev1.LoadBalancerStatus, error) {
 		return w.t.EnsureLoadBalancerEndpoints(ctx, cluster, svc, eps)
 	}))
+}
+
+type endpointPlanner struct {
+	*endpointTargeter
+	p cloud.EndpointPlanner
+}
+
+func (w *endpointPlanner) PlanLoadBalancerEndpoints(ctx context.Context, cluster string, svc *corev1.Service, eps cloud.EndpointSet) ([]string, error) {
+	return call(ctx, w.c, "PlanLoadBalancerEndpoints", func(ctx context.Context) ([]string, error) {
+		return w.p.PlanLoadBalancerEndpoints(ctx, cluster, svc, eps)
+	})
 }

@@ -91,6 +91,11 @@ func (p *everything) PlanLoadBalancer(context.Context, string, *corev1.Service, 
 	return []string{"backends: +[i-2] -[]"}, nil
 }
 
+func (p *everything) PlanLoadBalancerEndpoints(context.Context, string, *corev1.Service, cloud.EndpointSet) ([]string, error) {
+	p.hit("PlanLoadBalancerEndpoints")
+	return []string{"endpoints TCP/80: +[192.0.2.10:8080 ready] -[]"}, nil
+}
+
 func (p *everything) UnknownAnnotations(*corev1.Service) (unknown, known []string) {
 	p.hit("UnknownAnnotations")
 	return nil, nil
@@ -236,7 +241,7 @@ var readMethods = map[string]bool{
 	"InstanceTypeByProviderID": true, "CurrentNodeName": true, "InstanceExistsByProviderID": true,
 	"InstanceShutdownByProviderID": true, "InstanceExists": true, "InstanceShutdown": true,
 	"InstanceMetadata": true, "ListInstances": true, "GetZone": true, "GetZoneByProviderID": true,
-	"GetZoneByNodeName": true, "ListClusters": true, "Master": true, "PlanLoadBalancer": true,
+	"GetZoneByNodeName": true, "ListClusters": true, "Master": true, "PlanLoadBalancer": true, "PlanLoadBalancerEndpoints": true,
 	"UnknownAnnotations": true, "LoadBalancerIPFamilies": true, "EndpointTargets": true,
 }
 
@@ -416,6 +421,11 @@ func (p *inSync) PlanLoadBalancer(context.Context, string, *corev1.Service, []*c
 	return nil, nil
 }
 
+func (p *inSync) PlanLoadBalancerEndpoints(context.Context, string, *corev1.Service, cloud.EndpointSet) ([]string, error) {
+	p.hit("PlanLoadBalancerEndpoints")
+	return nil, nil
+}
+
 func TestObserveEnsureInSyncPlansNothing(t *testing.T) {
 	t.Parallel()
 	p := &inSync{}
@@ -433,10 +443,39 @@ func TestObserveEnsureInSyncPlansNothing(t *testing.T) {
 	if err := lb.UpdateLoadBalancer(context.Background(), "c", svc, nil); err != nil {
 		t.Fatalf("update in sync: %v", err)
 	}
-	if p.reached("EnsureLoadBalancer") || p.reached("UpdateLoadBalancer") {
+	et, ok := c.EndpointTargeter()
+	if !ok {
+		t.Fatal("no endpoint targets over a provider that has them")
+	}
+	if st, err := et.EnsureLoadBalancerEndpoints(context.Background(), "c", svc, nil); err != nil || st == nil || st.Ingress[0].IP != "192.0.2.1" {
+		t.Fatalf("endpoint ensure in sync: %v, %v", st, err)
+	}
+	if p.reached("EnsureLoadBalancer") || p.reached("UpdateLoadBalancer") || p.reached("EnsureLoadBalancerEndpoints") {
 		t.Error("a mutating call reached the provider")
 	}
 	if n := len(rec.Changes()); n != 0 {
 		t.Errorf("%d changes planned for a load balancer in sync: %v", n, rec.Changes())
+	}
+}
+
+// With the provider's EndpointPlanner, an endpoint ensure of an existing
+// load balancer records the provider's plan as the change.
+func TestObserveEndpointEnsurePlansTheProvidersDiff(t *testing.T) {
+	t.Parallel()
+	p := &everything{}
+	rec, err := observe.NewRecorder(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := stack(t, p, rec)
+	et, _ := c.EndpointTargeter()
+	svc := argFor(reflect.TypeFor[*corev1.Service]()).Interface().(*corev1.Service)
+	ctx := argFor(reflect.TypeFor[context.Context]()).Interface().(context.Context)
+	if _, err := et.EnsureLoadBalancerEndpoints(ctx, "c", svc, nil); !errors.Is(err, observe.ErrObserveOnly) {
+		t.Fatalf("err = %v, want ErrObserveOnly", err)
+	}
+	changes := rec.Changes()
+	if len(changes) != 1 || !strings.Contains(changes[0].Diff, "+[192.0.2.10:8080 ready]") || p.reached("EnsureLoadBalancerEndpoints") {
+		t.Errorf("planned %+v, want the provider's plan, nothing made", changes)
 	}
 }

@@ -33,21 +33,38 @@ type endpointTargeter struct {
 }
 
 // EnsureLoadBalancerEndpoints is recorded as the creation of a load
-// balancer with these endpoints, or as an update to them: the planner
-// extension speaks of nodes, so whether an existing load balancer already
-// has them is not known, and the update is planned whatever it holds.
+// balancer with these endpoints, or, with the provider's EndpointPlanner,
+// as the update it says it would make (none when in sync); without the
+// planner, whether an existing load balancer already has them is not
+// known, and an update is planned whatever it holds.
 func (w *endpointTargeter) EnsureLoadBalancerEndpoints(ctx context.Context, cluster string, svc *corev1.Service, set cloud.EndpointSet) (*corev1.LoadBalancerStatus, error) {
 	const op = "EnsureLoadBalancerEndpoints"
 	ch := lbChange(w.lb.GetLoadBalancerName(ctx, cluster, svc), svc)
-	_, exists, err := w.lb.GetLoadBalancer(ctx, cluster, svc)
+	st, exists, err := w.lb.GetLoadBalancer(ctx, cluster, svc)
 	if err != nil {
 		return nil, err
 	}
-	ch.Action = ActionUpdate
 	if !exists {
 		ch.Action = ActionCreate
+		ch.Diff = "ports " + ports(svc) + ", endpoints [" + endpointList(set) + "]"
+		return nil, w.lb.c.refuse(ctx, op, ch)
 	}
-	ch.Diff = "ports " + ports(svc) + ", endpoints [" + endpointList(set) + "]"
+	ch.Action = ActionUpdate
+	planner, ok := w.EndpointTargeter.(cloud.EndpointPlanner)
+	if !ok {
+		ch.Diff = "unknown: the provider cannot plan (no EndpointPlanner); endpoints [" + endpointList(set) + "]"
+		return nil, w.lb.c.refuse(ctx, op, ch)
+	}
+	diff, err := planner.PlanLoadBalancerEndpoints(ctx, cluster, svc, set)
+	if err != nil {
+		return nil, err
+	}
+	if len(diff) == 0 {
+		// In sync: answered as the provider would, so the controller
+		// carries on as beside an up-to-date load balancer.
+		return st, nil
+	}
+	ch.Diff = strings.Join(diff, "; ")
 	return nil, w.lb.c.refuse(ctx, op, ch)
 }
 

@@ -79,3 +79,14 @@ type EndpointTargeter interface {
 	// targets in place, keeping its VIPs.
 	EnsureLoadBalancerEndpoints(ctx context.Context, clusterName string, svc *corev1.Service, endpoints EndpointSet) (*corev1.LoadBalancerStatus, error)
 }
+
+// EndpointPlanner is an optional extension of an EndpointTargeter that
+// makes observe mode exact for endpoint targets, as LoadBalancerPlanner
+// does for node targets: PlanLoadBalancerEndpoints answers what
+// EnsureLoadBalancerEndpoints would change for an existing load balancer,
+// without changing it, as human-readable "what: old → new" lines; none
+// when it is in sync. Without it, observe mode plans an update of every
+// existing endpoint-target load balancer it is asked to ensure.
+type EndpointPlanner interface {
+	PlanLoadBalancerEndpoints(ctx context.Context, clusterName string, svc *corev1.Service, endpoints EndpointSet) ([]string, error)
+}

@@ -13,6 +13,7 @@ import (
 )
 
 var _ cloud.LoadBalancerPlanner = (*loadBalancers)(nil)
+var _ cloud.EndpointPlanner = (*loadBalancers)(nil)
 
 // PlanLoadBalancer says what EnsureLoadBalancer would change, with reads
 // only: the same desired spec, compared by specChanges as specEqual does.
@@ -47,8 +48,8 @@ func (l *loadBalancers) PlanLoadBalancer(ctx context.Context, clusterName string
 // PlanLoadBalancerEndpoints says what EnsureLoadBalancerEndpoints would
 // change, with reads only, for observe mode: the endpoints added and
 // removed per listener (with their conditions), and any other setting.
-// It is not part of cloud.LoadBalancerPlanner, whose plans are of node
-// targets; a caller finds it by its signature.
+// It implements cloud.EndpointPlanner (cloud.LoadBalancerPlanner's plans
+// are of node targets).
 func (l *loadBalancers) PlanLoadBalancerEndpoints(ctx context.Context, clusterName string, svc *corev1.Service, endpoints cloud.EndpointSet) ([]string, error) {
 	if endpoints == nil {
 		endpoints = cloud.EndpointSet{}

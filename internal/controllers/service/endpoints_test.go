@@ -336,3 +336,18 @@ func TestEndpointTargetsByDefault(t *testing.T) {
 		t.Errorf("a Service that opts out: %+v, want node targets", b)
 	}
 }
+
+// `stratus explain` says what an endpoint-target load balancer targets.
+func TestExplainEndpointTargets(t *testing.T) {
+	t.Parallel()
+	yes, no := ptr.To(true), ptr.To(false)
+	s := slice("ns", "web", "web-1", discoveryv1.AddressTypeIPv4, map[string]int32{"http": 8080}, ep("10.64.0.5", yes, yes, no))
+	h := endpointHarness(t, lbService("ns", "web", noNodePorts), node("n1"), s)
+	if err := h.reconcile("ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Join(h.c.describeService(context.Background(), serviceRef(nn("ns/web"))), "\n")
+	if !strings.Contains(lines, "targets 1 endpoints (endpoint targets): http=10.64.0.5:8080") {
+		t.Errorf("explain says %q", lines)
+	}
+}

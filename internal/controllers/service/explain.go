@@ -3,7 +3,10 @@ package service
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,10 +51,26 @@ func (c *Controller) describeService(_ context.Context, ref explain.Ref) []strin
 	if st == nil {
 		return nil
 	}
+	if st.targets == targetEndpoints {
+		var eps []string
+		for port, list := range st.endpoints {
+			for _, e := range list {
+				eps = append(eps, fmt.Sprintf("%s=%s", port, net.JoinHostPort(e.Address, strconv.Itoa(int(e.Port)))))
+			}
+		}
+		sort.Strings(eps)
+		return []string{
+			"load balancer ingress: " + ingressString(st.status.Ingress),
+			fmt.Sprintf("load balancer targets %d endpoints (endpoint targets): %s", len(eps), strings.Join(firstN(eps, maxNamesExplained), ", ")),
+		}
+	}
 	names := sortedKeys(st.nodes.ids)
 	lines := []string{
 		"load balancer ingress: " + ingressString(st.status.Ingress),
 		fmt.Sprintf("load balancer targets %d nodes: %s", len(names), strings.Join(firstN(names, maxNamesExplained), ", ")),
+	}
+	if st.fallback != "" {
+		lines = append(lines, "it targets nodes, not the Service's endpoints: "+st.fallback)
 	}
 	if cur := c.nodes.snapshot(); !sameNodes(st.nodes, cur) {
 		lines = append(lines, fmt.Sprintf("the eligible node set has changed since (%d nodes now); the next node pass updates it", len(cur.ids)))

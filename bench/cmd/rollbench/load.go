@@ -26,10 +26,14 @@ const (
 	maxFailureTimes = 50
 )
 
+// greetingPrefix starts the demo's greeting.
+const greetingPrefix = "hello from pod "
+
 // answer is one request's outcome.
 type answer struct {
 	start, end time.Time
 	pod        string
+	bare       bool
 	err        error
 }
 
@@ -59,13 +63,27 @@ func request(ctx context.Context, addr string) answer {
 		a.err = fmt.Errorf("read: %w", err)
 		return a
 	}
-	a.pod, a.err = parseAnswer(string(body))
+	a.pod, a.bare, a.err = parseAnswer(string(body))
 	return a
 }
 
 // parseAnswer checks an HTTP answer of the demo and returns the pod its
 // greeting names ("hello from pod P on node N").
-func parseAnswer(resp string) (string, error) {
+//
+// A bare greeting, without HTTP, is an answer too: the demo waits 300 ms
+// for a request line and, when none has come (a loaded machine can delay
+// the client that long between connecting and writing), answers with the
+// greeting alone. The pod served the connection; bare tells it apart.
+func parseAnswer(resp string) (pod string, bare bool, err error) {
+	if strings.HasPrefix(resp, greetingPrefix) {
+		pod, err := parseGreeting(resp)
+		return pod, true, err
+	}
+	pod, err = parseHTTPAnswer(resp)
+	return pod, false, err
+}
+
+func parseHTTPAnswer(resp string) (string, error) {
 	head, body, ok := strings.Cut(resp, "\r\n\r\n")
 	status, _, _ := strings.Cut(head, "\r\n")
 	if !strings.HasPrefix(status, "HTTP/1.1 200 ") && !strings.HasPrefix(status, "HTTP/1.0 200 ") {
@@ -82,7 +100,7 @@ func parseAnswer(resp string) (string, error) {
 
 // parseGreeting returns the pod a demo greeting names.
 func parseGreeting(body string) (string, error) {
-	const prefix = "hello from pod "
+	const prefix = greetingPrefix
 	i := strings.Index(body, prefix)
 	if i < 0 {
 		return "", fmt.Errorf("not a greeting: %q", truncate(body, 60))
@@ -129,13 +147,19 @@ func errKind(err error) string {
 // connection and in its own goroutine, so that one slow answer delays no
 // other request.
 type load struct {
-	mu         sync.Mutex
-	sent, slow int
-	failures   map[string]int
-	first      map[string]time.Time
+	mu               sync.Mutex
+	sent, slow, bare int
+	failures         map[string]int
+	first            map[string]time.Time
 	// failedAt is when the first failures' requests started, to tell
 	// when in a rolling update they happened.
-	failedAt []time.Time
+	failedAt []failure
+}
+
+// failure is when a failed request started, and its cause.
+type failure struct {
+	at   time.Time
+	kind string
 }
 
 func newLoad() *load {
@@ -166,14 +190,18 @@ func (l *load) record(a answer) {
 	defer l.mu.Unlock()
 	l.sent++
 	if a.err != nil {
-		l.failures[errKind(a.err)]++
+		kind := errKind(a.err)
+		l.failures[kind]++
 		if len(l.failedAt) < maxFailureTimes {
-			l.failedAt = append(l.failedAt, a.start)
+			l.failedAt = append(l.failedAt, failure{at: a.start, kind: kind})
 		}
 		return
 	}
 	if a.end.Sub(a.start) > slowAnswer {
 		l.slow++
+	}
+	if a.bare {
+		l.bare++
 	}
 	// The request's start, not its end: the connection was sent to the
 	// pod when it was set up.
@@ -184,18 +212,18 @@ func (l *load) record(a answer) {
 
 // loadSummary is what a load saw.
 type loadSummary struct {
-	sent, failed, slow int
-	failures           map[string]int
+	sent, failed, slow, bare int
+	failures                 map[string]int
 	// first is, per pod, the start of the first request it answered.
 	first    map[string]time.Time
-	failedAt []time.Time
+	failedAt []failure
 }
 
 func (l *load) summary() loadSummary {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := loadSummary{sent: l.sent, slow: l.slow, failures: map[string]int{}, first: map[string]time.Time{},
-		failedAt: append([]time.Time(nil), l.failedAt...)}
+	s := loadSummary{sent: l.sent, slow: l.slow, bare: l.bare, failures: map[string]int{}, first: map[string]time.Time{},
+		failedAt: append([]failure(nil), l.failedAt...)}
 	for k, v := range l.failures {
 		s.failures[k] = v
 		s.failed += v

@@ -44,16 +44,16 @@ func (r rolloutResult) lbWrites() int64 {
 
 // summary is a line for the log, with when each failure happened.
 func (r rolloutResult) summary() string {
-	s := fmt.Sprintf("%d requests, %d failed %v, %d slow; %d load-balancer writes %v, %d cloud calls in all; rolled out in %v, churn %v; %d new pods, %d unanswered; ready→first answer p50 %v max %v",
-		r.load.sent, r.load.failed, r.load.failures, r.load.slow, r.lbWrites(), r.calls, r.allCalls,
+	s := fmt.Sprintf("%d requests, %d failed %v, %d slow, %d bare; %d load-balancer writes %v, %d cloud calls in all; rolled out in %v, churn %v; %d new pods, %d unanswered; ready→first answer p50 %v max %v",
+		r.load.sent, r.load.failed, r.load.failures, r.load.slow, r.load.bare, r.lbWrites(), r.calls, r.allCalls,
 		r.rollout.Round(time.Millisecond), r.churn.Round(time.Millisecond), r.newPods, r.unanswered,
 		percentile(r.fromSeen, 50).Round(time.Millisecond), percentile(r.fromSeen, 100).Round(time.Millisecond))
 	if len(r.load.failedAt) > 0 {
 		at := make([]string, len(r.load.failedAt))
-		for i, t := range r.load.failedAt {
-			at[i] = "+" + t.Sub(r.start).Round(10*time.Millisecond).String()
+		for i, f := range r.load.failedAt {
+			at[i] = "+" + f.at.Sub(r.start).Round(10*time.Millisecond).String() + " " + f.kind
 		}
-		s += "; failures at " + strings.Join(at, " ")
+		s += "; failures at " + strings.Join(at, ", ")
 	}
 	return s
 }
@@ -67,6 +67,7 @@ type modeResult struct {
 // aggregate is a mode's figures over its rolling updates.
 type aggregate struct {
 	rollouts, sent, failed, slow   int
+	bare                           int
 	failures                       map[string]int
 	newPods, unanswered            int
 	writes, all                    spread
@@ -110,6 +111,7 @@ func (m modeResult) aggregate() aggregate {
 		a.sent += r.load.sent
 		a.failed += r.load.failed
 		a.slow += r.load.slow
+		a.bare += r.load.bare
 		for k, v := range r.load.failures {
 			a.failures[k] += v
 		}
@@ -178,6 +180,7 @@ func printTable(w io.Writer, rs []modeResult, o options, args []string) {
 	row("requests sent", func(a aggregate) string { return strconv.Itoa(a.sent) })
 	row("requests failed", func(a aggregate) string { return failedCell(a) })
 	row("answers slower than 1 s", func(a aggregate) string { return strconv.Itoa(a.slow) })
+	row("answers as the bare greeting (the request line later than 300 ms, see below)", func(a aggregate) string { return strconv.Itoa(a.bare) })
 	row("load-balancer writes per rolling update (Create/Update/DeleteLoadBalancer), mean (least–most)", func(a aggregate) string { return a.writes.String() })
 	row("… of which UpdateLoadBalancer, all rolling updates", func(a aggregate) string { return strconv.FormatInt(a.byOp["UpdateLoadBalancer"], 10) })
 	row("all cloud calls per rolling update (reads, instances, routes too)", func(a aggregate) string { return a.all.String() })

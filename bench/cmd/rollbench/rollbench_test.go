@@ -17,7 +17,10 @@ import (
 func TestParseAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		in, pod, err string
+		bare         bool
 	}{
+		{in: "hello from pod roll-endpoints-1 on node real-02\n", pod: "roll-endpoints-1", bare: true},
+		{in: "hello from pod \n", err: "not a greeting", bare: true},
 		{in: "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 44\r\nConnection: close\r\n\r\nhello from pod roll-nodes-7d9f-abcde on node real-01\n", pod: "roll-nodes-7d9f-abcde"},
 		{in: "HTTP/1.1 503 Service Unavailable\r\n\r\n", err: `status "HTTP/1.1 503 Service Unavailable"`},
 		{in: "", err: "empty answer"},
@@ -25,7 +28,10 @@ func TestParseAnswer(t *testing.T) {
 		{in: "HTTP/1.1 200 OK\r\n\r\n10.250.1.1\n", err: "not a greeting"},
 		{in: "HTTP/1.1 200 OK\r\n\r\nhello from pod x\n", err: "not a greeting"},
 	} {
-		pod, err := parseAnswer(tc.in)
+		pod, bare, err := parseAnswer(tc.in)
+		if bare != tc.bare {
+			t.Errorf("parseAnswer(%q): bare %v, want %v", tc.in, bare, tc.bare)
+		}
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("parseAnswer(%q) = %q, %v; want an error with %q", tc.in, pod, err, tc.err)

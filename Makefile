@@ -213,12 +213,18 @@ $(BIN)/images/e2e/pause.tar: $(BIN)/images/pause.tar
 	mkdir -p $(BIN)/images/e2e
 	cd hack/images && $(GO) run ./cmd/ociimage -binary $(BIN)/images/pause -tag $(PAUSE_IMAGE) -out $@
 
-# conformance runs Kubernetes' LoadBalancer e2e specs (CONFORMANCE_FOCUS,
-# CONFORMANCE_SKIP) against a sandbox of real nodes only, with Stratus and
-# localcloud, and writes _artifacts/conformance/report.md (hack/conformance/run.sh).
+# conformance runs Kubernetes' LoadBalancer e2e specs against a sandbox of
+# real nodes only, IPv4, with Stratus and localcloud, then the dual-stack
+# specs against a dual-stack one, and writes _artifacts/conformance/report.md
+# and dualstack/report.md (hack/conformance/run.sh). With CONFORMANCE_FOCUS
+# set it runs that focus once (CONFORMANCE_SKIP, CONFORMANCE_IP_FAMILY,
+# CONFORMANCE_CCM_ARGS as run.sh reads them).
 .PHONY: conformance
 conformance: tools build e2e-test e2e-images
-	hack/conformance/run.sh
+	@if [ -n "$$CONFORMANCE_FOCUS" ]; then hack/conformance/run.sh; else rc=0; \
+		CONFORMANCE_IP_FAMILY=$${CONFORMANCE_IP_FAMILY:-ipv4} hack/conformance/run.sh || rc=1; \
+		CONFORMANCE_DIR=$${CONFORMANCE_DIR:-$(CURDIR)/_artifacts/conformance}/dualstack CONFORMANCE_IP_FAMILY=dual \
+			CONFORMANCE_FOCUS='\[Feature:IPv6DualStack\]' hack/conformance/run.sh || rc=1; exit $$rc; fi
 
 $(BIN)/golangci-lint:
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

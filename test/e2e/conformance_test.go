@@ -13,19 +13,22 @@ import (
 )
 
 // conformanceSubset is the part of `make conformance` that `make test`
-// runs: three of Kubernetes' own LoadBalancer specs, through
+// runs: four of Kubernetes' own LoadBalancer specs, through
 // hack/conformance/run.sh as `make conformance` runs them all: pods
 // reaching an externalTrafficPolicy Local load balancer, the cleanup
 // finalizer, and a load balancer with TCP and UDP on one port, which exec
 // pods reach by the Service's name (the cluster DNS; about 15 s); and the
 // dual-stack spec that the sandbox of real nodes alone is dual-stack (a
-// node with an address of each family; no pod, under a second).
+// node with an address of each family; no pod, under a second); and the
+// load balancer without node ports, whose targets are the pod (endpoint
+// targets through localcloud's route table; about 10 s).
 // e2e.test v1.37 moved the [Slow] label to the end of the spec's text, so
 // the focus does not depend on where the labels stand.
 const conformanceSubset = `ExternalTrafficPolicy: Local \[Feature:LoadBalancer\] .*should work from pods|` +
 	`\[Feature:LoadBalancer\] should handle load balancer cleanup finalizer for service|` +
 	`\[sig-network\] Services should serve endpoints on same port and different protocol for internal traffic on Type LoadBalancer|` +
-	`should have at least one dual-stack node`
+	`should have at least one dual-stack node|` +
+	`should be able to create LoadBalancer Service without NodePort and change it`
 
 // TestConformanceSubset runs Kubernetes' e2e.test, with the provider
 // setting third-party CCMs use, against a sandbox of real nodes with
@@ -54,7 +57,7 @@ func TestConformanceSubset(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no report: %v\n%s\n%s", err, output, tailFile(filepath.Join(out, "sandbox.log")))
 	}
-	if runErr != nil || !strings.Contains(string(report), "4 passed, 0 failed, 0 skipped of 4 selected") {
+	if runErr != nil || !strings.Contains(string(report), "5 passed, 0 failed, 0 skipped of 5 selected") {
 		t.Fatalf("run.sh: %v\n%s\n%s", runErr, report, tailFile(filepath.Join(out, "e2e.log")))
 	}
 }

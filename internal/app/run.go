@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/stratus-ccm/stratus/internal/app/leader"
@@ -32,6 +33,7 @@ import (
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/internal/controllers/objcache"
+	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/observe"
 	"github.com/stratus-ccm/stratus/pkg/cloud"
@@ -127,7 +129,14 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 			return err
 		}
 	}
-	if err := mgr.Add(leader.NewWarmer(mgr.GetCache(), kindsFor(enabled, table), lock, lead, synced)); err != nil {
+	kinds := kindsFor(enabled, table)
+	if _, ok := c.EndpointTargeter(); ok && o.CloudExtensions && slices.Contains(enabled, service.ControllerName) {
+		// The service controller watches EndpointSlices only with the
+		// provider's endpoint-target extension (service.Watches cannot
+		// know): a standby fills that cache too.
+		kinds = append(kinds, &discoveryv1.EndpointSlice{})
+	}
+	if err := mgr.Add(leader.NewWarmer(mgr.GetCache(), kinds, lock, lead, synced)); err != nil {
 		return fmt.Errorf("add cache warmer: %w", err)
 	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics, Explain: explained, Fence: fence}

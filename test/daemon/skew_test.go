@@ -53,6 +53,7 @@ var gaAPIs = map[string][]string{
 	"v1": {"configmaps", "events", "nodes", "nodes/status", "serviceaccounts", "serviceaccounts/token",
 		"services", "services/status"},
 	"coordination.k8s.io/v1":   {"leases"},
+	"discovery.k8s.io/v1":      {"endpointslices"},
 	"authentication.k8s.io/v1": {"tokenreviews"},
 	"authorization.k8s.io/v1":  {"subjectaccessreviews", "selfsubjectaccessreviews"},
 }

@@ -33,6 +33,8 @@ import (
 	"github.com/stratus-ccm/stratus/internal/cloudwrap"
 	"github.com/stratus-ccm/stratus/internal/controllers/nodeipam"
 	"github.com/stratus-ccm/stratus/internal/controllers/objcache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/stratus-ccm/stratus/internal/controllers/service"
 	"github.com/stratus-ccm/stratus/internal/explain"
 	"github.com/stratus-ccm/stratus/internal/observe"
@@ -129,14 +131,7 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 			return err
 		}
 	}
-	kinds := kindsFor(enabled, table)
-	if _, ok := c.EndpointTargeter(); ok && o.CloudExtensions && slices.Contains(enabled, service.ControllerName) {
-		// The service controller watches EndpointSlices only with the
-		// provider's endpoint-target extension (service.Watches cannot
-		// know): a standby fills that cache too.
-		kinds = append(kinds, &discoveryv1.EndpointSlice{})
-	}
-	if err := mgr.Add(leader.NewWarmer(mgr.GetCache(), kinds, lock, lead, synced)); err != nil {
+	if err := mgr.Add(leader.NewWarmer(mgr.GetCache(), warmKinds(enabled, table, c, o.CloudExtensions), lock, lead, synced)); err != nil {
 		return fmt.Errorf("add cache warmer: %w", err)
 	}
 	cc := ControllerContext{Manager: mgr, Cloud: c, Options: o, ClusterName: o.ClusterName, Metrics: deps.Metrics, Explain: explained, Fence: fence}
@@ -524,3 +519,15 @@ func (r *controllersRunnable) start(ctx context.Context, names []string) error {
 
 // errNoKubeconfig explains what to give when no API server can be found.
 var errNoKubeconfig = errors.New("no API server configuration: not in a cluster, and neither --kubeconfig, --master nor $KUBECONFIG is set")
+
+// warmKinds are the kinds a standby fills before it leads: the enabled
+// controllers' watches, and EndpointSlices when the service controller
+// will watch them, with the provider's endpoint-target extension
+// (service.Watches cannot know).
+func warmKinds(enabled []string, table []controllerEntry, c cloud.Cloud, extensions bool) []client.Object {
+	kinds := kindsFor(enabled, table)
+	if _, ok := c.EndpointTargeter(); ok && extensions && slices.Contains(enabled, service.ControllerName) {
+		kinds = append(kinds, &discoveryv1.EndpointSlice{})
+	}
+	return kinds
+}

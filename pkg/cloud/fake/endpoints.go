@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stratus-ccm/stratus/pkg/cloud"
 )
@@ -37,9 +36,6 @@ func (c *Cloud) EnsureLoadBalancerEndpoints(ctx context.Context, cluster string,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.balancerLocked(ctx, cluster, svc)
-	b.Service = types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
-	b.UID = svc.UID
-	b.Ports = append([]corev1.ServicePort(nil), svc.Spec.Ports...)
 	b.Hosts, b.Backends, b.Endpoints = nil, nil, eps
 	st := *b.Status.DeepCopy()
 	return &st, nil

@@ -80,17 +80,14 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, cluster string, svc *cor
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.balancerLocked(ctx, cluster, svc)
-	b.Service = types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
-	b.UID = svc.UID
-	b.Ports = append([]corev1.ServicePort(nil), svc.Spec.Ports...)
 	b.Hosts, b.Backends, b.Endpoints = nodeNames(nodes, true), c.targets(nodes), nil
 	st := *b.Status.DeepCopy()
 	return &st, nil
 }
 
 // balancerLocked returns the Service's load balancer, made if it is new,
-// with its addresses for the Service's families and any status SetStatus
-// gave it.
+// with its addresses for the Service's families, any status SetStatus
+// gave it, and the Service's name, UID and ports: what both ensures record.
 func (c *Cloud) balancerLocked(ctx context.Context, cluster string, svc *corev1.Service) *Balancer {
 	if c.balancers == nil {
 		c.balancers = map[string]*Balancer{}
@@ -109,6 +106,9 @@ func (c *Cloud) balancerLocked(ctx context.Context, cluster string, svc *corev1.
 	if st, ok := c.statuses[serviceOf(svc)]; ok {
 		b.Status = *st.DeepCopy()
 	}
+	b.Service = types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	b.UID = svc.UID
+	b.Ports = append([]corev1.ServicePort(nil), svc.Spec.Ports...)
 	return b
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -151,6 +152,25 @@ func Run(ctx context.Context, o *options.Options, deps Deps) error {
 		return fmt.Errorf("controller manager: %w", err)
 	}
 	return gaveUp(mgrCtx)
+}
+
+// addDeletionCost has the leader mark its own pod to be replaced last
+// (leader.DeletionCost), when this replica campaigns and the chart told it
+// its pod's name.
+func addDeletionCost(mgr manager.Manager, lock *leader.Lock, restCfg *rest.Config) error {
+	if lock == nil {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("pod deletion cost client: %w", err)
+	}
+	if d := leader.NewDeletionCost(cs.CoreV1(), os.Getenv(leader.EnvPodNamespace), os.Getenv(leader.EnvPodName)); d != nil {
+		if err := mgr.Add(d); err != nil {
+			return fmt.Errorf("add pod deletion cost: %w", err)
+		}
+	}
+	return nil
 }
 
 // gaveUp is the fence's refusal that ended the manager, if one did: a
@@ -392,6 +412,9 @@ func newManager(o *options.Options, restCfg *rest.Config, lock *leader.Lock, lea
 	mgr, err := manager.New(restCfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)
+	}
+	if err := addDeletionCost(mgr, lock, restCfg); err != nil {
+		return nil, err
 	}
 	return mgr, nil
 }

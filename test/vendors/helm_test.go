@@ -228,8 +228,11 @@ func TestChartValuesApplyStrictly(t *testing.T) {
 	switch {
 	case spec.ServiceAccountName != "stratus-ccm":
 		t.Errorf("serviceAccountName %q, want stratus-ccm", spec.ServiceAccountName)
-	case len(c.Env) != 1 || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.SecretKeyRef == nil || c.Env[0].ValueFrom.SecretKeyRef.Name != "hcloud":
-		t.Errorf("env %+v, want HCLOUD_TOKEN from the Secret hcloud", c.Env)
+	// POD_NAME and POD_NAMESPACE (the chart's own, for the leader's pod
+	// mark), then extraEnv.
+	case len(c.Env) != 3 || c.Env[0].Name != "POD_NAME" || c.Env[1].Name != "POD_NAMESPACE" ||
+		c.Env[2].ValueFrom == nil || c.Env[2].ValueFrom.SecretKeyRef == nil || c.Env[2].ValueFrom.SecretKeyRef.Name != "hcloud":
+		t.Errorf("env %+v, want POD_NAME, POD_NAMESPACE, then HCLOUD_TOKEN from the Secret hcloud", c.Env)
 	case len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != "provider-env":
 		t.Errorf("envFrom %+v, want the Secret provider-env", c.EnvFrom)
 	case len(spec.Volumes) != 1 || spec.Volumes[0].ConfigMap == nil || len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/etc/cloud-ca":

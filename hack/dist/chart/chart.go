@@ -139,10 +139,11 @@ func Variants() []Variant {
 		{File: "stratus.yaml"},
 		{File: "daemonset/stratus.yaml", Options: Options{Values: map[string]any{"kind": "DaemonSet"}}},
 		// The RBAC of an install with every controller on, routes and
-		// node IPAM included: what the sandbox and the e2e tests apply.
+		// node IPAM included, and the admission policy that narrows the
+		// leader's pod patch: what the sandbox and the e2e tests apply.
 		{File: "rbac/all-controllers.yaml", Options: Options{
 			Values:   map[string]any{"allocateNodeCIDRs": true, "configureCloudRoutes": true, "clusterCIDR": "10.244.0.0/16"},
-			ShowOnly: []string{"templates/rbac.yaml"},
+			ShowOnly: []string{"templates/rbac.yaml", "templates/leaderpodmark.yaml"},
 		}},
 		{File: "monitoring/stratus-monitoring.yaml", Options: monitoringOptions},
 		// The same dashboard and alerts as plain files, for a Grafana

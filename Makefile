@@ -53,7 +53,7 @@ FORCE:
 # tools builds only what is missing or older than hack/tools' go.mod/go.sum,
 # after installing the few system programs a real node needs and Go cannot
 # build (hack/install-deps.sh: runc, iptables, nftables, conntrack).
-tools: deps $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm $(BIN)/helm node-tools skew-tools
+tools: deps $(BIN)/cyclonedx-gomod $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kwok $(BIN)/upstream-ccm $(BIN)/helm node-tools skew-tools
 
 # The real nodes' programs: kubelet, kube-proxy, kube-controller-manager and
 # kube-scheduler from the same k8s.io/kubernetes as kube-apiserver,

@@ -31,6 +31,11 @@ type Options struct {
 	Platforms []string
 	// SBOMTool is the cyclonedx-gomod binary.
 	SBOMTool string
+	// Unreleased takes the release notes from CHANGELOG.md's [Unreleased]
+	// section: a build of a commit between releases under a pre-release
+	// version (the upgrade test's "current release"); refused for a
+	// version without a pre-release part, which must have its own section.
+	Unreleased bool
 	// Log receives progress.
 	Log io.Writer
 }
@@ -65,7 +70,14 @@ func Check(ctx context.Context, o Options) (Version, string, error) {
 	if err != nil {
 		return Version{}, "", fmt.Errorf("CHANGELOG.md at %s: %w", o.Commit, err)
 	}
-	notes, err := Section([]byte(changelog), v.String())
+	section := v.String()
+	if o.Unreleased {
+		if v.Prerelease == "" {
+			return Version{}, "", fmt.Errorf("VERSION %s: the [%s] notes go only with a pre-release version (%s-dev.1)", v, Unreleased, v)
+		}
+		section = Unreleased
+	}
+	notes, err := Section([]byte(changelog), section)
 	if err != nil {
 		return Version{}, "", fmt.Errorf("release %s (from %s's CHANGELOG.md): %w", v, o.Commit, err)
 	}

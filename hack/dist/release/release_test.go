@@ -207,4 +207,13 @@ func TestCheck(t *testing.T) {
 	if v.String() != "v0.2.0" || !strings.HasPrefix(notes, "## [v0.2.0]") {
 		t.Errorf("Check(v0.2.0) = %v, notes starting %.40q", v, notes)
 	}
+	// A build between releases: [Unreleased] only under a pre-release.
+	o.Unreleased = true
+	if _, _, err := Check(t.Context(), o); err == nil || !strings.Contains(err.Error(), "only with a pre-release version") {
+		t.Errorf("Check(v0.2.0, unreleased): %v, want a refusal", err)
+	}
+	o.Version = "v0.3.0-dev.1"
+	if _, notes, err := Check(t.Context(), o); err != nil || !strings.HasPrefix(notes, "## [Unreleased]") {
+		t.Errorf("Check(v0.3.0-dev.1, unreleased) = notes starting %.40q, %v; want the [Unreleased] section", notes, err)
+	}
 }

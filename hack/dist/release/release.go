@@ -36,6 +36,10 @@ type Options struct {
 	// version (the upgrade test's "current release"); refused for a
 	// version without a pre-release part, which must have its own section.
 	Unreleased bool
+	// Record, when set, is the file that names the last release ("vX.Y.Z
+	// COMMIT"), which the upgrade test upgrades from: a release (not a
+	// pre-release) rewrites it once built.
+	Record string
 	// Log receives progress.
 	Log io.Writer
 }
@@ -124,7 +128,22 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return res, err
 		}
 	}
-	return res, WriteSums(res.Dir)
+	if err := WriteSums(res.Dir); err != nil {
+		return res, err
+	}
+	return res, record(o.Record, v, c)
+}
+
+// record names v, built from c, as the last release in file, unless v is a
+// pre-release or no file is given.
+func record(file string, v Version, c Commit) error {
+	if file == "" || v.Prerelease != "" {
+		return nil
+	}
+	if err := os.WriteFile(file, []byte(v.String()+" "+c.Hash+"\n"), 0o644); err != nil { //nolint:gosec // a file of the repository
+		return fmt.Errorf("record the release: %w", err)
+	}
+	return nil
 }
 
 // builder holds one release's inputs while its parts are built.

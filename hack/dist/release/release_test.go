@@ -217,3 +217,21 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Check(v0.3.0-dev.1, unreleased) = notes starting %.40q, %v; want the [Unreleased] section", notes, err)
 	}
 }
+
+func TestRecord(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "last-release")
+	c := Commit{Hash: "0123456789abcdef0123456789abcdef01234567"}
+	if err := record(file, Version{Major: "0", Minor: "3", Patch: "0", Prerelease: "rc.1"}, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("a pre-release was recorded as the last release: %v", err)
+	}
+	if err := record(file, Version{Major: "0", Minor: "3", Patch: "0"}, c); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "v0.3.0 "+c.Hash+"\n" {
+		t.Fatalf("recorded %q, %v", b, err)
+	}
+}

@@ -34,6 +34,7 @@ func run(ctx context.Context) error {
 	flag.StringVar(&o.Repository, "repository", "ghcr.io/stratus-ccm/stratus", "the image repository")
 	flag.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "comma-separated os/arch list")
 	flag.StringVar(&o.SBOMTool, "sbom-tool", "", "the cyclonedx-gomod binary")
+	flag.StringVar(&o.Record, "record", "", "the file naming the last release (hack/release/last-release), rewritten by a release")
 	flag.BoolVar(&o.Unreleased, "unreleased", false, "take the notes from CHANGELOG.md's [Unreleased] section (pre-release versions only)")
 	flag.Parse()
 	for _, p := range strings.Split(platforms, ",") {

@@ -263,7 +263,7 @@ test-deps:
 test-main:
 	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/test/e2e$$')
 test-e2e:
-	$(GO) test $(TEST_FLAGS) ./test/e2e
+	$(GO) test $(TEST_FLAGS) -timeout 30m ./test/e2e
 test-dist:
 	cd hack/dist && $(GO) test $(DIST_TEST_FLAGS) ./...
 test-images:

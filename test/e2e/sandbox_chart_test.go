@@ -152,7 +152,8 @@ func sandboxChartPods(ctx context.Context, t *testing.T, cs kubernetes.Interface
 // sandbox's admin (delegated authentication and authorization), who it
 // is: exactly one leads, and it holds the Lease; so the Lease's holder is
 // a pod, and no other controller manager runs.
-func checkPodLeads(ctx context.Context, t *testing.T, state string, cs kubernetes.Interface, pods []corev1.Pod) {
+// It returns the leading pod.
+func checkPodLeads(ctx context.Context, t *testing.T, state string, cs kubernetes.Interface, pods []corev1.Pod) corev1.Pod {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, "kubeconfig"))
 	if err != nil {
@@ -167,6 +168,7 @@ func checkPodLeads(ctx context.Context, t *testing.T, state string, cs kubernete
 	tlsCfg.RootCAs, tlsCfg.InsecureSkipVerify = nil, true
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: true}, Timeout: 5 * time.Second}
 	var leaders []string
+	var leading corev1.Pod
 	last := ""
 	waitCond(ctx, t, "one chart pod leading and holding the Lease", time.Minute, func(ctx context.Context) (bool, error) {
 		leaders = leaders[:0]
@@ -177,7 +179,7 @@ func checkPodLeads(ctx context.Context, t *testing.T, state string, cs kubernete
 				return false, nil
 			}
 			if e.Leading {
-				leaders = append(leaders, e.Replica)
+				leaders, leading = append(leaders, e.Replica), p
 			}
 		}
 		l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
@@ -188,6 +190,7 @@ func checkPodLeads(ctx context.Context, t *testing.T, state string, cs kubernete
 		return len(leaders) == 1 && leaders[0] == *l.Spec.HolderIdentity, nil
 	})
 	t.Logf("%s", last)
+	return leading
 }
 
 // explainAt asks the replica listening at ip, on the chart's secure port,

@@ -381,7 +381,7 @@ RELEASE_MOD := hack/release/go.mod hack/release/go.sum
 .PHONY: release api-check api-baseline lint-release
 release: $(BIN)/cyclonedx-gomod
 	cd hack/dist && $(GO) run ./cmd/release -root ../.. -commit $(RELEASE_COMMIT) -version "$(VERSION)" \
-		-out $(CURDIR)/$(RELEASE_DIR) -repository $(IMAGE_REPOSITORY) -platforms $(IMAGE_PLATFORMS) \
+		-out $(abspath $(RELEASE_DIR)) -repository $(IMAGE_REPOSITORY) -platforms $(IMAGE_PLATFORMS) \
 		-sbom-tool $(BIN)/cyclonedx-gomod -record $(CURDIR)/hack/release/last-release
 
 # cyclonedx-gomod writes the SBOM; hack/release is a module of its own that

@@ -135,10 +135,19 @@ func Run(ctx context.Context, o Options) (Result, error) {
 }
 
 // record names v, built from c, as the last release in file, unless v is a
-// pre-release or no file is given.
+// pre-release, no file is given, or the file names a later release already
+// (a rebuild of an older version, e.g. to compare its digests, is not the
+// last release).
 func record(file string, v Version, c Commit) error {
 	if file == "" || v.Prerelease != "" {
 		return nil
+	}
+	if b, err := os.ReadFile(file); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if last, err := ParseVersion(f[0]); err == nil && v.Less(last) {
+				return nil
+			}
+		}
 	}
 	if err := os.WriteFile(file, []byte(v.String()+" "+c.Hash+"\n"), 0o644); err != nil { //nolint:gosec // a file of the repository
 		return fmt.Errorf("record the release: %w", err)

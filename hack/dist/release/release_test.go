@@ -234,4 +234,18 @@ func TestRecord(t *testing.T) {
 	if b, err := os.ReadFile(file); err != nil || string(b) != "v0.3.0 "+c.Hash+"\n" {
 		t.Fatalf("recorded %q, %v", b, err)
 	}
+	// An older version built again is not the last release; a newer one is.
+	older := Commit{Hash: "1111111111111111111111111111111111111111"}
+	if err := record(file, Version{Major: "0", Minor: "2", Patch: "10"}, older); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "v0.3.0 "+c.Hash+"\n" {
+		t.Fatalf("v0.2.10 replaced the record of v0.3.0: %q", b)
+	}
+	if err := record(file, Version{Major: "0", Minor: "10", Patch: "0"}, older); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "v0.10.0 "+older.Hash+"\n" {
+		t.Fatalf("v0.10.0 not recorded: %q", b)
+	}
 }

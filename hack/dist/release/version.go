@@ -3,6 +3,7 @@ package release
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -48,3 +49,23 @@ func (v Version) String() string {
 // ChartVersion is the version without the v, as Helm's chart versions are
 // written.
 func (v Version) ChartVersion() string { return strings.TrimPrefix(v.String(), "v") }
+
+// Less orders release versions by MAJOR.MINOR.PATCH; the pre-release part
+// is not compared (only releases are recorded).
+func (v Version) Less(w Version) bool {
+	a, b := v.numbers(), w.numbers()
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+func (v Version) numbers() [3]int {
+	var n [3]int
+	for i, s := range []string{v.Major, v.Minor, v.Patch} {
+		n[i], _ = strconv.Atoi(s) // ParseVersion checked they are numbers
+	}
+	return n
+}

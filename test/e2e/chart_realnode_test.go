@@ -313,8 +313,12 @@ func logChartPods(t *testing.T, cs kubernetes.Interface) {
 }
 
 // leaseHolder is the holder of the chart's Lease, or "".
-func (c *realCluster) leaseHolder() string {
-	l, err := c.cs.CoordinationV1().Leases("kube-system").Get(c.ctx, "cloud-controller-manager", metav1.GetOptions{})
+func (c *realCluster) leaseHolder() string { return leaseHolderOf(c.ctx, c.cs) }
+
+// leaseHolderOf is the holder of the Lease kube-system/cloud-controller-manager,
+// or "" when there is none or it cannot be read.
+func leaseHolderOf(ctx context.Context, cs kubernetes.Interface) string {
+	l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}

@@ -81,6 +81,22 @@ func vipOf(ctx context.Context, t *testing.T, cs kubernetes.Interface, name stri
 	return svc.Status.LoadBalancer.Ingress[0].IP
 }
 
+// waitVIP waits for the Service's load balancer and returns its first
+// ingress IP.
+func waitVIP(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) string {
+	t.Helper()
+	var vip string
+	waitCond(ctx, t, "a load balancer for "+name, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		svc, err := cs.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
+			return false, nil
+		}
+		vip = svc.Status.LoadBalancer.Ingress[0].IP
+		return true, nil
+	})
+	return vip
+}
+
 // checkLocalTraffic: hello-local's traffic reaches only the nodes its
 // stand-in pods run on, once the load balancer's health checks have
 // excluded the others.

@@ -83,15 +83,7 @@ func TestSandboxChart(t *testing.T) {
 	pods := sandboxChartPods(ctx, t, cs)
 	checkPodLeads(ctx, t, r.state, cs, pods)
 
-	var vip string
-	waitCond(ctx, t, "a load balancer for "+sandbox.DemoRealService, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		svc, err := cs.CoreV1().Services("default").Get(ctx, sandbox.DemoRealService, metav1.GetOptions{})
-		if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
-			return false, nil
-		}
-		vip = svc.Status.LoadBalancer.Ingress[0].IP
-		return true, nil
-	})
+	vip := waitVIP(ctx, t, cs, sandbox.DemoRealService)
 	var line string
 	waitCond(ctx, t, sandbox.DemoRealService+"'s VIP answering from a real pod", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		l, err := sandbox.Probe(ctx, vip, 80)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/stratus-ccm/stratus/internal/app/leader"
 	"github.com/stratus-ccm/stratus/internal/sandbox"
 	"github.com/stratus-ccm/stratus/internal/teardown"
+	lcclient "github.com/stratus-ccm/stratus/pkg/localcloud/client"
 	"github.com/stratus-ccm/stratus/pkg/testbed"
 )
 
@@ -57,7 +59,12 @@ func TestUpgradeAndRollback(t *testing.T) {
 	ctx := testbed.Context(t, 20*time.Minute)
 	waitReady(ctx, t, p, r.state)
 	cs := kubeClient(t, r.state)
-	u := &upgrade{t: t, ctx: ctx, cs: cs, helm: helm, state: r.state, env: sandboxEnv(t, r.state), home: t.TempDir()}
+	env := sandboxEnv(t, r.state)
+	lc, err := lcclient.New(env["LOCALCLOUD_URL"], env["LOCALCLOUD_TOKEN"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &upgrade{t: t, ctx: ctx, cs: cs, lc: lc, helm: helm, state: r.state, env: env, home: t.TempDir()}
 	for _, rel := range []release{from, to} {
 		u.importImage(rel)
 	}
@@ -113,15 +120,12 @@ func upgradeReleases(t *testing.T, tools string) (from, to release) {
 		t.Fatalf("the last release %q: want \"vX.Y.Z COMMIT\"", spec)
 	}
 	from = buildRelease(t, tools, fields[0], fields[1], false)
-	major, minor, patch := "", "", ""
-	if _, err := fmt.Sscanf(strings.ReplaceAll(strings.TrimPrefix(fields[0], "v"), ".", " "), "%s %s %s", &major, &minor, &patch); err != nil {
-		t.Fatalf("the last release's version %q: %v", fields[0], err)
+	parts := strings.Split(strings.TrimPrefix(fields[0], "v"), ".")
+	patch, err := strconv.Atoi(parts[len(parts)-1])
+	if len(parts) != 3 || err != nil {
+		t.Fatalf("the last release's version %q: want vMAJOR.MINOR.PATCH", fields[0])
 	}
-	var n int
-	if _, err := fmt.Sscanf(patch, "%d", &n); err != nil {
-		t.Fatalf("the last release's version %q: %v", fields[0], err)
-	}
-	to = buildRelease(t, tools, fmt.Sprintf("v%s.%s.%d-upgrade.1", major, minor, n+1), "HEAD", true)
+	to = buildRelease(t, tools, fmt.Sprintf("v%s.%s.%d-upgrade.1", parts[0], parts[1], patch+1), "HEAD", true)
 	return from, to
 }
 
@@ -152,6 +156,7 @@ type upgrade struct {
 	t     *testing.T
 	ctx   context.Context
 	cs    kubernetes.Interface
+	lc    *lcclient.Client
 	helm  string
 	state string
 	env   map[string]string
@@ -224,14 +229,6 @@ func (u *upgrade) waitRevision(rel release) corev1.Pod {
 	return leading
 }
 
-func (u *upgrade) leaseHolder() string {
-	l, err := u.cs.CoordinationV1().Leases("kube-system").Get(u.ctx, "cloud-controller-manager", metav1.GetOptions{})
-	if err != nil || l.Spec.HolderIdentity == nil {
-		u.t.Fatalf("the Lease: %v", err)
-	}
-	return *l.Spec.HolderIdentity
-}
-
 // upgradeServices are the live load balancers, on the sandbox's real demo
 // pods: name, protocol, port, traffic policy Local.
 var upgradeServices = []struct {
@@ -249,7 +246,7 @@ var upgradeServices = []struct {
 // from the real nodes' VIP pool, and returns their VIPs once each answers.
 func (u *upgrade) createServices() map[string]string {
 	u.t.Helper()
-	demo := u.vip(sandbox.DemoRealService)
+	demo := waitVIP(u.ctx, u.t, u.cs, sandbox.DemoRealService)
 	addr := netip.MustParseAddr(demo)
 	pool := netip.PrefixFrom(addr, 25).Masked()
 	fixed := pool.Addr()
@@ -274,7 +271,7 @@ func (u *upgrade) createServices() map[string]string {
 		}
 	}
 	for _, s := range upgradeServices {
-		vips[s.name] = u.vip(s.name)
+		vips[s.name] = waitVIP(u.ctx, u.t, u.cs, s.name)
 		waitCond(u.ctx, u.t, s.name+" answering", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			return askVIP(ctx, s.protocol, vips[s.name], s.port) == nil, nil
 		})
@@ -283,21 +280,6 @@ func (u *upgrade) createServices() map[string]string {
 		u.t.Errorf("up-local's VIP %s, want its loadBalancerIP %s", vips["up-local"], fixed)
 	}
 	return vips
-}
-
-// vip waits for the Service's load balancer and returns its address.
-func (u *upgrade) vip(name string) string {
-	u.t.Helper()
-	var vip string
-	waitCond(u.ctx, u.t, "a load balancer for "+name, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		svc, err := u.cs.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
-		if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
-			return false, nil
-		}
-		vip = svc.Status.LoadBalancer.Ingress[0].IP
-		return true, nil
-	})
-	return vip
 }
 
 // step runs one helm command that moves the install to rel, with traffic
@@ -329,7 +311,7 @@ func (u *upgrade) step(name string, args []string, rel release, vips map[string]
 	for _, c := range nodeChanges {
 		u.t.Errorf("%s changed a Node: %s", name, c)
 	}
-	if holder := u.leaseHolder(); transitions != 1 || len(holders) != 1 || holders[0] != holder {
+	if holder := leaseHolderOf(u.ctx, u.cs); transitions != 1 || len(holders) != 1 || holders[0] != holder {
 		u.t.Errorf("%s: the Lease passed %d times, to %v; want once, to the new leader %s (pod %s)", name, transitions, holders, holder, leading.Name)
 	}
 	u.t.Logf("%s to %s: the Lease passed %d time(s), to %v; %d load balancers untouched", name, rel.version, transitions, holders, len(afterLBs))

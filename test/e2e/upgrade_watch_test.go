@@ -115,11 +115,7 @@ type lbState struct {
 // loadBalancers lists the cluster's load balancers in localcloud, by name.
 func (u *upgrade) loadBalancers() map[string]lbState {
 	u.t.Helper()
-	c, err := lcclient.New(u.env["LOCALCLOUD_URL"], u.env["LOCALCLOUD_TOKEN"])
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	lbs, err := c.ListAllLoadBalancers(u.ctx, lcclient.ListOptions{Cluster: u.env["LOCALCLOUD_CLUSTER"]})
+	lbs, err := u.lc.ListAllLoadBalancers(u.ctx, lcclient.ListOptions{Cluster: u.env["LOCALCLOUD_CLUSTER"]})
 	if err != nil {
 		u.t.Fatal(err)
 	}
